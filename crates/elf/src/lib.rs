@@ -1,0 +1,1 @@
+//! sediment-elf (being written)

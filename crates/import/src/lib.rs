@@ -1,0 +1,1 @@
+//! sediment-import (being written)

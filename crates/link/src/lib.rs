@@ -1,0 +1,1 @@
+//! sediment-link (being written)

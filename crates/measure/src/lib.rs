@@ -1,0 +1,1 @@
+//! sediment-measure (being written)

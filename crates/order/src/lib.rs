@@ -1,0 +1,1 @@
+//! sediment-order (being written)

@@ -1,0 +1,407 @@
+//! The text form of a profile (format version 1), documented for users in
+//! `docs/profile-format.md`.
+//!
+//! ```text
+//! sediment-profile 1
+//! meta binary demo
+//! meta source callgrind
+//! meta total 123456
+//! fn 0 1200 96 main -
+//! fn 1 5000 - helper unit07.c
+//! call 0 1 300
+//! ```
+//!
+//! Line-oriented, one record per line, fields separated by single spaces, `#` starts a comment
+//! line. Every string field is escaped with [`escape`]: bytes outside printable ASCII, space,
+//! `%` and `#` become `%XX`, and a string that would read as the "absent" marker `-` is written
+//! `%2D`. So every field is one token and no name can break the line structure.
+
+use crate::{Edge, Error, FuncKey, Function, Meta, Profile};
+use std::fmt::Write as _;
+
+/// First token of the first line.
+pub const MAGIC: &str = "sediment-profile";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Escapes a string into one whitespace-free token (see the module docs).
+pub fn escape(s: &str) -> String {
+    if s == "-" {
+        return "%2D".to_string();
+    }
+    if s.is_empty() {
+        return "%".to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        if b.is_ascii_graphic() && b != b'%' && b != b'#' {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Reverses [`escape`]. Fails on a malformed escape or on bytes that are not UTF-8.
+pub fn unescape(token: &str) -> Result<String, String> {
+    if token == "%" {
+        return Ok(String::new());
+    }
+    let bytes = token.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = token
+                .get(i + 1..i + 3)
+                .ok_or_else(|| format!("truncated escape in `{token}`"))?;
+            let b = u8::from_str_radix(hex, 16)
+                .map_err(|_| format!("bad escape `%{hex}` in `{token}`"))?;
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("`{token}` does not decode to UTF-8"))
+}
+
+fn opt_field(v: &Option<String>) -> String {
+    v.as_deref().map_or_else(|| "-".to_string(), escape)
+}
+
+pub(crate) fn write(p: &Profile) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{MAGIC} {FORMAT_VERSION}");
+    let m = &p.meta;
+    let _ = writeln!(out, "meta binary {}", escape(&m.binary));
+    if let Some(b) = &m.build_id {
+        let _ = writeln!(out, "meta build-id {}", escape(b));
+    }
+    if let Some(a) = &m.arch {
+        let _ = writeln!(out, "meta arch {}", escape(a));
+    }
+    let _ = writeln!(out, "meta source {}", escape(&m.source));
+    if let Some(e) = &m.event {
+        let _ = writeln!(out, "meta event {}", escape(e));
+    }
+    let _ = writeln!(out, "meta total {}", m.total);
+    for (k, v) in &m.extra {
+        let _ = writeln!(out, "meta {} {}", escape(k), escape(v));
+    }
+    let _ = writeln!(out, "# fn INDEX SELF-WEIGHT SIZE NAME FILE");
+    for (i, f) in p.functions.iter().enumerate() {
+        let size = f.size.map_or_else(|| "-".to_string(), |s| s.to_string());
+        let _ = writeln!(
+            out,
+            "fn {i} {} {size} {} {}",
+            f.self_weight,
+            escape(&f.key.name),
+            opt_field(&f.key.file)
+        );
+    }
+    let _ = writeln!(out, "# call CALLER CALLEE WEIGHT");
+    for e in &p.edges {
+        let _ = writeln!(out, "call {} {} {}", e.caller, e.callee, e.weight);
+    }
+    out
+}
+
+struct LineCtx {
+    line: usize,
+}
+
+impl LineCtx {
+    fn err(&self, message: impl Into<String>) -> Error {
+        Error::Parse {
+            line: self.line,
+            message: message.into(),
+        }
+    }
+
+    fn num<T: std::str::FromStr>(&self, tok: &str, what: &str) -> Result<T, Error> {
+        tok.parse()
+            .map_err(|_| self.err(format!("{what} `{tok}` is not a number")))
+    }
+
+    fn string(&self, tok: &str, what: &str) -> Result<String, Error> {
+        unescape(tok).map_err(|e| self.err(format!("{what}: {e}")))
+    }
+
+    fn opt_string(&self, tok: &str, what: &str) -> Result<Option<String>, Error> {
+        if tok == "-" {
+            Ok(None)
+        } else {
+            self.string(tok, what).map(Some)
+        }
+    }
+}
+
+pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
+    let mut lines = text.split('\n').enumerate();
+    let first = lines.next().map(|(_, l)| l).unwrap_or("");
+    let mut head = first.trim_end_matches('\r').split(' ');
+    if head.next() != Some(MAGIC) {
+        return Err(Error::NotAProfile);
+    }
+    match head.next() {
+        Some(v) if v == FORMAT_VERSION.to_string() && head.next().is_none() => {}
+        Some(v) => return Err(Error::UnsupportedVersion(v.to_string())),
+        None => return Err(Error::NotAProfile),
+    }
+
+    let mut meta = Meta::default();
+    let mut saw_binary = false;
+    let mut functions: Vec<Function> = Vec::new();
+    let mut edges: Vec<Edge> = Vec::new();
+    let mut last_line = 1;
+    for (i, raw) in lines {
+        let cx = LineCtx { line: i + 1 };
+        last_line = i + 1;
+        let line = raw.trim_end_matches('\r');
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let toks: Vec<&str> = line.split(' ').collect();
+        match toks[0] {
+            "meta" => {
+                if toks.len() != 3 {
+                    return Err(cx.err("`meta` takes a key and a value"));
+                }
+                if !functions.is_empty() || !edges.is_empty() {
+                    return Err(cx.err("`meta` lines must come before `fn` lines"));
+                }
+                let value = cx.string(toks[2], "meta value")?;
+                match toks[1] {
+                    "binary" => {
+                        meta.binary = value;
+                        saw_binary = true;
+                    }
+                    "build-id" => meta.build_id = Some(value),
+                    "arch" => meta.arch = Some(value),
+                    "source" => meta.source = value,
+                    "event" => meta.event = Some(value),
+                    "total" => meta.total = cx.num(toks[2], "total")?,
+                    other => {
+                        let k = cx.string(other, "meta key")?;
+                        if meta.extra.insert(k, value).is_some() {
+                            return Err(cx.err(format!("duplicate meta key `{other}`")));
+                        }
+                    }
+                }
+            }
+            "fn" => {
+                if toks.len() != 6 {
+                    return Err(cx.err("`fn` takes INDEX SELF-WEIGHT SIZE NAME FILE"));
+                }
+                if !edges.is_empty() {
+                    return Err(cx.err("`fn` lines must come before `call` lines"));
+                }
+                let idx: usize = cx.num(toks[1], "index")?;
+                if idx != functions.len() {
+                    return Err(cx.err(format!(
+                        "function index {idx} out of sequence (expected {})",
+                        functions.len()
+                    )));
+                }
+                let self_weight = cx.num(toks[2], "self weight")?;
+                let size = if toks[3] == "-" {
+                    None
+                } else {
+                    Some(cx.num(toks[3], "size")?)
+                };
+                let name = cx.string(toks[4], "name")?;
+                if name.is_empty() {
+                    return Err(cx.err("empty function name"));
+                }
+                let file = cx.opt_string(toks[5], "file")?;
+                let key = FuncKey { name, file };
+                if let Some(prev) = functions.last() {
+                    if prev.key >= key {
+                        return Err(cx.err(format!(
+                            "function `{key}` is out of order or repeated (functions are sorted by name, then file)"
+                        )));
+                    }
+                }
+                functions.push(Function {
+                    key,
+                    self_weight,
+                    size,
+                });
+            }
+            "call" => {
+                if toks.len() != 4 {
+                    return Err(cx.err("`call` takes CALLER CALLEE WEIGHT"));
+                }
+                let caller: u32 = cx.num(toks[1], "caller")?;
+                let callee: u32 = cx.num(toks[2], "callee")?;
+                let weight: u64 = cx.num(toks[3], "weight")?;
+                for id in [caller, callee] {
+                    if id as usize >= functions.len() {
+                        return Err(cx.err(format!("call refers to unknown function {id}")));
+                    }
+                }
+                if weight == 0 {
+                    return Err(cx.err("call weight must be positive"));
+                }
+                if let Some(prev) = edges.last() {
+                    if (prev.caller, prev.callee) >= (caller, callee) {
+                        return Err(cx.err("call lines out of order or repeated"));
+                    }
+                }
+                edges.push(Edge {
+                    caller,
+                    callee,
+                    weight,
+                });
+            }
+            other => {
+                return Err(cx.err(format!("unknown record `{}`", escape(other))));
+            }
+        }
+    }
+    if !text.ends_with('\n') {
+        return Err(Error::Parse {
+            line: last_line,
+            message: "file ends in the middle of a line (truncated?)".into(),
+        });
+    }
+    if !saw_binary {
+        return Err(Error::Parse {
+            line: last_line,
+            message: "no `meta binary` line".into(),
+        });
+    }
+    Ok(Profile {
+        meta,
+        functions,
+        edges,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ProfileBuilder;
+    use proptest::prelude::*;
+
+    fn sample() -> Profile {
+        let mut b = ProfileBuilder::new(Meta {
+            binary: "demo".into(),
+            build_id: Some("abcd".into()),
+            arch: Some("x86_64".into()),
+            source: "callgrind".into(),
+            event: Some("Ir".into()),
+            total: 100,
+            extra: Default::default(),
+        });
+        b.add_self(&FuncKey::global("main"), 10);
+        b.add_self(&FuncKey::local("helper", "unit07.c"), 50);
+        b.set_size(&FuncKey::local("helper", "unit07.c"), 96);
+        b.add_call(
+            &FuncKey::global("main"),
+            &FuncKey::local("helper", "unit07.c"),
+            7,
+        );
+        b.build()
+    }
+
+    #[test]
+    fn writes_documented_form() {
+        let expect = "sediment-profile 1\n\
+meta binary demo\n\
+meta build-id abcd\n\
+meta arch x86_64\n\
+meta source callgrind\n\
+meta event Ir\n\
+meta total 100\n\
+# fn INDEX SELF-WEIGHT SIZE NAME FILE\n\
+fn 0 50 96 helper unit07.c\n\
+fn 1 10 - main -\n\
+# call CALLER CALLEE WEIGHT\n\
+call 1 0 7\n";
+        assert_eq!(sample().to_text(), expect);
+        assert_eq!(Profile::from_text(expect).unwrap(), sample());
+    }
+
+    #[test]
+    fn odd_names_round_trip_as_single_tokens() {
+        let mut b = ProfileBuilder::new(Meta {
+            binary: "my prog".into(),
+            ..Default::default()
+        });
+        let evil = "x\n} SECTIONS { INCLUDE /etc/passwd * ( ) \"q\" % # -";
+        b.add_self(&FuncKey::global(evil), 1);
+        b.add_self(&FuncKey::global("-"), 1);
+        b.add_self(&FuncKey::local("f", "we ird.c"), 1);
+        let p = b.build();
+        let text = p.to_text();
+        for line in text.lines().filter(|l| l.starts_with("fn ")) {
+            assert_eq!(line.split(' ').count(), 6, "{line}");
+        }
+        assert_eq!(Profile::from_text(&text).unwrap(), p);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let good = sample().to_text();
+        let bad = good.replace("call 1 0 7", "call 1 9 7");
+        assert_eq!(
+            Profile::from_text(&bad).unwrap_err(),
+            Error::Parse {
+                line: 12,
+                message: "call refers to unknown function 9".into()
+            }
+        );
+        let truncated = &good[..good.len() - 3];
+        assert!(matches!(
+            Profile::from_text(truncated),
+            Err(Error::Parse { line: 12, .. })
+        ));
+        assert_eq!(
+            Profile::from_text("hello\n").unwrap_err(),
+            Error::NotAProfile
+        );
+        assert_eq!(
+            Profile::from_text("sediment-profile 9\n").unwrap_err(),
+            Error::UnsupportedVersion("9".into())
+        );
+        let unsorted = good.replace("fn 0 50 96 helper", "fn 0 50 96 zzz");
+        assert!(matches!(
+            Profile::from_text(&unsorted),
+            Err(Error::Parse { line: 10, .. })
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn escape_round_trips(s in "\\PC*") {
+            let e = escape(&s);
+            prop_assert!(!e.is_empty());
+            prop_assert!(e.bytes().all(|b| b.is_ascii_graphic() && b != b'#'));
+            prop_assert_eq!(unescape(&e).unwrap(), s);
+        }
+
+        #[test]
+        fn parse_never_panics(s in "(sediment-profile 1\n)?[a-z0-9 %#\\-\n]{0,200}") {
+            let _ = Profile::from_text(&s);
+        }
+
+        #[test]
+        fn text_round_trip(names in proptest::collection::vec(("[ -~]{1,12}", proptest::option::of("[a-z]{1,4}\\.c"), 0u64..1000), 1..20),
+                           calls in proptest::collection::vec((0usize..20, 0usize..20, 1u64..50), 0..30)) {
+            let mut b = ProfileBuilder::new(Meta { binary: "b".into(), ..Default::default() });
+            let keys: Vec<FuncKey> = names.iter().map(|(n, f, _)| FuncKey { name: n.clone(), file: f.clone() }).collect();
+            for (k, (_, _, w)) in keys.iter().zip(&names) { b.add_self(k, *w); }
+            for (a, c, w) in calls { b.add_call(&keys[a % keys.len()], &keys[c % keys.len()], w); }
+            let p = b.build();
+            prop_assert!(p.is_canonical());
+            let t = p.to_text();
+            let q = Profile::from_text(&t).unwrap();
+            prop_assert_eq!(&q, &p);
+            prop_assert_eq!(q.to_text(), t);
+        }
+    }
+}

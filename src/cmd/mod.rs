@@ -1,0 +1,9 @@
+//! One module per subcommand: argument definitions and a `run` function that reads inputs,
+//! calls the library crates, and writes outputs atomically.
+
+pub mod compare;
+pub mod demo;
+pub mod import;
+pub mod link;
+pub mod order;
+pub mod record;

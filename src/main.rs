@@ -1,0 +1,72 @@
+//! `sediment`: profile-guided code layout for Linux binaries.
+//!
+//! The pipeline, one subcommand per stage, data flowing one way:
+//! `record`/`import` (sources -> profile) -> `order` (profile -> function order) ->
+//! `link`/`link-flags` (order -> linker input, checked against the objects) ->
+//! `compare` (two binaries -> measured layout metrics). `demo` runs all of them on the
+//! built-in example.
+//!
+//! This file only parses the command line and dispatches; each stage lives in `cmd/`, and the
+//! work itself in the library crates under `crates/`.
+
+mod cmd;
+mod fsio;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "sediment",
+    version,
+    about = "Profile-guided code layout for Linux binaries"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a command under perf or callgrind and write a profile per executable it ran.
+    Record(cmd::record::Args),
+    /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
+    Import(cmd::import::Args),
+    /// Compute a function order from a profile.
+    Order(cmd::order::Args),
+    /// Check an order against object files and write the chosen linker's ordering input.
+    Link(cmd::link::Args),
+    /// Print the compiler-driver flags that make a linker use an ordering file.
+    LinkFlags(cmd::link::FlagsArgs),
+    /// Run two binaries under valgrind and compare instructions, I-cache, iTLB and page use.
+    Compare(cmd::compare::Args),
+    /// Build the built-in example, profile, order, relink with every linker, and compare.
+    Demo(cmd::demo::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Record(a) => cmd::record::run(a),
+        Command::Import(a) => cmd::import::run(a),
+        Command::Order(a) => cmd::order::run(a),
+        Command::Link(a) => cmd::link::run(a),
+        Command::LinkFlags(a) => cmd::link::run_flags(a),
+        Command::Compare(a) => cmd::compare::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+    };
+    if let Err(e) = result {
+        if is_broken_pipe(&e) {
+            return;
+        }
+        eprintln!("sediment: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// A closed pipe (`sediment ... | head`) is a normal end, not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

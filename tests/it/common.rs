@@ -1,0 +1,39 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Path of the built `sediment` binary.
+pub fn sediment_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_sediment"))
+}
+
+/// Runs `sediment` with the given arguments in `dir`.
+pub fn sediment(dir: &Path, args: &[&str]) -> Output {
+    Command::new(sediment_bin())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run sediment")
+}
+
+/// True when `tool` runs (`tool --version` exits 0). Tests that need a missing tool fail
+/// loudly rather than skip, unless `SEDIMENT_ALLOW_MISSING_TOOLS=1` is set.
+pub fn have_tool(tool: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok && std::env::var_os("SEDIMENT_ALLOW_MISSING_TOOLS").is_none() {
+        panic!("{tool} is not installed; run the README's setup (or set SEDIMENT_ALLOW_MISSING_TOOLS=1)");
+    }
+    ok
+}
+
+/// Path to a fixture under `tests/fixtures`.
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
