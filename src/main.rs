@@ -39,6 +39,10 @@ enum Command {
     LinkFlags(cmd::link::FlagsArgs),
     /// Run two binaries under valgrind and compare instructions, I-cache, iTLB and page use.
     Compare(cmd::compare::Args),
+    /// Merge several profiles of one executable, each with a weight.
+    Merge(cmd::merge::Args),
+    /// Run two commands interleaved many times and report the difference with confidence intervals.
+    Stat(cmd::stat::Args),
     /// Build the built-in example, profile, order, relink with every linker, and compare.
     Demo(cmd::demo::Args),
 }
@@ -52,6 +56,8 @@ fn main() {
         Command::Link(a) => cmd::link::run(a),
         Command::LinkFlags(a) => cmd::link::run_flags(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
+        Command::Stat(a) => cmd::stat::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };
     if let Err(e) = result {

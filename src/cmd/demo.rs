@@ -1,10 +1,315 @@
-//! `sediment demo` (being written).
+//! `sediment demo [--dir DIR] [--via callgrind|perf] [--build-only]`: the whole pipeline on the
+//! built-in example program (`demo/`, described in `docs/demo.md`).
+//!
+//! The passes, each one function below and each timed on standard error:
+//! 1. write the sources (embedded in this executable) into DIR: `main.c`, `unit.h`, and 40
+//!    two-line `unitNN.c` wrappers that set UNIT/NEXT and include `unit.h`;
+//! 2. compile them with gcc, `-O2 -ffunction-sections -fno-omit-frame-pointer
+//!    -fno-toplevel-reorder`, in parallel;
+//! 3. link `demo-default` with gcc's default linker and no ordering;
+//! 4. drive this same executable's subcommands as child processes, exactly as a user would:
+//!    `record`, `order`, then per installed linker (lld, gold, GNU ld) `link` and `link-flags`
+//!    and a gcc relink with those flags into `demo-<linker>`;
+//! 5. `compare` the default link against every relinked binary in one table.
+//!
+//! `-fno-toplevel-reorder` keeps gcc's output order equal to the source's definition order.
+//! Without it gcc 12 emits the static helpers first and the externally visible hot functions
+//! last in each object, which happens to cluster this example's hot code; a real program's hot
+//! functions sit wherever their authors wrote them, which is what the flag reproduces.
+//!
+//! Without `--dir`, the work happens in a temporary directory removed at the end.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::fsio;
+
+/// The example's sources, embedded so that the demo needs nothing but the executable.
+const MAIN_C: &str = include_str!("../../demo/main.c");
+const UNIT_H: &str = include_str!("../../demo/unit.h");
+/// Number of `unitNN.c` translation units (must match the `UNITS` list in `demo/main.c`).
+const UNITS: usize = 40;
+/// Compiler flags of every object (see the module comment for `-fno-toplevel-reorder`).
+const CFLAGS: [&str; 4] = [
+    "-O2",
+    "-ffunction-sections",
+    "-fno-omit-frame-pointer",
+    "-fno-toplevel-reorder",
+];
+/// Linkers the demo relinks with, in table order: (`sediment link` name, executable to probe).
+const LINKERS: [(&str, &str); 3] = [("lld", "ld.lld"), ("gold", "ld.gold"), ("bfd", "ld.bfd")];
 
 /// Arguments of `sediment demo`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Work directory (created if missing; files are overwritten). Default: a temporary
+    /// directory removed at the end.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Profiler used by `sediment record`.
+    #[arg(long, default_value = "callgrind", value_parser = ["callgrind", "perf"])]
+    pub via: String,
+    /// Only write the sources, compile, and link `demo-default`.
+    #[arg(long)]
+    pub build_only: bool,
+}
 
 /// Runs `sediment demo`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("sediment demo: being written")
+pub fn run(args: Args) -> Result<()> {
+    let tmp;
+    let dir: PathBuf = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("{}: cannot create", d.display()))?;
+            d.clone()
+        }
+        None => {
+            tmp = tempfile::Builder::new()
+                .prefix("sediment-demo-")
+                .tempdir()
+                .context("cannot create a temporary directory")?;
+            tmp.path().to_path_buf()
+        }
+    };
+
+    let t = Instant::now();
+    let sources = write_sources(&dir)?;
+    let objects = compile(&dir, &sources)?;
+    link_default(&dir, &objects)?;
+    eprintln!(
+        "demo: built {} objects and demo-default in {} ({:.1} s)",
+        objects.len(),
+        dir.display(),
+        t.elapsed().as_secs_f64()
+    );
+    if args.build_only {
+        return Ok(());
+    }
+
+    let t = Instant::now();
+    sediment(
+        &dir,
+        &[
+            "record",
+            "--via",
+            &args.via,
+            "-o",
+            "prof.sprof",
+            "--",
+            "./demo-default",
+        ],
+    )?;
+    sediment(
+        &dir,
+        &[
+            "order",
+            "-p",
+            "prof.sprof",
+            "--algorithm",
+            "c3",
+            "-o",
+            "demo.order",
+        ],
+    )?;
+    eprintln!(
+        "demo: recorded and ordered ({:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
+
+    let t = Instant::now();
+    let mut binaries = vec!["demo-default".to_string()];
+    for (linker, probe) in LINKERS {
+        if !tool_runs(probe) {
+            eprintln!("demo: {probe} not found, skipping {linker}");
+            continue;
+        }
+        binaries.push(relink(&dir, linker, &objects)?);
+    }
+    eprintln!(
+        "demo: relinked with {} linkers ({:.1} s)",
+        binaries.len() - 1,
+        t.elapsed().as_secs_f64()
+    );
+
+    // The table goes straight to our standard output.
+    let mut compare: Vec<&str> = vec!["compare"];
+    compare.extend(binaries.iter().map(String::as_str));
+    let status = Command::new(current_exe()?)
+        .args(&compare)
+        .current_dir(&dir)
+        .status()
+        .context("cannot run `sediment compare`")?;
+    if !status.success() {
+        bail!("`sediment {}` failed ({status})", compare.join(" "));
+    }
+    Ok(())
+}
+
+/// Pass 1: writes `main.c`, `unit.h` and the unit wrappers; returns the `.c` files to compile.
+fn write_sources(dir: &Path) -> Result<Vec<String>> {
+    fsio::write_atomic(&dir.join("main.c"), MAIN_C.as_bytes())?;
+    fsio::write_atomic(&dir.join("unit.h"), UNIT_H.as_bytes())?;
+    let mut sources = vec!["main.c".to_string()];
+    for k in 0..UNITS {
+        let next = if k + 1 < UNITS { (k + 1) as i64 } else { -1 };
+        let name = format!("unit{k:02}.c");
+        let text = format!("#define UNIT {k}\n#define NEXT {next}\n#include \"unit.h\"\n");
+        fsio::write_atomic(&dir.join(&name), text.as_bytes())?;
+        sources.push(name);
+    }
+    Ok(sources)
+}
+
+/// Pass 2: compiles every source to an object in `dir`, on as many cores as there are;
+/// returns the object names in source order (the link order).
+fn compile(dir: &Path, sources: &[String]) -> Result<Vec<String>> {
+    let objects: Vec<String> = sources.iter().map(|s| s.replace(".c", ".o")).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let errors: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= sources.len() {
+                    break;
+                }
+                let r = run_tool(
+                    dir,
+                    "gcc",
+                    CFLAGS.iter().map(|s| s.to_string()).chain([
+                        "-c".into(),
+                        sources[i].clone(),
+                        "-o".into(),
+                        objects[i].clone(),
+                    ]),
+                );
+                if let Err(e) = r {
+                    errors
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((i, format!("{e:#}")));
+                }
+            });
+        }
+    });
+    let mut errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Report the first failing source in source order, whichever thread saw it first.
+    errors.sort();
+    if let Some((_, e)) = errors.into_iter().next() {
+        bail!(e);
+    }
+    Ok(objects)
+}
+
+/// Pass 3: the default link, no ordering.
+fn link_default(dir: &Path, objects: &[String]) -> Result<()> {
+    let args = ["-o".to_string(), "demo-default".to_string()]
+        .into_iter()
+        .chain(objects.iter().cloned());
+    run_tool(dir, "gcc", args)?;
+    Ok(())
+}
+
+/// Pass 4, per linker: emits the linker's ordering input from `demo.order`, asks for the
+/// matching driver flags, and relinks into `demo-<linker>`. Returns the binary's name.
+fn relink(dir: &Path, linker: &str, objects: &[String]) -> Result<String> {
+    let input = format!("order.{linker}");
+    let mut link = vec![
+        "link",
+        "--linker",
+        linker,
+        "--order",
+        "demo.order",
+        "-o",
+        &input,
+    ];
+    link.extend(objects.iter().map(String::as_str));
+    sediment(dir, &link)?;
+    let flags = sediment(dir, &["link-flags", "--linker", linker, &input])?;
+    let flags =
+        String::from_utf8(flags.stdout).context("`sediment link-flags` printed non-UTF-8")?;
+    let binary = format!("demo-{linker}");
+    let args = ["-o".to_string(), binary.clone()]
+        .into_iter()
+        .chain(objects.iter().cloned())
+        .chain(flags.split_ascii_whitespace().map(str::to_string));
+    run_tool(dir, "gcc", args)?;
+    Ok(binary)
+}
+
+/// Runs a subcommand of this executable in `dir`; fails with its last error line.
+fn sediment(dir: &Path, args: &[&str]) -> Result<Output> {
+    let out = Command::new(current_exe()?)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run `sediment {}`", args.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "`sediment {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            last_line(&out.stderr)
+        );
+    }
+    Ok(out)
+}
+
+/// Runs an external tool in `dir`; fails with its name, status and last error line.
+fn run_tool(dir: &Path, tool: &str, args: impl IntoIterator<Item = String>) -> Result<Output> {
+    let args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
+    let out = Command::new(tool)
+        .args(&args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {tool} (is it installed?)"))?;
+    if !out.status.success() {
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let mut cmd = format!("{tool} {}", shown.join(" "));
+        if cmd.len() > 120 {
+            cmd.truncate(117);
+            cmd.push_str("...");
+        }
+        bail!(
+            "`{cmd}` failed ({}): {}",
+            out.status,
+            last_line(&out.stderr)
+        );
+    }
+    Ok(out)
+}
+
+/// True when `tool --version` runs successfully.
+fn tool_runs(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn current_exe() -> Result<PathBuf> {
+    std::env::current_exe().context("cannot locate the sediment executable")
+}
+
+/// The last non-empty line of a tool's standard error.
+fn last_line(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no error message")
+        .trim()
+        .to_string()
 }

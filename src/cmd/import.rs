@@ -1,10 +1,313 @@
-//! `sediment import` (being written).
+//! `sediment import`: a profiler's output file -> Sediment profiles.
+//!
+//! `perf.data` goes through `sediment_import::perf::read`, which asks this module for the
+//! bytes of each binary that got samples (read from the path perf recorded, or from `--binary`
+//! for the binary of that base name). `callgrind.out` goes through
+//! `sediment_import::callgrind::read`, and each object's profile is then bound to the canonical
+//! keys with `sediment_import::bind` against the binary on disk.
+//!
+//! Output, shared with `sediment record`: the main executable's profile goes to `-o OUT`, every
+//! other binary that got samples to `OUT.<basename>.sprof` beside it. All files are written
+//! atomically, and only after every input was read, so a failed import writes nothing.
+
+use crate::fsio;
+use anyhow::{anyhow, bail, Result};
+use sediment_elf::Binary;
+use sediment_import::perf::{self, Mode};
+use sediment_import::{bind, callgrind};
+use sediment_profile::{base_name, Meta, Profile};
+use std::path::{Path, PathBuf};
+
+/// Input formats `sediment import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// `perf.data` from `perf record -e cpu-clock -g`.
+    Perf,
+    /// `callgrind.out` from `valgrind --tool=callgrind`.
+    Callgrind,
+}
 
 /// Arguments of `sediment import`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Format of INPUT.
+    #[arg(long, value_enum)]
+    pub format: Format,
+    /// Import only the binary of this base name, reading it from BIN instead of the path the
+    /// profiler recorded; its profile is written to OUT.
+    #[arg(long, value_name = "BIN")]
+    pub binary: Option<PathBuf>,
+    /// perf only: `leaf` (one caller -> sampled-function edge per sample, hfsort) or `chain`
+    /// (every adjacent pair of the call chain).
+    #[arg(long, value_name = "MODE", default_value = "leaf", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// The profiler's output file.
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+    /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+}
+
+/// Clap parser for `--mode`.
+pub fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
 
 /// Runs `sediment import`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("sediment import: being written")
+pub fn run(args: Args) -> Result<()> {
+    let imported = match args.format {
+        Format::Perf => import_perf(&args.input, args.binary.as_deref(), args.mode)?,
+        Format::Callgrind => import_callgrind(&args.input, args.binary.as_deref(), None)?,
+    };
+    write_profiles(&args.output, imported)
+}
+
+/// Profiles of one recording, and which of them is the main executable's.
+pub struct Imported {
+    /// One profile per binary, sorted by binary path.
+    pub profiles: Vec<Profile>,
+    /// `meta binary` of the main executable, when known.
+    pub main: Option<String>,
+    /// One-line warnings to print (counted, never one per function).
+    pub warnings: Vec<String>,
+}
+
+/// Reads a binary for an importer: `None` when the file does not exist.
+fn read_binary(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    match fsio::read_bytes(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+            }) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+/// Imports a perf.data file; `binary` replaces the recorded binary of the same base name.
+pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Imported> {
+    let data = fsio::read_bytes(input)?;
+    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
+    let mut overridden: Option<String> = None;
+    let mut resolver = |path: &str, _build_id: Option<&str>| {
+        if let (Some(bin), Some(name)) = (binary, &override_name) {
+            if base_name(path) == name {
+                overridden = Some(path.to_string());
+                return fsio::read_bytes(bin)
+                    .map(Some)
+                    .map_err(|e| format!("{e:#}"));
+            }
+        }
+        if binary.is_some() {
+            // Only the named binary is imported: the others' files on this machine need not
+            // be the ones that were recorded.
+            return Ok(None);
+        }
+        read_binary(Path::new(path))
+    };
+    let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    let mut main = result.main_binary;
+    if let Some(bin) = binary {
+        match overridden {
+            Some(p) => main = Some(p),
+            None => bail!(
+                "{}: no binary named `{}` got samples in {} (main executable: {})",
+                bin.display(),
+                override_name.unwrap_or_default(),
+                input.display(),
+                main.as_deref().unwrap_or("unknown")
+            ),
+        }
+    }
+    let s = &result.stats;
+    let mut warnings = Vec::new();
+    if s.kernel_samples > 0 {
+        warnings.push(format!(
+            "{} of {} samples were in the kernel and are not attributed",
+            s.kernel_samples, s.samples
+        ));
+    }
+    if s.unmapped_samples > 0 {
+        warnings.push(format!(
+            "{} samples were in no file mapping (JIT, vdso, anonymous memory)",
+            s.unmapped_samples
+        ));
+    }
+    if !s.missing_binaries.is_empty() && binary.is_none() {
+        let n: u64 = s.missing_binaries.iter().map(|(_, n)| n).sum();
+        warnings.push(format!(
+            "{} binaries with {n} samples could not be read (first: {})",
+            s.missing_binaries.len(),
+            s.missing_binaries[0].0
+        ));
+    }
+    if s.unsymbolized_samples > 0 {
+        warnings.push(format!(
+            "{} samples matched no function symbol",
+            s.unsymbolized_samples
+        ));
+    }
+    Ok(Imported {
+        profiles: result.profiles,
+        main,
+        warnings,
+    })
+}
+
+/// Imports a callgrind.out file and binds each object's profile to its binary's symbols.
+/// `binary` replaces the object of the same base name; `command` (from `record`) names the main
+/// executable, else the file's `cmd:` header does.
+pub fn import_callgrind(
+    input: &Path,
+    binary: Option<&Path>,
+    command: Option<&Path>,
+) -> Result<Imported> {
+    let text = fsio::read_text(input)?;
+    let path = input.display().to_string();
+    let profiles = callgrind::read(&text, &path)?;
+    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
+    // The main executable: --binary, else the recorded command, else the `cmd:` header.
+    let main_name = override_name.clone().or_else(|| {
+        command
+            .map(|c| c.to_string_lossy().into_owned())
+            .or_else(|| {
+                text.lines()
+                    .take(64)
+                    .find_map(|l| l.strip_prefix("cmd:"))
+                    .and_then(|c| c.split_whitespace().next().map(str::to_string))
+            })
+            .map(|c| base_name(&c).to_string())
+    });
+    let mut main = None;
+    let mut warnings = Vec::new();
+    let mut bound = Vec::with_capacity(profiles.len());
+    let (mut unmatched, mut unmatched_weight, mut unreadable) = (0usize, 0u64, Vec::new());
+    for p in profiles {
+        // `???` (code callgrind could not place) and valgrind's own preloaded libraries are
+        // not part of the program: no profile for them.
+        let own = base_name(&p.meta.binary).starts_with("vgpreload_");
+        if !p.meta.binary.starts_with('/') || own {
+            continue;
+        }
+        let is_override = override_name
+            .as_deref()
+            .is_some_and(|n| base_name(&p.meta.binary) == n);
+        if main.is_none() && main_name.as_deref() == Some(base_name(&p.meta.binary)) {
+            main = Some(p.meta.binary.clone());
+        }
+        let bytes = match (is_override, binary) {
+            (true, Some(bin)) => Some(fsio::read_bytes(bin)?),
+            _ if p.meta.binary.starts_with('/') => {
+                read_binary(Path::new(&p.meta.binary)).map_err(|e| anyhow!(e))?
+            }
+            _ => None,
+        };
+        let Some(bytes) = bytes else {
+            unreadable.push(p.meta.binary.clone());
+            bound.push(p);
+            continue;
+        };
+        let elf = Binary::parse(&p.meta.binary, &bytes)?;
+        let (mut q, report) = bind::bind(&p, &elf);
+        unmatched += report.unmatched + report.ambiguous;
+        unmatched_weight = unmatched_weight.saturating_add(report.unmatched_weight);
+        q.meta.build_id = elf.build_id.clone();
+        q.meta.arch = Some(elf.arch.clone());
+        bound.push(q);
+    }
+    if let (Some(name), None) = (&override_name, &main) {
+        bail!(
+            "{}: no object named `{name}` in {}",
+            binary.map(|b| b.display().to_string()).unwrap_or_default(),
+            input.display()
+        );
+    }
+    if unmatched > 0 {
+        warnings.push(format!(
+            "{unmatched} functions ({unmatched_weight} Ir) matched no symbol of their binary"
+        ));
+    }
+    if !unreadable.is_empty() {
+        warnings.push(format!(
+            "{} objects could not be read to bind their symbols (first: {})",
+            unreadable.len(),
+            unreadable[0]
+        ));
+    }
+    Ok(Imported {
+        profiles: bound,
+        main,
+        warnings,
+    })
+}
+
+/// Path of the profile of a non-main binary: `OUT.<basename>.sprof`, numbered on a clash.
+fn side_path(out: &Path, binary: &str, taken: &mut std::collections::BTreeSet<PathBuf>) -> PathBuf {
+    let stem = format!("{}.{}", out.display(), base_name(binary));
+    let mut candidate = PathBuf::from(format!("{stem}.sprof"));
+    let mut n = 2;
+    while taken.contains(&candidate) {
+        candidate = PathBuf::from(format!("{stem}.{n}.sprof"));
+        n += 1;
+    }
+    taken.insert(candidate.clone());
+    candidate
+}
+
+/// Writes the main profile to `out` and the others beside it, and prints a summary.
+pub fn write_profiles(out: &Path, imported: Imported) -> Result<()> {
+    for w in &imported.warnings {
+        eprintln!("sediment: warning: {w}");
+    }
+    let Some(main) = imported.main.clone() else {
+        bail!(
+            "{}: cannot tell the main executable of the recording (use --binary)",
+            out.display()
+        );
+    };
+    let mut files: Vec<(PathBuf, Profile)> = Vec::new();
+    let mut taken = std::collections::BTreeSet::new();
+    taken.insert(out.to_path_buf());
+    let mut main_profile = None;
+    for p in imported.profiles {
+        if p.meta.binary == main {
+            main_profile = Some(p);
+        } else {
+            let path = side_path(out, &p.meta.binary, &mut taken);
+            files.push((path, p));
+        }
+    }
+    let main_profile = main_profile.unwrap_or_else(|| {
+        eprintln!("sediment: warning: the main executable {main} got no samples");
+        let source = files
+            .first()
+            .map_or_else(String::new, |(_, p)| p.meta.source.clone());
+        Profile {
+            meta: Meta {
+                binary: main.clone(),
+                source,
+                ..Meta::default()
+            },
+            ..Profile::default()
+        }
+    });
+    files.insert(0, (out.to_path_buf(), main_profile));
+    for (path, p) in &files {
+        fsio::write_atomic(path, p.to_text().as_bytes())?;
+        eprintln!(
+            "sediment: wrote {} ({}: {} {}, {} functions, {} calls)",
+            path.display(),
+            p.meta.binary,
+            p.meta.total,
+            p.meta.event.as_deref().unwrap_or("weight"),
+            p.functions.len(),
+            p.edges.len()
+        );
+    }
+    Ok(())
 }

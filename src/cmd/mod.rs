@@ -5,5 +5,7 @@ pub mod compare;
 pub mod demo;
 pub mod import;
 pub mod link;
+pub mod merge;
 pub mod order;
 pub mod record;
+pub mod stat;

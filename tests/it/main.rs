@@ -1,4 +1,11 @@
 //! The one integration-test binary: end-to-end runs of the `sediment` executable and the real
 //! tools it drives (gcc, lld, gold, GNU ld, valgrind, perf). One module per area.
 
+mod callgrind;
 mod common;
+mod compare;
+mod link;
+mod merge;
+mod order;
+mod perf;
+mod stat;

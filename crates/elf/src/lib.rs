@@ -1,1 +1,42 @@
-//! sediment-elf (being written)
+//! sediment-elf: what Sediment needs to know about ELF files.
+//!
+//! - [`symbols`]: a linked executable or shared object: build-id, architecture, `PT_LOAD`
+//!   segments (to turn a file offset from a perf MMAP record into a link-time address) and the
+//!   function symbols sorted by address, with a lookup from an address to its function.
+//! - `objects`: the inventory of relocatable object files for the linker step.
+//!
+//! Design constraints: **no file access**. Every function takes the file's bytes and the path
+//! it came from (used only in error messages); callers read files (size-capped) themselves.
+//! Parsing is done by the `object` crate, which bounds-checks every header and table against the
+//! data, so hostile input yields an error, never a panic or an unbounded allocation.
+//!
+//! Non-goal: DWARF. Function identity comes from the symbol table alone (name, plus the
+//! `STT_FILE` base name for local symbols); line tables and inlining are not read.
+//!
+//! References: System V ABI, *Object Files* chapter ("Symbol Table", "Program Header"), and the
+//! GNU build-id note (`NT_GNU_BUILD_ID`, ld's `--build-id`).
+
+pub mod objects;
+pub mod symbols;
+
+pub use symbols::{Binary, Segment, Symbol};
+
+/// Errors of this crate. Each names the file it is about.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The bytes are not a readable ELF file (or a table inside it is damaged).
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// What could not be read.
+        message: String,
+    },
+    /// The file has neither `.symtab` nor `.dynsym` function symbols.
+    #[error("{path}: no symbol table (stripped?)")]
+    NoSymbols {
+        /// The file.
+        path: String,
+    },
+}

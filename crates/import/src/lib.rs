@@ -1,1 +1,83 @@
-//! sediment-import (being written)
+//! sediment-import: turns a profiler's output into Sediment [`Profile`]s.
+//!
+//! One module per input format, each with a single entry function `read(...)` (the shape of
+//! samply's `import::perf::convert`):
+//! - [`perf`]: a `perf.data` file from `perf record -e cpu-clock -g`, read with the
+//!   `linux-perf-data` crate (never by shelling out to `perf script`), sample addresses mapped
+//!   through the recorded MMAP/MMAP2 records and the binaries' ELF symbol tables.
+//! - [`callgrind`]: a `callgrind.out` file (valgrind's text format).
+//! - [`bind`]: shared by importers that only know a function's name and a source-file *hint*
+//!   (callgrind's `fl=`): rewrites keys to the canonical form using the binary's symbols.
+//!
+//! Design constraints:
+//! - **No file access.** Importers take the input as bytes and get the bytes of the profiled
+//!   binaries through a resolver the caller passes in ([`perf::BinaryResolver`]), so tests can
+//!   point them at copies and the CLI alone decides what may be opened.
+//! - **Hostile input.** A perf.data or callgrind.out may come from a stranger: no panics, no
+//!   allocation sized by an unchecked length field, and every error names the file and the
+//!   offset, line or structure that failed.
+//! - **Deterministic.** The same inputs give the same profiles (canonical [`Profile`]s, and
+//!   profile lists sorted by binary path).
+//!
+//! Non-goal: kernel and JIT code. Only user-space frames of ELF files on disk are attributed.
+//!
+//! [`Profile`]: sediment_profile::Profile
+
+pub mod bind;
+pub mod callgrind;
+pub mod perf;
+
+/// Errors of every importer in this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input is not in the expected format at all (wrong magic, empty file...).
+    #[error("{path}: {message}")]
+    Format {
+        /// The input file.
+        path: String,
+        /// What was expected.
+        message: String,
+    },
+    /// A binary input is damaged at a known byte offset.
+    #[error("{path}: offset {offset}: {message}")]
+    Corrupt {
+        /// The input file.
+        path: String,
+        /// Byte offset of the structure that failed.
+        offset: u64,
+        /// Which structure and what was wrong.
+        message: String,
+    },
+    /// A text input is damaged on a known line.
+    #[error("{path}: line {line}: {message}")]
+    Syntax {
+        /// The input file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong with it.
+        message: String,
+    },
+    /// The binary on disk is not the one that was profiled.
+    #[error("{binary}: build-id mismatch: the profile recorded {recorded}, the file has {found}")]
+    BuildIdMismatch {
+        /// The binary (as resolved).
+        binary: String,
+        /// Build-id stored in the profile data.
+        recorded: String,
+        /// Build-id of the file that was found.
+        found: String,
+    },
+    /// The resolver could not provide a binary that the profile needs.
+    #[error("{binary}: {message}")]
+    Resolve {
+        /// The binary.
+        binary: String,
+        /// Why it could not be read.
+        message: String,
+    },
+    /// A binary's ELF data could not be read.
+    #[error(transparent)]
+    Elf(#[from] sediment_elf::Error),
+}

@@ -1,1 +1,148 @@
-//! sediment-link (being written)
+//! sediment-link: turn a linker-neutral [`FunctionOrder`] into what each linker reads.
+//!
+//! The pass has two halves, kept apart:
+//! 1. [`resolve()`] matches every order entry ([`FuncKey`]: name, plus the `STT_FILE` base
+//!    name for statics) against the function symbols found in the real object files
+//!    ([`sediment_elf::objects`]). The inventory is the source of truth: an emitter only ever
+//!    writes names and sections that exist in the objects, so a profile (which comes from a
+//!    stranger) cannot invent linker-script text. Entries that match nothing become one
+//!    counted warning; an order of which *nothing* matches is an error, since it was almost
+//!    certainly recorded from another program.
+//! 2. The emitters in [`emit`] write one linker's input:
+//!    - **lld** `--symbol-ordering-file`: symbol names, one per line. lld identifies a
+//!      function by name only, so same-named statics of two files cannot be told apart; the
+//!      name is listed once, at its hottest position, and lld places both there.
+//!    - **gold** `--section-ordering-file`: the real input-section names read from the objects
+//!      (`.text.startup.main`, `.text.hot.f`, `.text.f.constprop.0`). gold also matches names
+//!      only, with the same limit for same-named statics.
+//!    - **GNU ld (bfd)**: from binutils 2.43 on, a `--section-ordering-file` fragment; before
+//!      that, a complete `-T` script: ld's own default script (`ld --verbose`, for the same
+//!      PIE mode as the final link) with the ordered input sections inserted at the start of
+//!      the `.text` output section. Patterns are file-qualified (`*/a.o(.text.helper)`), so
+//!      same-named statics of two objects are placed separately, in exact order.
+//!    - **mold** has no ordering option at all. The route offered is a pre-link: an `ld -r`
+//!      script that concatenates the ordered sections into the `.text` section of one
+//!      relocatable object, which mold then links as it is.
+//!
+//! Safety: anything that reaches a linker script or order file must match a conservative
+//! character set ([`safe`]); anything else is skipped with one counted warning. Outputs are
+//! deterministic: they follow the order file, duplicates are dropped keeping the first (the
+//! hottest) occurrence, and the several objects a key can match are taken in inventory order
+//! (the order of the object files on the command line).
+//!
+//! This crate does no I/O: the caller reads the files, runs `ld --verbose` when a bfd script
+//! is wanted, and writes the result.
+
+pub mod emit;
+pub mod resolve;
+pub mod safe;
+
+pub use emit::{emit, flags, BfdFlavor, Emitted, PieMode};
+pub use resolve::{resolve, Resolution, SymRef};
+
+use sediment_profile::{FuncKey, FunctionOrder};
+use std::fmt;
+use std::str::FromStr;
+
+/// Errors of this crate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A linker name this crate does not know.
+    #[error("unknown linker `{0}` (known: lld, gold, bfd, mold)")]
+    UnknownLinker(String),
+    /// Not a single order entry exists in the objects.
+    #[error(
+        "order/profile does not match these objects (0 of {total} functions found; recorded from another program?)"
+    )]
+    NothingMatches {
+        /// Number of entries in the order.
+        total: usize,
+    },
+    /// Every matching entry had to be skipped (unsafe names, shared sections...).
+    #[error("nothing left to order: all {matched} matching functions were skipped (see warnings)")]
+    NothingEmitted {
+        /// Number of entries that matched the objects.
+        matched: usize,
+    },
+    /// The `ld --verbose` output did not contain a usable default script.
+    #[error("GNU ld default script: {0}")]
+    DefaultScript(String),
+    /// The mold pre-link route cannot take this input.
+    #[error("mold: {0}")]
+    Mold(String),
+}
+
+/// The linkers Sediment writes inputs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Linker {
+    /// LLVM lld (`--symbol-ordering-file`).
+    Lld,
+    /// GNU gold (`--section-ordering-file`).
+    Gold,
+    /// GNU ld, the BFD linker (`-T` script, or `--section-ordering-file` from 2.43).
+    Bfd,
+    /// mold (no ordering option: pre-link with `ld -r -T`).
+    Mold,
+}
+
+impl FromStr for Linker {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "lld" => Ok(Linker::Lld),
+            "gold" => Ok(Linker::Gold),
+            "bfd" => Ok(Linker::Bfd),
+            "mold" => Ok(Linker::Mold),
+            _ => Err(Error::UnknownLinker(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for Linker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Linker::Lld => "lld",
+            Linker::Gold => "gold",
+            Linker::Bfd => "bfd",
+            Linker::Mold => "mold",
+        })
+    }
+}
+
+/// Keys listed in a warning before "...".
+pub const WARN_LIST_MAX: usize = 5;
+
+/// `a, b, c (and 4 more)` with names shown escaped, so a hostile name cannot reach the
+/// terminal raw.
+pub(crate) fn list_some<'a>(items: impl IntoIterator<Item = &'a FuncKey>, total: usize) -> String {
+    let shown: Vec<String> = items
+        .into_iter()
+        .take(WARN_LIST_MAX)
+        .map(|k| match &k.file {
+            Some(f) => format!(
+                "{} ({})",
+                sediment_profile::escape(&k.name),
+                sediment_profile::escape(f)
+            ),
+            None => sediment_profile::escape(&k.name),
+        })
+        .collect();
+    let more = total.saturating_sub(shown.len());
+    if more > 0 {
+        format!("{} (and {more} more)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Convenience for callers: resolve then emit.
+pub fn link_input(
+    linker: Linker,
+    order: &FunctionOrder,
+    objects: &[sediment_elf::objects::ObjectFile],
+    bfd: &BfdFlavor,
+) -> Result<Emitted, Error> {
+    let res = resolve(order, objects)?;
+    emit(linker, &res, objects, bfd)
+}

@@ -22,10 +22,17 @@
 
 mod format;
 mod key;
+mod merge;
+mod names;
 mod order_file;
 
 pub use format::{escape, unescape, FORMAT_VERSION, MAGIC};
 pub use key::{base_name, FuncKey};
+pub use merge::{merge, merge_with, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
+pub use names::{
+    match_profile, normalize, remap, Mapping, Match, MatchReport, MatchRule, Normalized,
+    SuffixKind, REPORT_NAMES,
+};
 pub use order_file::{FunctionOrder, ORDER_MAGIC};
 
 use std::collections::BTreeMap;
@@ -47,6 +54,32 @@ pub enum Error {
         line: usize,
         /// What was wrong with it.
         message: String,
+    },
+    /// [`merge`] was given no profiles.
+    #[error("nothing to merge: no input profiles")]
+    NoInputs,
+    /// A merge weight is negative, NaN or infinite; `input` is the 0-based input position.
+    #[error("input {input}: weight {weight} is not a finite number >= 0")]
+    BadWeight {
+        /// 0-based position of the input.
+        input: usize,
+        /// The weight as given.
+        weight: String,
+    },
+    /// Two merge inputs describe different executables (`what` is `binary`, `build-id` or
+    /// `arch`); `first` and `other` are 0-based input positions.
+    #[error("inputs {first} and {other} have different {what} (`{a}` vs `{b}`)")]
+    Mismatch {
+        /// Which metadata differs.
+        what: &'static str,
+        /// Position of the earlier input.
+        first: usize,
+        /// Position of the later input.
+        other: usize,
+        /// The earlier input's value.
+        a: String,
+        /// The later input's value.
+        b: String,
     },
 }
 

@@ -1,0 +1,495 @@
+//! The statistics of an A/B comparison: pure functions over slices of samples, no I/O.
+//!
+//! For one metric measured `n_a` times on command A and `n_b` times on command B:
+//! - location: [`median`] (robust to the occasional descheduled run) and [`mean`];
+//! - spread: the sample standard deviation [`sample_sd`] (divisor `n - 1`);
+//! - significance: [`welch`], Welch's unequal-variances t-test (B. L. Welch, "The
+//!   generalization of Student's problem when several different population variances are
+//!   involved", Biometrika 34, 1947). The degrees of freedom come from the Welch–Satterthwaite
+//!   equation, and the two-sided p-value from the Student-t distribution, whose CDF is the
+//!   regularized incomplete beta function `I_x(df/2, 1/2)` at `x = df / (df + t²)`
+//!   (Abramowitz & Stegun 26.7.1 and 26.5.27). [`incomplete_beta`] evaluates it with the
+//!   continued fraction of A&S 26.5.8 by the modified Lentz method (Numerical Recipes §6.4
+//!   describes the same scheme), and [`ln_gamma`] uses the Lanczos approximation (g = 7, nine
+//!   coefficients, accurate to about 1e-15 for positive arguments);
+//! - the size of the effect: [`ratio_ci`], the ratio of means B/A with a 95% confidence interval
+//!   by the delta method on the log-ratio: `ln(m_b/m_a)` has variance about
+//!   `s_a²/(n_a m_a²) + s_b²/(n_b m_b²)`, and the interval `exp(ln R ± t·se)` uses the Student-t
+//!   quantile with Welch–Satterthwaite degrees of freedom on those relative variances. Unlike
+//!   Fieller's theorem it always gives a finite interval, and unlike a bootstrap it needs no seed;
+//!   it assumes positive means, which every metric here has (a zero mean gives no ratio);
+//! - a robust cross-check: [`bootstrap_median_ratio`], a seeded percentile bootstrap of the
+//!   ratio of medians (Efron & Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 13),
+//!   for when a few outlier runs make the mean misleading;
+//! - "how many sigmas": [`sigmas`], `(mean_b - mean_a) / pooled sd` (Cohen's d), the difference
+//!   in units of the run-to-run noise.
+//!
+//! Design turned down: pulling in `statrs` for the t distribution. The two special functions
+//! are forty lines, testable against closed forms (df = 1 is the Cauchy distribution, df = 2 has
+//! an algebraic CDF), and keep the crate's dependency tree small.
+
+/// Median of `xs` (mean of the two middle values for an even count); `None` when empty.
+/// NaNs are ordered by `f64::total_cmp`, so the result is deterministic for any input.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Arithmetic mean; `None` when empty.
+pub fn mean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        None
+    } else {
+        Some(xs.iter().sum::<f64>() / xs.len() as f64)
+    }
+}
+
+/// Sample variance with Bessel's correction (divisor `n - 1`); `None` for fewer than 2 values.
+pub fn sample_variance(xs: &[f64]) -> Option<f64> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let m = mean(xs)?;
+    Some(xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() - 1) as f64)
+}
+
+/// Sample standard deviation (divisor `n - 1`); `None` for fewer than 2 values.
+pub fn sample_sd(xs: &[f64]) -> Option<f64> {
+    sample_variance(xs).map(f64::sqrt)
+}
+
+/// Pooled standard deviation of two samples:
+/// `sqrt(((n_a-1) s_a² + (n_b-1) s_b²) / (n_a + n_b - 2))`; `None` if either has fewer than 2.
+pub fn pooled_sd(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (va, vb) = (sample_variance(a)?, sample_variance(b)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    Some((((na - 1.0) * va + (nb - 1.0) * vb) / (na + nb - 2.0)).sqrt())
+}
+
+/// `(mean_b - mean_a) / pooled_sd`: the difference in units of run-to-run noise.
+/// `None` when undefined (fewer than 2 runs, or no noise at all).
+pub fn sigmas(a: &[f64], b: &[f64]) -> Option<f64> {
+    let sd = pooled_sd(a, b)?;
+    if sd == 0.0 {
+        return None;
+    }
+    Some((mean(b)? - mean(a)?) / sd)
+}
+
+/// Result of Welch's t-test of B against A.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Welch {
+    /// `(mean_b - mean_a) / sqrt(s_a²/n_a + s_b²/n_b)`.
+    pub t: f64,
+    /// Welch–Satterthwaite degrees of freedom.
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// Welch–Satterthwaite degrees of freedom for two variance-of-mean terms `u = s²/n` with
+/// `n - 1` degrees of freedom each.
+fn satterthwaite(ua: f64, na: f64, ub: f64, nb: f64) -> f64 {
+    (ua + ub).powi(2) / (ua * ua / (na - 1.0) + ub * ub / (nb - 1.0))
+}
+
+/// Welch's t-test. `None` for fewer than 2 runs on a side, or when both samples have zero
+/// variance (the statistic is undefined: identical constant samples, or constants that differ,
+/// which no test is needed to tell apart).
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    let (va, vb) = (sample_variance(a)?, sample_variance(b)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (ua, ub) = (va / na, vb / nb);
+    if ua + ub == 0.0 {
+        return None;
+    }
+    let t = (mean(b)? - mean(a)?) / (ua + ub).sqrt();
+    let df = satterthwaite(ua, na, ub, nb);
+    let p = 2.0 * (1.0 - student_t_cdf(t.abs(), df));
+    Some(Welch { t, df, p })
+}
+
+/// A ratio with its 95% confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RatioCi {
+    /// The point estimate.
+    pub ratio: f64,
+    /// Lower end of the 95% interval.
+    pub low: f64,
+    /// Upper end of the 95% interval.
+    pub high: f64,
+}
+
+/// Ratio of means `mean_b / mean_a` with a 95% CI by the log-ratio delta method (module
+/// docs). `None` with fewer than 2 runs on a side or a non-positive mean.
+pub fn ratio_ci(a: &[f64], b: &[f64]) -> Option<RatioCi> {
+    let (ma, mb) = (mean(a)?, mean(b)?);
+    let (va, vb) = (sample_variance(a)?, sample_variance(b)?);
+    if ma <= 0.0 || mb <= 0.0 {
+        return None;
+    }
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (ua, ub) = (va / (na * ma * ma), vb / (nb * mb * mb));
+    let ratio = mb / ma;
+    if ua + ub == 0.0 {
+        return Some(RatioCi {
+            ratio,
+            low: ratio,
+            high: ratio,
+        });
+    }
+    let se = (ua + ub).sqrt();
+    let q = student_t_quantile(0.975, satterthwaite(ua, na, ub, nb));
+    Some(RatioCi {
+        ratio,
+        low: ratio * (-q * se).exp(),
+        high: ratio * (q * se).exp(),
+    })
+}
+
+/// Number of bootstrap resamples: 2000 is Efron & Tibshirani's advice for percentile
+/// intervals (ch. 19); more moves the 2.5%/97.5% ends by less than the run-to-run noise of
+/// the metrics measured here.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
+/// OOPSLA 2014): a tiny, well-mixed generator whose whole state is the seed, so a seed
+/// reproduces a bootstrap exactly on every platform.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index below `n` by Lemire's multiply-shift (bias below n / 2^64,
+    /// negligible for samples of a few hundred runs).
+    fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next()) * n as u128) >> 64) as usize
+    }
+}
+
+/// Ratio of medians `median_b / median_a` with a 95% percentile-bootstrap interval from
+/// [`BOOTSTRAP_RESAMPLES`] resamples drawn with `seed`: A and B are each resampled with
+/// replacement, and the 2.5% and 97.5% order statistics of the resampled ratios are the ends.
+/// Resamples whose A median is 0 are skipped. `None` when a side is empty, the median of A is
+/// not positive, or every resample was skipped.
+pub fn bootstrap_median_ratio(a: &[f64], b: &[f64], seed: u64) -> Option<RatioCi> {
+    let (ma, mb) = (median(a)?, median(b)?);
+    if ma <= 0.0 {
+        return None;
+    }
+    let mut rng = SplitMix64(seed);
+    let mut ratios = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for x in ra.iter_mut() {
+            *x = a[rng.below(a.len())];
+        }
+        for x in rb.iter_mut() {
+            *x = b[rng.below(b.len())];
+        }
+        let (sa, sb) = (median(&ra)?, median(&rb)?);
+        if sa > 0.0 {
+            ratios.push(sb / sa);
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    // Percentile ends: the order statistics at ranks round(0.025 (m-1)) and round(0.975 (m-1)).
+    let at = |q: f64| ratios[(q * (ratios.len() - 1) as f64).round() as usize];
+    Some(RatioCi {
+        ratio: mb / ma,
+        low: at(0.025),
+        high: at(0.975),
+    })
+}
+
+/// Natural log of the gamma function for `x > 0` (Lanczos approximation, g = 7, n = 9).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    // The published coefficients, digits kept as printed (f64 rounds them on parsing).
+    #[allow(clippy::excessive_precision)]
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_93,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_13,
+        -176.615_029_162_140_59,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_571_6e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x) Γ(1-x) = π / sin(πx).
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut sum = C[0];
+    for (i, c) in C.iter().enumerate().skip(1) {
+        sum += c / (x + i as f64);
+    }
+    let t = x + G + 0.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+/// Continued fraction of the incomplete beta function (A&S 26.5.8), modified Lentz method.
+/// Converges quickly for `x < (a + 1) / (a + b + 2)`; the caller uses the symmetry
+/// `I_x(a, b) = 1 - I_{1-x}(b, a)` otherwise.
+fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const MAX_TERMS: usize = 300;
+    const EPS: f64 = 1e-15;
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..=MAX_TERMS {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        // Even step: d_{2m} = m (b - m) x / ((a + 2m - 1)(a + 2m)).
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        // Odd step: d_{2m+1} = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)).
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let step = d * c;
+        h *= step;
+        if (step - 1.0).abs() < EPS {
+            break;
+        }
+    }
+    h
+}
+
+/// The regularized incomplete beta function `I_x(a, b)` for `a, b > 0`, `x` in `[0, 1]`
+/// (clamped outside).
+pub fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    // Prefactor x^a (1-x)^b / (a B(a, b)), in logs to avoid overflow.
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_continued_fraction(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_continued_fraction(b, a, 1.0 - x) / b
+    }
+}
+
+/// CDF of Student's t distribution with `df > 0` degrees of freedom (A&S 26.7.1):
+/// for `t ≥ 0`, `1 - I_x(df/2, 1/2) / 2` with `x = df / (df + t²)`; symmetric for `t < 0`.
+/// `df = ∞` is not special-cased: callers pass finite Welch degrees of freedom.
+pub fn student_t_cdf(t: f64, df: f64) -> f64 {
+    if t.is_nan() || df.is_nan() {
+        return f64::NAN;
+    }
+    let t2 = t * t;
+    // For |t| < sqrt(df), x = df/(df+t²) is close to 1 and loses t's low bits; evaluate the
+    // complement I_{1-x}(1/2, df/2) at 1-x = t²/(df+t²) instead, which keeps them.
+    let tail = if t2 < df {
+        0.5 * (1.0 - incomplete_beta(0.5, df / 2.0, t2 / (df + t2)))
+    } else {
+        0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t2))
+    };
+    if t >= 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// Quantile of Student's t for probability `p` in (0, 1): the `t` with `cdf(t) = p`, found by
+/// bisection (the CDF is monotone; 200 halvings of a bracket that starts at ±1e6 reach f64
+/// resolution, and every Welch df ≥ 1 has its 97.5% point well inside: 12.706 at df = 1).
+pub fn student_t_quantile(p: f64, df: f64) -> f64 {
+    if p.is_nan() || p <= 0.0 || p >= 1.0 || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    let (mut lo, mut hi) = (-1e6, 1e6);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if student_t_cdf(mid, df) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo <= f64::EPSILON * mid.abs().max(1e-300) {
+            break;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(got: f64, want: f64, tol: f64) {
+        assert!(
+            (got - want).abs() <= tol,
+            "got {got}, want {want} (tol {tol})"
+        );
+    }
+
+    // The two samples of Wikipedia's "Welch's t-test" example 1.
+    const A1: [f64; 15] = [
+        27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4,
+    ];
+    const A2: [f64; 15] = [
+        27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4,
+    ];
+
+    // Location and spread by hand: median of odd/even counts, Bessel-corrected sd.
+    #[test]
+    fn location_and_spread() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
+        // Deviations -2, -1, 3: squares 14, divided by n - 1 = 2.
+        assert_eq!(sample_variance(&[1.0, 2.0, 6.0]), Some(7.0));
+        assert_eq!(sample_sd(&[5.0]), None);
+        close(sample_sd(&A1).unwrap(), 2.804_893_682_731_767, 1e-12);
+        close(sample_sd(&A2).unwrap(), 1.952_605_097_470_215, 1e-12);
+    }
+
+    // Wikipedia's Welch example: t = 2.46, df = 24.99, p = 0.021 (the p-value below was
+    // computed independently by numerically integrating the t density).
+    #[test]
+    fn welch_matches_wikipedia_example() {
+        let w = welch(&A1, &A2).unwrap();
+        close(w.t, 2.455_356_398_286_01, 1e-10);
+        close(w.df, 24.988_529_290_231_42, 1e-9);
+        close(w.p, 0.021_378_001_462_863, 1e-8);
+        // Swapping the sides flips the sign only.
+        let s = welch(&A2, &A1).unwrap();
+        close(s.t, -w.t, 1e-12);
+        close(s.p, w.p, 1e-14);
+    }
+
+    // Cohen's d of the same example: mean difference over pooled sd.
+    #[test]
+    fn sigmas_of_example() {
+        close(sigmas(&A1, &A2).unwrap(), 0.896_569_390_703_924_5, 1e-12);
+        assert_eq!(sigmas(&[1.0, 1.0], &[2.0, 2.0]), None);
+    }
+
+    // The t CDF against closed forms: Cauchy for df = 1, t / (2 sqrt(2 + t²)) for df = 2.
+    #[test]
+    fn t_cdf_closed_forms() {
+        for t in [-30.0, -3.0, -0.5, 0.0, 0.7, 2.0, 12.0, 100.0] {
+            let cauchy = 0.5 + f64::atan(t) / std::f64::consts::PI;
+            close(student_t_cdf(t, 1.0), cauchy, 1e-13);
+            let df2 = 0.5 + t / (2.0 * (2.0 + t * t).sqrt());
+            close(student_t_cdf(t, 2.0), df2, 1e-13);
+        }
+    }
+
+    // Textbook table values of the 97.5% t quantile.
+    #[test]
+    fn t_quantiles_from_tables() {
+        close(student_t_quantile(0.975, 1.0), 12.706_204_736_174_7, 1e-9);
+        close(student_t_quantile(0.975, 5.0), 2.570_581_835_636_3, 1e-9);
+        close(student_t_quantile(0.975, 10.0), 2.228_138_851_986_3, 1e-9);
+        close(student_t_quantile(0.975, 30.0), 2.042_272_456_301_2, 1e-9);
+        close(student_t_quantile(0.975, 1e6), 1.959_966_4, 1e-5);
+        close(student_t_quantile(0.5, 7.0), 0.0, 1e-12);
+        assert!(student_t_quantile(1.0, 3.0).is_nan());
+    }
+
+    // ln Γ at integers and one half: ln((n-1)!) and ln(sqrt(π)).
+    #[test]
+    fn ln_gamma_known_values() {
+        close(ln_gamma(1.0), 0.0, 1e-14);
+        close(ln_gamma(5.0), 24f64.ln(), 1e-13);
+        close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-13);
+        close(ln_gamma(101.0), 363.739_375_555_563_47, 1e-9);
+    }
+
+    // I_x(a, 1) = x^a and I_x(1, b) = 1 - (1-x)^b, on both branches of the continued fraction.
+    #[test]
+    fn incomplete_beta_closed_forms() {
+        for x in [0.01, 0.2, 0.5, 0.8, 0.99] {
+            close(incomplete_beta(3.0, 1.0, x), x * x * x, 1e-13);
+            close(incomplete_beta(1.0, 4.0, x), 1.0 - (1.0 - x).powi(4), 1e-13);
+        }
+        assert_eq!(incomplete_beta(2.0, 2.0, 0.0), 0.0);
+        assert_eq!(incomplete_beta(2.0, 2.0, 1.0), 1.0);
+    }
+
+    // The log-ratio delta-method interval of the example, values from an independent script.
+    #[test]
+    fn ratio_ci_of_example() {
+        let c = ratio_ci(&A1, &A2).unwrap();
+        close(c.ratio, 1.104_066_602_625_680_7, 1e-12);
+        close(c.low, 1.014_153_806_956_325_8, 1e-6);
+        close(c.high, 1.201_950_882_274_710_7, 1e-6);
+        assert_eq!(ratio_ci(&[0.0, 0.0], &[1.0, 2.0]), None);
+    }
+
+    // Same seed, same interval; another seed, another interval; both bracket the point value.
+    #[test]
+    fn bootstrap_is_seeded() {
+        let one = bootstrap_median_ratio(&A1, &A2, 42).unwrap();
+        assert_eq!(one, bootstrap_median_ratio(&A1, &A2, 42).unwrap());
+        let other = bootstrap_median_ratio(&A1, &A2, 43).unwrap();
+        assert_ne!((one.low, one.high), (other.low, other.high));
+        // Medians 21.0 and 22.9.
+        close(one.ratio, 22.9 / 21.0, 1e-15);
+        assert!(one.low <= one.ratio && one.ratio <= one.high, "{one:?}");
+        assert_eq!(bootstrap_median_ratio(&[], &A2, 1), None);
+    }
+
+    // A clear 4x difference gives an interval far above 1 on both methods.
+    #[test]
+    fn fourfold_difference_is_detected() {
+        let a = [1.0, 1.1, 0.9, 1.05, 0.95];
+        let b = [4.0, 4.2, 3.9, 4.1, 3.8];
+        let c = ratio_ci(&a, &b).unwrap();
+        assert!(c.low > 3.5 && c.high < 4.5, "{c:?}");
+        let w = welch(&a, &b).unwrap();
+        assert!(w.p < 1e-6, "{w:?}");
+    }
+}

@@ -1,0 +1,265 @@
+//! Inventory of the functions in relocatable objects (`.o`) and static archives (`.a`).
+//!
+//! `sediment link` checks an order against the objects that will really be linked, and the
+//! linker inputs it writes may only name what this inventory found: a profile comes from a
+//! stranger, the objects do not. For every object (or archive member) we record the `STT_FILE`
+//! name, and for every defined function symbol (`STT_FUNC`/`STT_GNU_IFUNC`) its name, binding,
+//! size and the *input section* holding it, by its real name.
+//!
+//! What GCC 12 (`-O2 -ffunction-sections`, x86-64) actually emits, checked by hand while writing
+//! this module and by the end-to-end tests in `tests/it/link.rs`:
+//!
+//! | source                                   | symbol (binding)          | input section              |
+//! |------------------------------------------|---------------------------|----------------------------|
+//! | `int f(void)`                            | `f` (global)              | `.text.f`                  |
+//! | `static int helper(void)` (not inlined)  | `helper` (local)          | `.text.helper`             |
+//! | `int main(void)`                         | `main` (global)           | `.text.startup.main`       |
+//! | `__attribute__((hot)) int h(void)`       | `h` (global)              | `.text.hot.h`              |
+//! | `__attribute__((cold)) int c(void)`      | `c` (global)              | `.text.unlikely.c`         |
+//! | unlikely path split out of `f`           | `f.cold` (local)          | `.text.unlikely.f` (sic)   |
+//! | constant-propagated clone of `cp`        | `cp.constprop.0` (local)  | `.text.cp.constprop.0`     |
+//! | partially inlined `slow`                 | `slow.part.0` (local)     | `.text.slow.part.0`        |
+//!
+//! Note the `.cold` part: its section is named after the *parent* function
+//! (`.text.unlikely.f`), not after the `f.cold` symbol, which is why section names must be read
+//! from the objects and never derived from symbol names. Without `-ffunction-sections` every
+//! function lands in a shared `.text`, `.text.hot`, `.text.unlikely` or `.text.startup`; then
+//! one executable section holds functions at several offsets and no linker can move them one by
+//! one. [`ObjectFile::function_sections`] is false in that case (aliases at the same offset do
+//! not count).
+//!
+//! Local symbols belong to the source file named by the closest preceding `STT_FILE` symbol
+//! (ELF gABI, "Symbol Table": an `STT_FILE` symbol precedes the other `STB_LOCAL` symbols of its
+//! file). A plain `.o` has one; an `ld -r` output can have several, so the file is tracked per
+//! symbol, reduced to its base name as in [`sediment_profile::FuncKey`].
+//!
+//! Non-goals: COFF/Mach-O, LTO bitcode objects (GCC's `.gnu.lto_*` sections hold no machine
+//! code yet; such an object simply has no functions here), thin archives (their members live in
+//! other files: they are rejected with a clear error rather than read from paths a stranger
+//! chose). This module does no I/O: callers pass the bytes.
+
+use crate::Error;
+use object::read::archive::ArchiveFile;
+use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolSection};
+use std::collections::BTreeMap;
+
+/// Binding of a function symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Binding {
+    /// `STB_LOCAL`: a `static` function or a compiler-made clone/part.
+    Local,
+    /// `STB_GLOBAL`.
+    Global,
+    /// `STB_WEAK`.
+    Weak,
+}
+
+/// One defined function symbol of an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectFunction {
+    /// Symbol name as in the symbol table (mangled for C++).
+    pub name: String,
+    /// Its binding.
+    pub binding: Binding,
+    /// `st_size` in bytes.
+    pub size: u64,
+    /// Offset of the symbol inside its section.
+    pub offset: u64,
+    /// Name of the input section that holds it (`.text.hot.foo`, `.text.unlikely.foo`, ...).
+    pub section: String,
+    /// True when that section holds other functions at other offsets, so it cannot be placed
+    /// for this function alone (object not built with `-ffunction-sections`).
+    pub shared_section: bool,
+    /// Base name of the source file (from the preceding `STT_FILE`) for local symbols; `None`
+    /// for global and weak ones, as in [`sediment_profile::FuncKey`].
+    pub file: Option<String>,
+}
+
+/// The functions of one relocatable object (a `.o` file or one member of a `.a`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectFile {
+    /// Path of the file as the caller gave it (the archive's path for a member).
+    pub path: String,
+    /// Name of the archive member, when the object came from an archive.
+    pub member: Option<String>,
+    /// The first `STT_FILE` name (the translation unit, as the compiler recorded it).
+    pub file_symbol: Option<String>,
+    /// Defined functions in symbol-table order.
+    pub functions: Vec<ObjectFunction>,
+    /// False when some executable section holds several functions at different offsets.
+    pub function_sections: bool,
+}
+
+impl ObjectFile {
+    /// `path` or `path(member)` for messages.
+    pub fn display_name(&self) -> String {
+        match &self.member {
+            Some(m) => format!("{}({})", self.path, m),
+            None => self.path.clone(),
+        }
+    }
+}
+
+/// Reads a relocatable ELF object or a static archive of them. `path` is only used to label
+/// the result and errors. Archive members that are not ELF objects (the symbol index, LTO-only
+/// members of another format) are skipped; an ELF member that is corrupt is an error.
+pub fn read_objects(path: &str, data: &[u8]) -> Result<Vec<ObjectFile>, Error> {
+    if data.starts_with(b"!<thin>\n") {
+        return Err(bad(
+            path,
+            "thin archive: its members live in other files; pass the objects themselves",
+        ));
+    }
+    if data.starts_with(b"!<arch>\n") {
+        let archive = ArchiveFile::parse(data).map_err(|e| bad(path, &format!("archive: {e}")))?;
+        let mut out = Vec::new();
+        for member in archive.members() {
+            let member = member.map_err(|e| bad(path, &format!("archive member: {e}")))?;
+            let name = String::from_utf8_lossy(member.name()).into_owned();
+            let bytes = member
+                .data(data)
+                .map_err(|e| bad(path, &format!("archive member {name}: {e}")))?;
+            if !bytes.starts_with(b"\x7fELF") {
+                continue;
+            }
+            let label = format!("{path}({name})");
+            let mut obj = read_object(&label, bytes)?;
+            obj.path = path.to_string();
+            obj.member = Some(name);
+            out.push(obj);
+        }
+        return Ok(out);
+    }
+    Ok(vec![read_object(path, data)?])
+}
+
+/// Reads one relocatable ELF object.
+pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
+    if !data.starts_with(b"\x7fELF") {
+        return Err(bad(path, "not an ELF file or archive"));
+    }
+    let file = object::File::parse(data).map_err(|e| bad(path, &format!("malformed ELF: {e}")))?;
+    if file.kind() != object::ObjectKind::Relocatable {
+        return Err(bad(
+            path,
+            "not a relocatable object (an executable or shared library? pass the .o files)",
+        ));
+    }
+    let mut file_symbol = None;
+    let mut current_file: Option<String> = None;
+    let mut functions = Vec::new();
+    for sym in file.symbols() {
+        let name = String::from_utf8_lossy(
+            sym.name_bytes()
+                .map_err(|e| bad(path, &format!("symbol {}: {e}", sym.index().0)))?,
+        )
+        .into_owned();
+        match sym.kind() {
+            SymbolKind::File => {
+                let base = sediment_profile::base_name(&name).to_string();
+                if file_symbol.is_none() {
+                    file_symbol = Some(base.clone());
+                }
+                current_file = Some(base);
+                continue;
+            }
+            SymbolKind::Text => {}
+            _ => continue,
+        }
+        let SymbolSection::Section(index) = sym.section() else {
+            continue; // undefined, absolute or common: not code we can place
+        };
+        if name.is_empty() {
+            continue;
+        }
+        let section = file
+            .section_by_index(index)
+            .map_err(|e| bad(path, &format!("symbol {name}: {e}")))?;
+        if section.kind() != SectionKind::Text {
+            continue;
+        }
+        let section_name = String::from_utf8_lossy(
+            section
+                .name_bytes()
+                .map_err(|e| bad(path, &format!("section of {name}: {e}")))?,
+        )
+        .into_owned();
+        let binding = if sym.is_local() {
+            Binding::Local
+        } else if sym.is_weak() {
+            Binding::Weak
+        } else {
+            Binding::Global
+        };
+        functions.push((
+            index.0,
+            ObjectFunction {
+                name,
+                binding,
+                size: sym.size(),
+                offset: sym.address(),
+                section: section_name,
+                shared_section: false,
+                file: if binding == Binding::Local {
+                    current_file.clone()
+                } else {
+                    None
+                },
+            },
+        ));
+    }
+    // A section is shared when its functions start at more than one offset.
+    let mut offsets: BTreeMap<usize, (u64, bool)> = BTreeMap::new();
+    for (sec, f) in &functions {
+        offsets
+            .entry(*sec)
+            .and_modify(|(first, shared)| *shared |= *first != f.offset)
+            .or_insert((f.offset, false));
+    }
+    let mut function_sections = true;
+    let functions = functions
+        .into_iter()
+        .map(|(sec, mut f)| {
+            f.shared_section = offsets[&sec].1;
+            function_sections &= !f.shared_section;
+            f
+        })
+        .collect();
+    Ok(ObjectFile {
+        path: path.to_string(),
+        member: None,
+        file_symbol,
+        functions,
+        function_sections,
+    })
+}
+
+fn bad(path: &str, message: &str) -> Error {
+    Error::Parse {
+        path: path.to_string(),
+        message: message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Garbage and truncated inputs are errors naming the file, never panics.
+    #[test]
+    fn rejects_garbage_and_truncation() {
+        let e = read_objects("x.o", b"hello").unwrap_err().to_string();
+        assert_eq!(e, "x.o: not an ELF file or archive");
+        let e = read_objects("y.o", b"\x7fELF\x02\x01\x01")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("y.o: malformed ELF: "), "{e}");
+        let e = read_objects("z.a", b"!<thin>\n").unwrap_err().to_string();
+        assert!(e.starts_with("z.a: thin archive"), "{e}");
+        // An archive whose member header is cut short.
+        let e = read_objects("t.a", b"!<arch>\na.o/            0  ")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.a: archive"), "{e}");
+    }
+}

@@ -1,0 +1,248 @@
+//! Matching order entries against the functions of the object files.
+//!
+//! A [`FuncKey`] with a file (`helper`, `a.c`) matches the *local* symbols named `helper` whose
+//! `STT_FILE` base name is `a.c` (several objects compiled from same-named sources in different
+//! directories all match; they are indistinguishable to the profile). A key without a file
+//! matches the global and weak definitions of that name; if there is none, the single local of
+//! that name when it is unique. A file-less name that matches several locals and no global is
+//! *ambiguous* and skipped: placing an arbitrary one would be a guess.
+//!
+//! Matches of one key are listed in inventory order (objects in command-line order, symbols in
+//! symbol-table order), which makes the result deterministic.
+
+use crate::{list_some, Error};
+use sediment_elf::objects::{Binding, ObjectFile};
+use sediment_profile::{FuncKey, FunctionOrder};
+use std::collections::HashMap;
+
+/// A function in the inventory: `objects[object].functions[function]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SymRef {
+    /// Index into the object list.
+    pub object: usize,
+    /// Index into that object's functions.
+    pub function: usize,
+}
+
+/// The order, resolved against the objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolution {
+    /// The entries that matched, in order (hottest first), each with its matches (never empty).
+    pub placed: Vec<(FuncKey, Vec<SymRef>)>,
+    /// Entries found in no object.
+    pub missing: Vec<FuncKey>,
+    /// File-less entries matching several locals and no global.
+    pub ambiguous: Vec<FuncKey>,
+    /// Number of entries in the order.
+    pub total: usize,
+    /// One line per problem worth telling the user (counted, never one line per name).
+    pub warnings: Vec<String>,
+}
+
+/// Matches every entry of `order` against `objects`. Fails when nothing matches.
+pub fn resolve(order: &FunctionOrder, objects: &[ObjectFile]) -> Result<Resolution, Error> {
+    let mut by_name: HashMap<&str, Vec<SymRef>> = HashMap::new();
+    for (oi, obj) in objects.iter().enumerate() {
+        for (fi, f) in obj.functions.iter().enumerate() {
+            by_name.entry(f.name.as_str()).or_default().push(SymRef {
+                object: oi,
+                function: fi,
+            });
+        }
+    }
+    let func = |r: &SymRef| &objects[r.object].functions[r.function];
+    let mut res = Resolution {
+        total: order.functions.len(),
+        ..Default::default()
+    };
+    for key in &order.functions {
+        let candidates = by_name
+            .get(key.name.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let matches: Vec<SymRef> = match &key.file {
+            Some(file) => candidates
+                .iter()
+                .filter(|r| {
+                    let f = func(r);
+                    f.binding == Binding::Local && f.file.as_deref() == Some(file.as_str())
+                })
+                .copied()
+                .collect(),
+            None => {
+                let globals: Vec<SymRef> = candidates
+                    .iter()
+                    .filter(|r| func(r).binding != Binding::Local)
+                    .copied()
+                    .collect();
+                if !globals.is_empty() {
+                    globals
+                } else if candidates.len() > 1 {
+                    res.ambiguous.push(key.clone());
+                    continue;
+                } else {
+                    candidates.to_vec()
+                }
+            }
+        };
+        if matches.is_empty() {
+            res.missing.push(key.clone());
+        } else {
+            res.placed.push((key.clone(), matches));
+        }
+    }
+    if res.placed.is_empty() {
+        return Err(Error::NothingMatches { total: res.total });
+    }
+    if !res.missing.is_empty() {
+        res.warnings.push(format!(
+            "{} of {} order entries not found in the objects: {}",
+            res.missing.len(),
+            res.total,
+            list_some(&res.missing, res.missing.len())
+        ));
+    }
+    if !res.ambiguous.is_empty() {
+        res.warnings.push(format!(
+            "{} order entries skipped as ambiguous (no file given, several static functions of that name): {}",
+            res.ambiguous.len(),
+            list_some(&res.ambiguous, res.ambiguous.len())
+        ));
+    }
+    let no_fs: Vec<String> = objects
+        .iter()
+        .filter(|o| !o.function_sections)
+        .map(ObjectFile::display_name)
+        .collect();
+    if !no_fs.is_empty() {
+        let shown: Vec<&str> = no_fs
+            .iter()
+            .take(crate::WARN_LIST_MAX)
+            .map(String::as_str)
+            .collect();
+        res.warnings.push(format!(
+            "{} objects not built with -ffunction-sections (their functions share sections and cannot be placed one by one; rebuild with -ffunction-sections): {}{}",
+            no_fs.len(),
+            shown.join(", "),
+            if no_fs.len() > shown.len() { " ..." } else { "" }
+        ));
+    }
+    Ok(res)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use sediment_elf::objects::ObjectFunction;
+
+    pub(crate) fn func(
+        name: &str,
+        binding: Binding,
+        section: &str,
+        file: Option<&str>,
+    ) -> ObjectFunction {
+        ObjectFunction {
+            name: name.into(),
+            binding,
+            size: 16,
+            offset: 0,
+            section: section.into(),
+            shared_section: false,
+            file: file.map(str::to_string),
+        }
+    }
+
+    pub(crate) fn obj(path: &str, tu: &str, functions: Vec<ObjectFunction>) -> ObjectFile {
+        ObjectFile {
+            path: path.into(),
+            member: None,
+            file_symbol: Some(tu.into()),
+            functions,
+            function_sections: true,
+        }
+    }
+
+    pub(crate) fn two_objects() -> Vec<ObjectFile> {
+        vec![
+            obj(
+                "a.o",
+                "a.c",
+                vec![
+                    func("helper", Binding::Local, ".text.helper", Some("a.c")),
+                    func("main", Binding::Global, ".text.startup.main", None),
+                    func("solo", Binding::Local, ".text.solo", Some("a.c")),
+                ],
+            ),
+            obj(
+                "b.o",
+                "b.c",
+                vec![
+                    func("helper", Binding::Local, ".text.helper", Some("b.c")),
+                    func("work", Binding::Weak, ".text.work", None),
+                ],
+            ),
+        ]
+    }
+
+    fn order(keys: &[FuncKey]) -> FunctionOrder {
+        FunctionOrder {
+            functions: keys.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    // Locals match by file, globals by name, a file-less unique local by name, duplicates are ambiguous.
+    #[test]
+    fn matching_rules() {
+        let objs = two_objects();
+        let o = order(&[
+            FuncKey::local("helper", "b.c"),
+            FuncKey::global("work"),
+            FuncKey::global("solo"),
+            FuncKey::global("helper"),
+            FuncKey::global("nosuch"),
+            FuncKey::local("main", "a.c"),
+        ]);
+        let r = resolve(&o, &objs).unwrap();
+        let placed: Vec<(String, Vec<(usize, usize)>)> = r
+            .placed
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    v.iter().map(|s| (s.object, s.function)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            placed,
+            vec![
+                ("helper (b.c)".to_string(), vec![(1, 0)]),
+                ("work".to_string(), vec![(1, 1)]),
+                ("solo".to_string(), vec![(0, 2)]),
+            ]
+        );
+        assert_eq!(
+            r.missing,
+            vec![FuncKey::global("nosuch"), FuncKey::local("main", "a.c")]
+        );
+        assert_eq!(r.ambiguous, vec![FuncKey::global("helper")]);
+        assert_eq!(
+            r.warnings,
+            vec![
+                "2 of 6 order entries not found in the objects: nosuch, main (a.c)".to_string(),
+                "1 order entries skipped as ambiguous (no file given, several static functions of that name): helper".to_string(),
+            ]
+        );
+    }
+
+    // An order of which nothing exists in the objects is an error with the exact message.
+    #[test]
+    fn nothing_matches() {
+        let o = order(&[FuncKey::global("x"), FuncKey::global("y")]);
+        let e = resolve(&o, &two_objects()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "order/profile does not match these objects (0 of 2 functions found; recorded from another program?)"
+        );
+    }
+}

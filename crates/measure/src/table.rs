@@ -1,0 +1,164 @@
+//! The side-by-side text table of `sediment compare`.
+//!
+//! One row per metric, one column per binary (the first is the base), then one ratio column
+//! per other binary: its value divided by the base's, three decimals, `-` when the base is 0.
+//! Columns are right-aligned to the widest cell, so the table is stable and diffable.
+
+use crate::Metrics;
+
+/// One table row: its label and how to read its value from [`Metrics`].
+pub type Row = (&'static str, fn(&Metrics) -> u64);
+
+/// The rows, in display order.
+pub const ROWS: [Row; 11] = [
+    ("instructions", |m| m.instructions),
+    ("I1 misses 32K/8-way", |m| m.i1_misses_32k_8way),
+    ("I1 misses 16K/4-way", |m| m.i1_misses_16k_4way),
+    ("iTLB misses 64 entries", |m| m.itlb_misses_64),
+    ("iTLB misses 128 entries", |m| m.itlb_misses_128),
+    ("4K pages for 99%", |m| m.pages_99),
+    ("4K pages for 99.9%", |m| m.pages_99_9),
+    ("64B lines for 99%", |m| m.lines_99),
+    ("64B lines for 99.9%", |m| m.lines_99_9),
+    ("4K pages touched", |m| m.pages_touched),
+    ("64B lines touched", |m| m.lines_touched),
+];
+
+/// Formats `columns` (label, metrics), the first being the base, as a text table.
+pub fn format_table(columns: &[(String, Metrics)]) -> String {
+    let Some((base_label, base)) = columns.first() else {
+        return String::new();
+    };
+    let mut header: Vec<String> = vec!["metric".into()];
+    header.extend(columns.iter().map(|(l, _)| l.clone()));
+    for (l, _) in &columns[1..] {
+        header.push(format!("{l}/{base_label}"));
+    }
+    let mut rows = vec![header];
+    for (name, get) in ROWS {
+        let mut row = vec![name.to_string()];
+        row.extend(columns.iter().map(|(_, m)| get(m).to_string()));
+        for (_, m) in &columns[1..] {
+            row.push(ratio(get(m), get(base)));
+        }
+        rows.push(row);
+    }
+    let ncol = rows[0].len();
+    let widths: Vec<usize> = (0..ncol)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let mut line = format!("{:<w$}", r[0], w = widths[0]);
+        for c in 1..ncol {
+            line.push_str(&format!("  {:>w$}", r[c], w = widths[c]));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// One column of the JSON output.
+#[derive(serde::Serialize)]
+struct JsonColumn<'a> {
+    label: &'a str,
+    metrics: &'a Metrics,
+}
+
+/// Formats `columns` (label, metrics) as pretty-printed JSON:
+/// `{"base": "<label>", "columns": [{"label": ..., "metrics": {...}}, ...]}`, base first.
+pub fn format_json(columns: &[(String, Metrics)]) -> String {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        base: &'a str,
+        columns: Vec<JsonColumn<'a>>,
+    }
+    let doc = Doc {
+        base: columns.first().map_or("", |(l, _)| l.as_str()),
+        columns: columns
+            .iter()
+            .map(|(label, metrics)| JsonColumn { label, metrics })
+            .collect(),
+    };
+    // Serialising plain structs of strings and integers cannot fail.
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Reads back the output of [`format_json`]: (label, metrics) per column, base first.
+pub fn parse_json(text: &str) -> Result<Vec<(String, Metrics)>, crate::Error> {
+    #[derive(serde::Deserialize)]
+    struct Column {
+        label: String,
+        metrics: Metrics,
+    }
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        columns: Vec<Column>,
+    }
+    let doc: Doc = serde_json::from_str(text).map_err(|e| crate::Error::Json(e.to_string()))?;
+    Ok(doc
+        .columns
+        .into_iter()
+        .map(|c| (c.label, c.metrics))
+        .collect())
+}
+
+fn ratio(new: u64, base: u64) -> String {
+    if base == 0 {
+        "-".into()
+    } else {
+        format!("{:.3}", new as f64 / base as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(pages: u64) -> Metrics {
+        Metrics {
+            binary: "b".into(),
+            instructions: 1000,
+            i1_misses_32k_8way: 0,
+            i1_misses_16k_4way: 10,
+            itlb_misses_64: 0,
+            itlb_misses_128: 0,
+            object_instructions: 900,
+            pages_99: pages,
+            pages_99_9: pages,
+            lines_99: 4,
+            lines_99_9: 4,
+            pages_touched: pages,
+            lines_touched: 4,
+            stdout_fnv1a: String::new(),
+        }
+    }
+
+    #[test]
+    fn ratio_column_and_zero_base() {
+        // Halving the pages shows 0.500; a zero base shows `-` instead of dividing by zero.
+        let t = format_table(&[("base".into(), m(4)), ("new".into(), m(2))]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "metric                   base   new  new/base");
+        assert_eq!(lines[2], "I1 misses 32K/8-way         0     0         -");
+        assert_eq!(lines[6], "4K pages for 99%            4     2     0.500");
+        assert_eq!(lines.len(), 12);
+    }
+
+    #[test]
+    fn json_round_trips_metrics() {
+        // The JSON holds the base label and every column's metrics, field for field.
+        let j = format_json(&[("base".into(), m(4)), ("new".into(), m(2))]);
+        let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(v["base"], "base");
+        let back: Metrics = serde_json::from_value(v["columns"][1]["metrics"].clone()).unwrap();
+        assert_eq!(back, m(2));
+        assert_eq!(
+            parse_json(&j).unwrap(),
+            vec![("base".to_string(), m(4)), ("new".to_string(), m(2))]
+        );
+    }
+}

@@ -1,0 +1,601 @@
+//! Weighted merging of several profiles of one executable.
+//!
+//! Profiles of one program are recorded on different workloads, machines and profilers, and a
+//! layout should serve their mix. Their raw numbers are not comparable: 100 `perf` samples and
+//! 10^9 callgrind instructions can describe the same run. So each input is first *normalized*:
+//! all its weights (self weights, call weights and `meta total`) are scaled by one factor that
+//! makes its total self weight equal [`MERGE_SCALE`] (10^9), and then multiplied by the user's
+//! weight for that input. An input of weight 2 therefore counts twice as much as one of weight
+//! 1, whatever units and run lengths the two were recorded in. This is the convention of
+//! `llvm-profdata merge --weighted-input=W,FILE` for sample profiles, with normalization added
+//! because Sediment mixes sampling and exact profilers (hfsort, Ottoni & Maher, CGO 2017, also
+//! orders on normalized sample counts). Call weights are scaled by the same factor as the self
+//! weights of their input, so the ratio of call to self weight inside an input is kept.
+//!
+//! An input whose self weights are all zero (a callgrind run restricted to calls, say) is
+//! normalized on its total call weight instead; an input with neither contributes only the
+//! existence of its functions.
+//!
+//! **Exactness.** Each scaled value `v * factor` is computed once in `f64` and rounded to a
+//! fixed-point number with [`FRACTION_BITS`] binary fraction digits (a `u128`); these terms
+//! are summed exactly, and the sum is rounded to an integer once, at the end (half up,
+//! saturating at `u64::MAX`). A term depends only on its own value and input, never on the
+//! others, and integer addition is exact, so the flat merge of N inputs is exactly commutative
+//! and associative: any order of [`Merger::add`] calls and any grouping of partial [`Merger`]s
+//! joined with [`Merger::absorb`] gives the same bytes. Nesting *finished* merges is different:
+//! `merge(merge(a, b), c)` renormalizes the inner result to [`MERGE_SCALE`] like any other input,
+//! so with weights 1, 1 the inputs `a` and `b` each count a quarter and `c` half. Giving the
+//! inner result the sum of its inputs' weights (`2` here) reproduces the flat merge, up to one
+//! unit of rounding per value and stage.
+//!
+//! Edges whose merged weight rounds to zero are dropped (the profile model keeps only positive
+//! call weights); functions are kept with zero self weight. A function's size is the largest
+//! size any input reported, as in [`crate::ProfileBuilder::set_size`].
+//!
+//! **Metadata.** All inputs must describe one executable: every build-id present must be equal,
+//! every architecture present must be equal, and, unless every input carries a build-id, the
+//! binaries must have the same base name (a path differs between machines, the name does not).
+//! [`MergeOptions::force`] skips these checks. The result's `binary` is the lexicographically
+//! smallest of the inputs' (so it does not depend on their order); `build-id`, `arch` and
+//! `event` are kept when all inputs agree and dropped otherwise; `source` is `merge`; the extra
+//! keys `merge-inputs` (the number of direct inputs) and `merge-scale` record how it was made.
+//! Other extra keys of the inputs describe one recording each and are not carried over.
+//!
+//! Turned down: summing in `f64`. It is simpler, but floating-point addition is not
+//! associative, so the same inputs in another order could print different bytes; and rationals,
+//! which are exact but need unbounded integers for thousands of inputs with unrelated totals.
+
+use crate::{base_name, Error, FuncKey, Meta, Profile, ProfileBuilder};
+use std::collections::BTreeMap;
+
+/// Every input's total self weight is scaled to this before its weight is applied. Large enough
+/// that a function with one millionth of an input's weight still gets an integer weight of
+/// 1000, small enough that sums of thousands of inputs stay far below `u64::MAX`.
+pub const MERGE_SCALE: f64 = 1e9;
+
+/// Binary fraction digits kept for each scaled term before the final rounding. 32 bits keep
+/// sub-unit parts of up to 2^32 terms from adding up to a rounding difference; a term of at most
+/// `u64::MAX` then needs 96 bits, leaving 32 bits of a `u128` for the sum of up to 2^32 terms.
+pub const FRACTION_BITS: u32 = 32;
+
+/// Options of [`merge_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeOptions {
+    /// Merge even when the inputs name different binaries, build-ids or architectures.
+    pub force: bool,
+}
+
+/// Merges weighted profiles (see the module documentation), checking that they describe one
+/// executable. Weights must be finite and `>= 0`.
+pub fn merge(inputs: &[(f64, &Profile)]) -> Result<Profile, Error> {
+    merge_with(inputs, MergeOptions::default())
+}
+
+/// [`merge`] with options.
+pub fn merge_with(inputs: &[(f64, &Profile)], options: MergeOptions) -> Result<Profile, Error> {
+    let mut m = Merger::new();
+    for &(w, p) in inputs {
+        m.add(w, p)?;
+    }
+    m.finish(options)
+}
+
+/// The running state of a merge: exact fixed-point sums keyed by function.
+///
+/// [`merge`] is `add` over the inputs followed by `finish`; the pieces are public so that a
+/// caller can merge partial groups (in parallel, or as files arrive) and join them with
+/// [`Merger::absorb`] without any change in the result.
+#[derive(Debug, Clone, Default)]
+pub struct Merger {
+    metas: Vec<Meta>,
+    functions: BTreeMap<FuncKey, (u128, Option<u64>)>,
+    edges: BTreeMap<(FuncKey, FuncKey), u128>,
+    total: u128,
+}
+
+/// `v * factor` as a fixed-point number with [`FRACTION_BITS`] fraction bits. The product is
+/// rounded once by `f64` and once to the nearest fixed-point unit; `as` saturates on overflow.
+fn term(v: u64, factor: f64) -> u128 {
+    let x = (v as f64) * factor * (1u64 << FRACTION_BITS) as f64;
+    x.round() as u128
+}
+
+/// Rounds a fixed-point sum to the nearest integer, halves up, saturating at `u64::MAX`.
+fn round_fixed(sum: u128) -> u64 {
+    let whole = sum.saturating_add(1u128 << (FRACTION_BITS - 1)) >> FRACTION_BITS;
+    u64::try_from(whole).unwrap_or(u64::MAX)
+}
+
+impl Merger {
+    /// An empty merge.
+    pub fn new() -> Self {
+        Merger::default()
+    }
+
+    /// Number of inputs added so far (including those of absorbed mergers).
+    pub fn len(&self) -> usize {
+        self.metas.len()
+    }
+
+    /// True when nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.metas.is_empty()
+    }
+
+    /// Adds one input with its weight. Fails, adding nothing, on a negative, NaN or infinite
+    /// weight. `profile` must be canonical (as every parsed or built profile is).
+    pub fn add(&mut self, weight: f64, profile: &Profile) -> Result<(), Error> {
+        if !weight.is_finite() || weight < 0.0 {
+            return Err(Error::BadWeight {
+                input: self.metas.len(),
+                weight: weight.to_string(),
+            });
+        }
+        // Sums in u128 cannot overflow: at most 2^32 functions of at most 2^64 each.
+        let self_total: u128 = profile
+            .functions
+            .iter()
+            .map(|f| u128::from(f.self_weight))
+            .sum();
+        let edge_total: u128 = profile.edges.iter().map(|e| u128::from(e.weight)).sum();
+        let norm = if self_total > 0 {
+            self_total
+        } else {
+            edge_total
+        };
+        let factor = if norm > 0 {
+            weight * MERGE_SCALE / norm as f64
+        } else {
+            0.0
+        };
+
+        for f in &profile.functions {
+            let slot = self.functions.entry(f.key.clone()).or_insert((0, None));
+            slot.0 = slot.0.saturating_add(term(f.self_weight, factor));
+            if let Some(s) = f.size {
+                slot.1 = Some(slot.1.map_or(s, |old| old.max(s)));
+            }
+        }
+        for e in &profile.edges {
+            // Out-of-range indices only occur in non-canonical profiles; skip rather than panic.
+            let (Some(a), Some(b)) = (
+                profile.functions.get(e.caller as usize),
+                profile.functions.get(e.callee as usize),
+            ) else {
+                continue;
+            };
+            let slot = self
+                .edges
+                .entry((a.key.clone(), b.key.clone()))
+                .or_insert(0);
+            *slot = slot.saturating_add(term(e.weight, factor));
+        }
+        self.total = self.total.saturating_add(term(profile.meta.total, factor));
+        self.metas.push(profile.meta.clone());
+        Ok(())
+    }
+
+    /// Adds everything `other` accumulated, as if its inputs had been added here one by one
+    /// (its inputs count after this merger's own for the positions in error messages).
+    pub fn absorb(&mut self, other: Merger) {
+        for (k, (w, size)) in other.functions {
+            let slot = self.functions.entry(k).or_insert((0, None));
+            slot.0 = slot.0.saturating_add(w);
+            if let Some(s) = size {
+                slot.1 = Some(slot.1.map_or(s, |old| old.max(s)));
+            }
+        }
+        for (k, w) in other.edges {
+            let slot = self.edges.entry(k).or_insert(0);
+            *slot = slot.saturating_add(w);
+        }
+        self.total = self.total.saturating_add(other.total);
+        self.metas.extend(other.metas);
+    }
+
+    /// Checks the metadata and rounds the sums into a canonical profile.
+    pub fn finish(self, options: MergeOptions) -> Result<Profile, Error> {
+        let meta = merged_meta(&self.metas, options)?;
+        let mut b = ProfileBuilder::new(meta);
+        for (k, &(w, size)) in &self.functions {
+            b.add_self(k, round_fixed(w));
+            if let Some(s) = size {
+                b.set_size(k, s);
+            }
+        }
+        for ((a, c), &w) in &self.edges {
+            // A zero weight only touches the (already present) functions: the edge is dropped.
+            b.add_call(a, c, round_fixed(w));
+        }
+        let mut p = b.build();
+        // Rounding each function separately can make the self weights add up to slightly more
+        // than the once-rounded total; keep the documented `total >= sum of self weights`.
+        let self_sum = p
+            .functions
+            .iter()
+            .fold(0u64, |acc, f| acc.saturating_add(f.self_weight));
+        p.meta.total = round_fixed(self.total).max(self_sum);
+        Ok(p)
+    }
+}
+
+/// The value every input that has one agrees on, or the first disagreement (as input
+/// positions and values).
+fn agreed<'a>(
+    metas: &'a [Meta],
+    get: impl Fn(&'a Meta) -> Option<&'a str>,
+) -> Result<Option<&'a str>, (usize, usize, &'a str, &'a str)> {
+    let mut first: Option<(usize, &str)> = None;
+    for (i, m) in metas.iter().enumerate() {
+        let Some(v) = get(m) else { continue };
+        match first {
+            None => first = Some((i, v)),
+            Some((j, u)) if u != v => return Err((j, i, u, v)),
+            Some(_) => {}
+        }
+    }
+    Ok(first.map(|(_, v)| v))
+}
+
+fn mismatch(what: &'static str, (first, other, a, b): (usize, usize, &str, &str)) -> Error {
+    Error::Mismatch {
+        what,
+        first,
+        other,
+        a: a.to_string(),
+        b: b.to_string(),
+    }
+}
+
+fn merged_meta(metas: &[Meta], options: MergeOptions) -> Result<Meta, Error> {
+    if metas.is_empty() {
+        return Err(Error::NoInputs);
+    }
+    let build_id = agreed(metas, |m| m.build_id.as_deref());
+    let arch = agreed(metas, |m| m.arch.as_deref());
+    if !options.force {
+        build_id.map_err(|e| mismatch("build-id", e))?;
+        arch.map_err(|e| mismatch("arch", e))?;
+        if metas.iter().any(|m| m.build_id.is_none()) {
+            agreed(metas, |m| Some(base_name(&m.binary))).map_err(|e| mismatch("binary", e))?;
+        }
+    }
+    // An event is kept only when every input names the same one.
+    let event = match agreed(metas, |m| Some(m.event.as_deref().unwrap_or(""))) {
+        Ok(Some(e)) if !e.is_empty() => Some(e.to_string()),
+        _ => None,
+    };
+    let binary = metas
+        .iter()
+        .map(|m| m.binary.as_str())
+        .min()
+        .unwrap_or_default()
+        .to_string();
+    let mut extra = BTreeMap::new();
+    extra.insert("merge-inputs".to_string(), metas.len().to_string());
+    extra.insert("merge-scale".to_string(), format!("{MERGE_SCALE}"));
+    Ok(Meta {
+        binary,
+        build_id: build_id.ok().flatten().map(str::to_string),
+        arch: arch.ok().flatten().map(str::to_string),
+        source: "merge".to_string(),
+        event,
+        total: 0,
+        extra,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn meta(binary: &str) -> Meta {
+        Meta {
+            binary: binary.to_string(),
+            source: "perf".to_string(),
+            ..Meta::default()
+        }
+    }
+
+    fn key(n: &str) -> FuncKey {
+        FuncKey::global(n)
+    }
+
+    /// `main -> work` with the given self weights and call weight, plus a total.
+    fn small(main: u64, work: u64, call: u64, total: u64) -> Profile {
+        let mut b = ProfileBuilder::new(meta("/bin/demo"));
+        b.add_self(&key("main"), main);
+        b.add_self(&key("work"), work);
+        b.add_call(&key("main"), &key("work"), call);
+        b.meta_mut().total = total;
+        b.build()
+    }
+
+    // 100 samples and 10^9 instructions with the same shape count equally at weight 1.
+    #[test]
+    fn units_are_normalized_away() {
+        let perf = small(25, 75, 10, 100);
+        let cg = small(250_000_000, 750_000_000, 100_000_000, 1_000_000_000);
+        let m = merge(&[(1.0, &perf), (1.0, &cg)]).unwrap();
+        assert_eq!(m.functions[0].self_weight, 500_000_000);
+        assert_eq!(m.functions[1].self_weight, 1_500_000_000);
+        assert_eq!(m.edges[0].weight, 200_000_000);
+        assert_eq!(m.meta.total, 2_000_000_000);
+        assert_eq!(m.meta.source, "merge");
+        assert_eq!(m.meta.extra["merge-inputs"], "2");
+        assert_eq!(m.meta.extra["merge-scale"], "1000000000");
+    }
+
+    // Weights multiply after normalization: weight 3 against weight 1 gives a 3:1 mix.
+    #[test]
+    fn weights_apply_after_normalization() {
+        let a = small(1, 0, 0, 1); // all in main
+        let b = small(0, 7, 0, 7); // all in work
+        let m = merge(&[(3.0, &a), (1.0, &b)]).unwrap();
+        assert_eq!(m.functions[0].self_weight, 3_000_000_000);
+        assert_eq!(m.functions[1].self_weight, 1_000_000_000);
+        assert!(m.edges.is_empty());
+    }
+
+    // One third of 10^9 rounds to nearest once, at the end; a tiny edge rounds away.
+    #[test]
+    fn rounding_is_once_at_the_end() {
+        let mut b = ProfileBuilder::new(meta("demo"));
+        b.add_self(&key("a"), 1);
+        b.add_self(&key("b"), 2);
+        b.add_self(&key("c"), 2_999_999_997);
+        b.add_call(&key("a"), &key("b"), 1);
+        let p = b.build();
+        // Terms: a = 1/3, b = 2/3, c = 999999999; a + b twice each = 2.
+        let m = merge(&[(1.0, &p), (1.0, &p)]).unwrap();
+        assert_eq!(m.functions[0].self_weight, 1); // 2/3 -> 1
+        assert_eq!(m.functions[1].self_weight, 1); // 4/3 -> 1
+        assert_eq!(m.functions[2].self_weight, 1_999_999_998);
+        assert_eq!(m.edges.len(), 1);
+        assert_eq!(m.edges[0].weight, 1);
+        let single = merge(&[(1.0, &p)]).unwrap();
+        assert_eq!(single.functions[0].self_weight, 0);
+        assert!(single.edges.is_empty(), "1/3 of a call rounds to nothing");
+        assert_eq!(
+            single.functions.len(),
+            3,
+            "functions stay even at zero weight"
+        );
+    }
+
+    // A profile with calls but no self weight is normalized on its calls.
+    #[test]
+    fn calls_only_profile_normalizes_on_calls() {
+        let p = small(0, 0, 4, 0);
+        let m = merge(&[(1.0, &p)]).unwrap();
+        assert_eq!(m.edges[0].weight, 1_000_000_000);
+        assert_eq!(m.meta.total, 0);
+        let empty = ProfileBuilder::new(meta("demo")).build();
+        let m = merge(&[(1.0, &empty), (1.0, &p)]).unwrap();
+        assert_eq!(m.edges[0].weight, 1_000_000_000);
+    }
+
+    // Bad weights and empty input lists are errors naming the input.
+    #[test]
+    fn bad_weights_rejected() {
+        let p = small(1, 1, 1, 2);
+        for w in [-1.0, f64::NAN, f64::INFINITY] {
+            let e = merge(&[(1.0, &p), (w, &p)]).unwrap_err();
+            assert!(matches!(e, Error::BadWeight { input: 1, .. }), "{e}");
+        }
+        assert_eq!(merge(&[]).unwrap_err(), Error::NoInputs);
+        assert!(merge(&[(0.0, &p)]).is_ok());
+    }
+
+    // Different binaries, build-ids or archs refuse to merge unless forced.
+    #[test]
+    fn metadata_must_agree() {
+        let a = small(1, 1, 1, 2);
+        let mut b = a.clone();
+        b.meta.binary = "/other/demo".into(); // same base name: fine
+        assert_eq!(
+            merge(&[(1.0, &a), (1.0, &b)]).unwrap().meta.binary,
+            "/bin/demo"
+        );
+        b.meta.binary = "/bin/other".into();
+        let e = merge(&[(1.0, &a), (1.0, &b)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "inputs 0 and 1 have different binary (`demo` vs `other`)"
+        );
+        let forced = merge_with(&[(1.0, &b), (1.0, &a)], MergeOptions { force: true }).unwrap();
+        assert_eq!(forced.meta.binary, "/bin/demo");
+
+        // Equal build-ids make differing names acceptable; differing ones are refused.
+        let mut c = a.clone();
+        c.meta.build_id = Some("ab".into());
+        let mut d = b.clone();
+        d.meta.build_id = Some("ab".into());
+        let m = merge(&[(1.0, &c), (1.0, &d)]).unwrap();
+        assert_eq!(m.meta.build_id.as_deref(), Some("ab"));
+        d.meta.build_id = Some("cd".into());
+        let e = merge(&[(1.0, &c), (1.0, &d)]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Mismatch {
+                    what: "build-id",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let forced = merge_with(&[(1.0, &c), (1.0, &d)], MergeOptions { force: true }).unwrap();
+        assert_eq!(forced.meta.build_id, None);
+
+        let mut x = a.clone();
+        x.meta.arch = Some("x86_64".into());
+        x.meta.event = Some("cpu-clock".into());
+        let mut y = a.clone();
+        y.meta.arch = Some("aarch64".into());
+        let e = merge(&[(1.0, &x), (1.0, &y)]).unwrap_err();
+        assert!(matches!(e, Error::Mismatch { what: "arch", .. }), "{e}");
+        // Event kept only when all agree.
+        let m = merge(&[(1.0, &x), (1.0, &a)]).unwrap();
+        assert_eq!(m.meta.arch.as_deref(), Some("x86_64"));
+        assert_eq!(m.meta.event, None);
+        assert_eq!(
+            merge(&[(1.0, &x), (2.0, &x)])
+                .unwrap()
+                .meta
+                .event
+                .as_deref(),
+            Some("cpu-clock")
+        );
+    }
+
+    // Sizes: the largest reported wins.
+    #[test]
+    fn sizes_take_the_maximum() {
+        let mut a = small(1, 1, 0, 2);
+        a.functions[1].size = Some(40);
+        let mut b = small(1, 1, 0, 2);
+        b.functions[1].size = Some(64);
+        b.functions[0].size = Some(8);
+        let m = merge(&[(1.0, &a), (1.0, &b)]).unwrap();
+        assert_eq!(m.functions[0].size, Some(8));
+        assert_eq!(m.functions[1].size, Some(64));
+    }
+
+    // Nesting renormalizes: merge(merge(a, b), c) at 1, 1 gives c half the weight;
+    // giving the inner merge weight 2 reproduces the flat merge.
+    #[test]
+    fn nesting_renormalizes() {
+        let a = small(1, 0, 0, 1);
+        let b = small(1, 0, 0, 1);
+        let c = small(0, 1, 0, 1);
+        let inner = merge(&[(1.0, &a), (1.0, &b)]).unwrap();
+        let nested = merge(&[(1.0, &inner), (1.0, &c)]).unwrap();
+        assert_eq!(nested.functions[0].self_weight, 1_000_000_000);
+        assert_eq!(nested.functions[1].self_weight, 1_000_000_000);
+        let nested2 = merge(&[(2.0, &inner), (1.0, &c)]).unwrap();
+        let flat = merge(&[(1.0, &a), (1.0, &b), (1.0, &c)]).unwrap();
+        assert_eq!(nested2.functions, flat.functions);
+        assert_eq!(nested2.meta.extra["merge-inputs"], "2");
+        assert_eq!(flat.meta.extra["merge-inputs"], "3");
+    }
+
+    fn arb_profile() -> impl Strategy<Value = Profile> {
+        let names = prop::sample::select(vec!["a", "b", "c", "d", "e"]);
+        let files = prop::option::of(prop::sample::select(vec!["x.c", "y.c"]));
+        let func = (names, files, 0u64..1_000_000, prop::option::of(1u64..500));
+        (
+            prop::collection::vec(func, 0..6),
+            prop::collection::vec((0usize..6, 0usize..6, 1u64..100_000), 0..8),
+            0u64..10_000_000,
+        )
+            .prop_map(|(fs, es, total)| {
+                let mut b = ProfileBuilder::new(meta("/bin/demo"));
+                let keys: Vec<FuncKey> = fs
+                    .iter()
+                    .map(|(n, f, _, _)| FuncKey {
+                        name: n.to_string(),
+                        file: f.map(str::to_string),
+                    })
+                    .collect();
+                for (k, (_, _, w, s)) in keys.iter().zip(&fs) {
+                    b.add_self(k, *w);
+                    if let Some(s) = s {
+                        b.set_size(k, *s);
+                    }
+                }
+                if !keys.is_empty() {
+                    for (x, y, w) in es {
+                        b.add_call(&keys[x % keys.len()], &keys[y % keys.len()], w);
+                    }
+                }
+                b.meta_mut().total = total;
+                b.build()
+            })
+    }
+
+    fn arb_weight() -> impl Strategy<Value = f64> {
+        prop_oneof![Just(1.0), Just(0.0), 0.0f64..100.0]
+    }
+
+    proptest! {
+        // Any order of the same weighted inputs gives the identical profile.
+        #[test]
+        fn commutative(
+            inputs in prop::collection::vec((arb_weight(), arb_profile()), 1..5),
+            seed in any::<u64>(),
+        ) {
+            let fwd: Vec<(f64, &Profile)> = inputs.iter().map(|(w, p)| (*w, p)).collect();
+            let mut perm = fwd.clone();
+            perm.reverse();
+            let n = perm.len();
+            perm.rotate_left((seed as usize) % n);
+            let a = merge(&fwd).unwrap();
+            let b = merge(&perm).unwrap();
+            prop_assert_eq!(a.to_text(), b.to_text());
+            prop_assert!(a.is_canonical());
+        }
+
+        // Grouping partial merges any way ((a b) c versus a (b c)) gives the identical profile.
+        #[test]
+        fn associative_flat(
+            a in (arb_weight(), arb_profile()),
+            b in (arb_weight(), arb_profile()),
+            c in (arb_weight(), arb_profile()),
+        ) {
+            let mut ab = Merger::new();
+            ab.add(a.0, &a.1).unwrap();
+            ab.add(b.0, &b.1).unwrap();
+            let mut c_only = Merger::new();
+            c_only.add(c.0, &c.1).unwrap();
+            ab.absorb(c_only);
+
+            let mut bc = Merger::new();
+            bc.add(b.0, &b.1).unwrap();
+            bc.add(c.0, &c.1).unwrap();
+            let mut a_then_bc = Merger::new();
+            a_then_bc.add(a.0, &a.1).unwrap();
+            a_then_bc.absorb(bc);
+
+            let left = ab.finish(MergeOptions::default()).unwrap();
+            let right = a_then_bc.finish(MergeOptions::default()).unwrap();
+            let flat = merge(&[(a.0, &a.1), (b.0, &b.1), (c.0, &c.1)]).unwrap();
+            prop_assert_eq!(&left, &right);
+            prop_assert_eq!(&left, &flat);
+        }
+
+        // A profile merged with itself at weight 1 is the profile scaled to 2 * 10^9 in total
+        // (each value within one unit of v * 2e9 / self_total), keeping every function.
+        #[test]
+        fn self_merge_is_proportional(p in arb_profile()) {
+            let m = merge(&[(1.0, &p), (1.0, &p)]).unwrap();
+            let one = merge(&[(1.0, &p)]).unwrap();
+            let keys = |q: &Profile| q.functions.iter().map(|f| f.key.clone()).collect::<Vec<_>>();
+            prop_assert_eq!(keys(&m), keys(&p));
+            let t = p.self_total();
+            if t > 0 {
+                for (f, g) in p.functions.iter().zip(&m.functions) {
+                    let want = f.self_weight as f64 * 2e9 / t as f64;
+                    prop_assert!((g.self_weight as f64 - want).abs() <= 1.0, "{} vs {}", g.self_weight, want);
+                    prop_assert_eq!(g.size, f.size);
+                }
+                for (f, g) in one.functions.iter().zip(&m.functions) {
+                    prop_assert!(g.self_weight.abs_diff(2 * f.self_weight) <= 1);
+                }
+                for e in &m.edges {
+                    let orig = p.edges.iter().find(|x| (x.caller, x.callee) == (e.caller, e.callee));
+                    let want = orig.map_or(0.0, |x| x.weight as f64 * 2e9 / t as f64);
+                    prop_assert!((e.weight as f64 - want).abs() <= 1.0);
+                }
+            }
+        }
+
+        // The same inputs always give the same bytes.
+        #[test]
+        fn deterministic(inputs in prop::collection::vec((arb_weight(), arb_profile()), 1..4)) {
+            let refs: Vec<(f64, &Profile)> = inputs.iter().map(|(w, p)| (*w, p)).collect();
+            prop_assert_eq!(merge(&refs).unwrap().to_text(), merge(&refs).unwrap().to_text());
+        }
+    }
+}

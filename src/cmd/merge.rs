@@ -1,0 +1,177 @@
+//! `sediment merge`: several weighted profiles of one executable -> one profile.
+//!
+//! `sediment merge -o OUT -w 2 -f a.sprof -f b.sprof -w 0.5 -f c.sprof`: each profile given
+//! with `-f` (or as a plain argument) takes the weight of the most recent `-w` before it, 1.0
+//! when there is none, as in the seed's `gen_profile_merge`. The arithmetic (normalization to a
+//! common scale, exact sums, one rounding) is `sediment_profile::merge`; this file only pairs
+//! weights with files, reads, and writes atomically.
+//!
+//! The pairing depends on the order of `-w` and `-f` on the command line, which clap's derive
+//! cannot express, so [`Args`] implements clap's traits by hand and reads argument positions.
+
+use crate::fsio;
+use anyhow::{anyhow, bail, Result};
+use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
+use sediment_profile::{merge_with, Error, MergeOptions, Profile};
+use std::path::PathBuf;
+
+/// Arguments of `sediment merge`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    /// Where to write the merged profile.
+    pub output: PathBuf,
+    /// The inputs with their weights, in command-line order.
+    pub inputs: Vec<(f64, PathBuf)>,
+    /// A `-w` that no profile followed (an error: it would silently do nothing).
+    pub dangling_weight: Option<f64>,
+    /// Merge even when the inputs name different binaries, build-ids or architectures.
+    pub force: bool,
+}
+
+fn parse_weight(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
+        _ => Err(format!("`{s}` is not a finite number >= 0")),
+    }
+}
+
+impl clap::FromArgMatches for Args {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        // (position on the command line, weight) and (position, file), merged by position.
+        let weights: Vec<(usize, f64)> = match (m.indices_of("weight"), m.get_many("weight")) {
+            (Some(i), Some(v)) => i.zip(v.copied()).collect(),
+            _ => Vec::new(),
+        };
+        let mut files: Vec<(usize, PathBuf)> = Vec::new();
+        for id in ["file", "profiles"] {
+            if let (Some(i), Some(v)) = (m.indices_of(id), m.get_many::<PathBuf>(id)) {
+                files.extend(i.zip(v.cloned()));
+            }
+        }
+        files.sort_by_key(|(i, _)| *i);
+        let weight_before = |pos: usize| {
+            weights
+                .iter()
+                .take_while(|(i, _)| *i < pos)
+                .last()
+                .map_or(1.0, |(_, w)| *w)
+        };
+        let inputs = files
+            .into_iter()
+            .map(|(pos, path)| (weight_before(pos), path))
+            .collect();
+        let last_file = m
+            .indices_of("file")
+            .into_iter()
+            .flatten()
+            .chain(m.indices_of("profiles").into_iter().flatten())
+            .max();
+        let dangling_weight = weights
+            .last()
+            .filter(|(i, _)| last_file.map_or(true, |f| *i > f))
+            .map(|(_, w)| *w);
+        Ok(Args {
+            output: m.get_one::<PathBuf>("output").cloned().unwrap_or_default(),
+            inputs,
+            dangling_weight,
+            force: m.get_flag("force"),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for Args {
+    fn augment_args(cmd: Command) -> Command {
+        cmd.arg(
+            Arg::new("output")
+                .short('o')
+                .long("output")
+                .value_name("OUT")
+                .required(true)
+                .value_parser(value_parser!(PathBuf))
+                .help("Where to write the merged profile"),
+        )
+        .arg(
+            Arg::new("weight")
+                .short('w')
+                .long("weight")
+                .value_name("W")
+                .action(ArgAction::Append)
+                .allow_negative_numbers(true)
+                .value_parser(parse_weight)
+                .help("Weight of the profiles that follow (default 1.0; each input is first scaled to a total self weight of 10^9)"),
+        )
+        .arg(
+            Arg::new("file")
+                .short('f')
+                .long("file")
+                .value_name("PROFILE")
+                .action(ArgAction::Append)
+                .value_parser(value_parser!(PathBuf))
+                .help("A profile to merge, with the most recent -w"),
+        )
+        .arg(
+            Arg::new("profiles")
+                .value_name("PROFILE")
+                .num_args(0..)
+                .action(ArgAction::Append)
+                .value_parser(value_parser!(PathBuf))
+                .help("More profiles, like -f"),
+        )
+        .arg(
+            Arg::new("force")
+                .long("force")
+                .action(ArgAction::SetTrue)
+                .help("Merge even when the inputs name different binaries, build-ids or architectures"),
+        )
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// Runs `sediment merge`.
+pub fn run(args: Args) -> Result<()> {
+    if args.inputs.is_empty() {
+        bail!("merge: no input profiles (give them with -f PROFILE)");
+    }
+    if let Some(w) = args.dangling_weight {
+        bail!("merge: -w {w} after the last profile applies to nothing");
+    }
+    let mut profiles = Vec::with_capacity(args.inputs.len());
+    for (_, path) in &args.inputs {
+        let text = fsio::read_text(path)?;
+        profiles.push(Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?);
+    }
+    let weighted: Vec<(f64, &Profile)> = args
+        .inputs
+        .iter()
+        .zip(&profiles)
+        .map(|((w, _), p)| (*w, p))
+        .collect();
+    let options = MergeOptions { force: args.force };
+    let merged = merge_with(&weighted, options).map_err(|e| match e {
+        Error::Mismatch {
+            what,
+            first,
+            other,
+            a,
+            b,
+        } => anyhow!(
+            "{} and {}: different {what} (`{a}` vs `{b}`); use --force to merge anyway",
+            args.inputs[first].1.display(),
+            args.inputs[other].1.display()
+        ),
+        Error::BadWeight { input, weight } => anyhow!(
+            "{}: weight {weight} is not a finite number >= 0",
+            args.inputs[input].1.display()
+        ),
+        e => anyhow!("merge: {e}"),
+    })?;
+    fsio::write_atomic(&args.output, merged.to_text().as_bytes())
+}

@@ -1,0 +1,265 @@
+//! The callgrind importer on real captures (`tests/fixtures/callgrind`, see its README) and on
+//! a fresh valgrind run: exact call counts known from the programs' source, golden profile
+//! texts, and damaged files.
+
+use crate::common::{fixture, have_tool, sediment};
+use sediment_import::callgrind::{self, Input};
+use sediment_profile::Profile;
+use std::process::Command;
+
+/// Object path of the test program in the fixtures (where they were captured).
+const CALLS_BIN: &str = "/tmp/sediment-fixture/calls";
+const THREADS_BIN: &str = "/tmp/sediment-fixture/threads";
+
+fn read_fixture(names: &[&str]) -> Vec<Profile> {
+    let texts: Vec<(String, String)> = names
+        .iter()
+        .map(|n| {
+            let path = fixture(&format!("callgrind/{n}"));
+            (n.to_string(), std::fs::read_to_string(path).unwrap())
+        })
+        .collect();
+    let inputs: Vec<Input<'_>> = texts
+        .iter()
+        .map(|(path, text)| Input { path, text })
+        .collect();
+    callgrind::read_all(&inputs).unwrap()
+}
+
+fn object<'p>(profiles: &'p [Profile], binary: &str) -> &'p Profile {
+    profiles
+        .iter()
+        .find(|p| p.meta.binary == binary)
+        .unwrap_or_else(|| panic!("no profile for {binary}"))
+}
+
+fn index(p: &Profile, name: &str) -> usize {
+    p.functions
+        .iter()
+        .position(|f| f.key.name == name)
+        .unwrap_or_else(|| panic!("no function {name}"))
+}
+
+fn calls(p: &Profile, caller: &str, callee: &str) -> u64 {
+    let (a, c) = (index(p, caller) as u32, index(p, callee) as u32);
+    p.edges
+        .iter()
+        .find(|e| e.caller == a && e.callee == c)
+        .map_or(0, |e| e.weight)
+}
+
+/// Compares the concatenated profile texts with `tests/fixtures/callgrind/<name>`; rewrites
+/// the file instead when `SEDIMENT_UPDATE_GOLDEN=1`.
+fn golden(profiles: &[Profile], name: &str) {
+    let text: String = profiles.iter().map(Profile::to_text).collect();
+    let path = fixture(&format!("callgrind/{name}"));
+    if std::env::var_os("SEDIMENT_UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (SEDIMENT_UPDATE_GOLDEN=1 makes it)",
+            path.display()
+        )
+    });
+    assert!(
+        want == text,
+        "{} differs from the importer's output (regenerate with SEDIMENT_UPDATE_GOLDEN=1 and review the diff)",
+        path.display()
+    );
+}
+
+/// The known structure of `calls.c`: main -> a 1000 times, a -> b 2000 times, b is static.
+fn check_calls_program(p: &Profile) {
+    assert_eq!(calls(p, "main", "a"), 1000);
+    assert_eq!(calls(p, "a", "b"), 2000);
+    assert_eq!(calls(p, "b", "a"), 0);
+    assert_eq!(p.meta.source, "callgrind");
+    assert_eq!(p.meta.event.as_deref(), Some("Ir"));
+    assert_eq!(
+        p.functions[index(p, "b")].key.file.as_deref(),
+        Some("calls.c")
+    );
+    assert!(p.is_canonical());
+}
+
+// Default options: exact call counts, and the whole output against the golden file.
+#[test]
+fn default_capture_counts_and_golden() {
+    let ps = read_fixture(&["calls.default.out"]);
+    check_calls_program(object(&ps, CALLS_BIN));
+    golden(&ps, "calls.golden");
+}
+
+// `--dump-instr=yes --collect-jumps=yes` (two position columns, jumps) gives the same counts
+// and the same self weights for the program's functions as the default capture.
+#[test]
+fn instr_capture_matches_default() {
+    let ps = read_fixture(&["calls.instr.out"]);
+    let p = object(&ps, CALLS_BIN);
+    check_calls_program(p);
+    let default = read_fixture(&["calls.default.out"]);
+    let d = object(&default, CALLS_BIN);
+    for name in ["main", "a", "b"] {
+        assert_eq!(
+            p.functions[index(p, name)].self_weight,
+            d.functions[index(d, name)].self_weight,
+            "{name}"
+        );
+    }
+    // The same run recorded another way gives the very same profiles.
+    golden(&ps, "calls.golden");
+}
+
+// Two parts in one file (`--dump-every-bb --combine-dumps=yes`) sum to the whole run.
+#[test]
+fn parts_capture_sums_parts() {
+    let ps = read_fixture(&["calls.parts.out"]);
+    check_calls_program(object(&ps, CALLS_BIN));
+    golden(&ps, "calls.golden");
+}
+
+// `--separate-threads=yes`: the worker's calls are in the second file; reading both sums them.
+#[test]
+fn separate_thread_files_are_summed() {
+    let both = read_fixture(&["threads.out-01", "threads.out-02"]);
+    let p = object(&both, THREADS_BIN);
+    assert_eq!(calls(p, "worker", "work"), 500);
+    assert_eq!(calls(p, "work", "leaf"), 1500);
+    assert_eq!(
+        p.functions[index(p, "leaf")].key.file.as_deref(),
+        Some("threads.c")
+    );
+    let main_only = read_fixture(&["threads.out-01"]);
+    let m = object(&main_only, THREADS_BIN);
+    assert!(m.functions.iter().all(|f| f.key.name != "leaf"));
+    let worker_only = read_fixture(&["threads.out-02"]);
+    let w = object(&worker_only, THREADS_BIN);
+    assert_eq!(p.meta.total, m.meta.total + w.meta.total);
+    golden(&both, "threads.golden");
+}
+
+/// Reads `text` as the fixture's damaged copy and returns the error message.
+fn damaged(text: &str) -> String {
+    callgrind::read(text, "damaged.out")
+        .expect_err("damaged input must fail")
+        .to_string()
+}
+
+// A capture cut in the middle of a line fails on the last line, naming file and line.
+#[test]
+fn truncated_mid_line_is_an_error() {
+    let text = std::fs::read_to_string(fixture("callgrind/calls.default.out")).unwrap();
+    let cut = &text[..text.len() / 2];
+    let line = cut.matches('\n').count() + 1;
+    let msg = damaged(cut);
+    assert_eq!(
+        msg,
+        format!("damaged.out: line {line}: file ends in the middle of a line (truncated?)")
+    );
+}
+
+// A capture cut at a line boundary misses its `totals:` line.
+#[test]
+fn truncated_at_line_end_is_an_error() {
+    let text = std::fs::read_to_string(fixture("callgrind/calls.default.out")).unwrap();
+    let half = text[..text.len() / 2].rfind('\n').unwrap() + 1;
+    let msg = damaged(&text[..half]);
+    assert!(msg.starts_with("damaged.out: line "), "{msg}");
+    assert!(
+        msg.contains("`totals:`") || msg.contains("`calls=`"),
+        "{msg}"
+    );
+}
+
+// Dropping the line that defines a compressed name makes its first use an unknown id.
+#[test]
+fn missing_name_definition_is_an_error() {
+    let text = std::fs::read_to_string(fixture("callgrind/calls.default.out")).unwrap();
+    let def = "cfn=(538) a\n";
+    let at = text.find(def).unwrap();
+    let line = text[..at].matches('\n').count() + 1;
+    let damaged_text = text.replacen(def, "cfn=(538)\n", 1);
+    assert_eq!(
+        damaged(&damaged_text),
+        format!("damaged.out: line {line}: unknown function id (538) (used before its definition)")
+    );
+}
+
+// Garbage in the body is reported with its line.
+#[test]
+fn garbage_line_is_an_error() {
+    let text = std::fs::read_to_string(fixture("callgrind/calls.default.out")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(30, "%%% not callgrind %%%");
+    let text = lines.join("\n") + "\n";
+    assert_eq!(
+        damaged(&text),
+        "damaged.out: line 31: not a callgrind line: `%%% not callgrind %%%`"
+    );
+}
+
+// A fresh capture on this machine: compile calls.c, run it under callgrind, import.
+#[test]
+fn live_capture_has_exact_call_counts() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("calls");
+    let out = dir.path().join("callgrind.out");
+    run(Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&bin)
+        .arg(fixture("callgrind/calls.c")));
+    run(Command::new("valgrind")
+        .args(["--tool=callgrind", "--demangle=no"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(&bin));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let ps = callgrind::read(&text, &out.display().to_string()).unwrap();
+    check_calls_program(object(&ps, bin.to_str().unwrap()));
+    // The executable's profile is not the only one: ld.so and libc ran too.
+    assert!(ps.len() >= 2, "{}", ps.len());
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// `sediment import` on a cut capture: a one-line error naming file and line, no output file.
+#[test]
+fn import_command_rejects_truncated_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("callgrind/calls.default.out")).unwrap();
+    let cut = &text[..text.len() / 3];
+    let line = cut.matches('\n').count() + 1;
+    std::fs::write(dir.path().join("cut.out"), cut).unwrap();
+    let out = sediment(
+        dir.path(),
+        &[
+            "import",
+            "--format",
+            "callgrind",
+            "cut.out",
+            "-o",
+            "p.sprof",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cut.out: line {line}: file ends in the middle of a line (truncated?)"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(!dir.path().join("p.sprof").exists());
+}

@@ -1,0 +1,293 @@
+//! `sediment compare`, the sediment-measure parsers on captured Valgrind output, and the
+//! layout property of the built-in demo.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use sediment_measure::{cachegrind, callgrind, footprint, parse_json, Metrics};
+
+use crate::common::{fixture, have_tool, sediment};
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(fixture(rel)).unwrap()
+}
+
+/// Runs a tool in `dir` and panics with its stderr if it fails.
+fn run(dir: &Path, tool: &str, args: &[&str]) {
+    let out = Command::new(tool)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `sediment compare --json` in `dir`, read back as (label, metrics) columns.
+fn compare_json(dir: &Path, binaries: &[&str]) -> Vec<(String, Metrics)> {
+    let mut args = vec!["compare", "--json"];
+    args.extend_from_slice(binaries);
+    let out = sediment(dir, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_json(&String::from_utf8(out.stdout).unwrap()).unwrap()
+}
+
+#[test]
+fn cachegrind_fixture_totals() {
+    // tiny.c runs 8007 instructions (see the fixture README) in two 64-byte lines.
+    let t = cachegrind::totals(&read("measure/tiny.cachegrind.out")).unwrap();
+    assert_eq!(t["Ir"], 8007);
+    assert_eq!(t["I1mr"], 2);
+}
+
+#[test]
+fn callgrind_fixture_instruction_counts() {
+    // Per-address counts follow tiny.c's disassembly; call lines' inclusive costs are skipped.
+    let got = callgrind::instruction_counts(&read("measure/tiny.callgrind.out"), &|o| o == "???")
+        .unwrap();
+    let mut want: BTreeMap<u64, u64> = BTreeMap::new();
+    for a in [0x401000, 0x401006, 0x401009, 0x402012, 0x402014, 0x402017] {
+        want.insert(a, 1000);
+    }
+    for a in [0x402000, 0x402001, 0x402006] {
+        want.insert(a, 1);
+    }
+    want.insert(0x40200b, 1000);
+    want.insert(0x40200d, 1000);
+    assert_eq!(got.counts, want);
+    // Cross-check with cachegrind: the same run minus the 4-instruction exit block.
+    assert_eq!(got.counts.values().sum::<u64>(), 8007 - 4);
+    // step's page holds 3000, _start's 5003: both are needed for 99%.
+    let pages = footprint::footprint(&got.counts, 12);
+    assert_eq!((pages.for_99, pages.for_99_9, pages.touched), (2, 2, 2));
+}
+
+#[test]
+fn hand_made_callgrind_pages99() {
+    // Pages 0x10, 0x20, 0x30 run 9000, 900 and 100 instructions: 2 pages hold 99%, 3 hold 99.9%;
+    // page 0x30 spans two lines (60 + 40), so 99.9% needs all 4 lines.
+    // libc's 10^6 instructions and the call's inclusive 10^6 must not count.
+    let text = "\
+# callgrind format
+positions: instr
+events: Ir
+ob=(1) /x/prog
+fn=(1) hot
+0x10000 4000
++4 5000
+cob=(2) /lib/libc.so.6
+cfn=(2) memcpy
+calls=1 0x90000
+* 1000000
+0x20ff0 900
+ob=(2)
+fn=(2)
+0x90000 1000000
+ob=(1)
+fn=(3) cold
+0x30000 60
++4095 40
+";
+    let got = callgrind::instruction_counts(text, &|o| o == "/x/prog").unwrap();
+    assert_eq!(got.counts.values().sum::<u64>(), 10000);
+    let pages = footprint::footprint(&got.counts, 12);
+    assert_eq!(
+        pages,
+        footprint::Footprint {
+            for_99: 2,
+            for_99_9: 3,
+            touched: 3
+        }
+    );
+    let lines = footprint::footprint(&got.counts, 6);
+    assert_eq!(
+        lines,
+        footprint::Footprint {
+            for_99: 2,
+            for_99_9: 4,
+            touched: 4
+        }
+    );
+}
+
+#[test]
+fn compare_sees_hot_functions_split_by_cold_code() {
+    // hot() calls leaf() in a loop. BASE links 8 KiB of cold code between them, NEW puts them
+    // side by side: 99% of the binary's instructions need 2 pages in BASE and 1 in NEW.
+    assert!(have_tool("gcc") && have_tool("valgrind"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let files = [
+        (
+            "hot.c",
+            "unsigned leaf(unsigned);\n\
+             __attribute__((noinline, aligned(4096))) unsigned hot(unsigned n) {\n\
+               unsigned x = 0; for (unsigned i = 0; i < n; i++) x = leaf(x + i); return x; }\n",
+        ),
+        (
+            "leaf.c",
+            "__attribute__((noinline)) unsigned leaf(unsigned x) { return x * 2654435761u + 1; }\n",
+        ),
+        (
+            "cold.c",
+            "void cold(void) { __asm__ volatile(\".fill 8192,1,0x90\"); }\n",
+        ),
+        (
+            "main.c",
+            "#include <stdio.h>\nunsigned hot(unsigned); void cold(void);\n\
+             int main(int argc, char **argv) { if (argc > 5) cold();\n\
+               printf(\"%u\\n\", hot(100000)); return 0; }\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(d.join(name), text).unwrap();
+        let obj = name.replace(".c", ".o");
+        run(
+            d,
+            "gcc",
+            &["-O1", "-ffunction-sections", "-c", name, "-o", &obj],
+        );
+    }
+    run(
+        d,
+        "gcc",
+        &["-o", "base", "main.o", "hot.o", "cold.o", "leaf.o"],
+    );
+    run(
+        d,
+        "gcc",
+        &["-o", "new", "main.o", "hot.o", "leaf.o", "cold.o"],
+    );
+
+    let cols = compare_json(d, &["base", "new"]);
+    assert_eq!(cols[0].0, "base");
+    assert_eq!(cols[1].0, "new");
+    let (base, new) = (&cols[0].1, &cols[1].1);
+    assert_eq!(base.pages_99, 2);
+    assert_eq!(new.pages_99, 1);
+    // Same code, other addresses: the binary executes the same instructions, prints the same.
+    assert_eq!(base.object_instructions, new.object_instructions);
+    assert!(base.object_instructions > 100_000 * 5, "{base:?}");
+    assert_eq!(base.stdout_fnv1a, new.stdout_fnv1a);
+
+    // The text table has the same numbers and a ratio column.
+    let out = sediment(d, &["compare", "base", "new"]);
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("4K pages for 99%"))
+        .unwrap();
+    assert_eq!(
+        row.split_whitespace().rev().take(3).collect::<Vec<_>>(),
+        ["0.500", "1", "2"]
+    );
+}
+
+#[test]
+fn compare_missing_binary_is_a_one_line_error() {
+    // A binary that does not exist is named in a single-line error; nothing is printed.
+    let dir = tempfile::tempdir().unwrap();
+    let out = sediment(dir.path(), &["compare", "no-such-base", "no-such-new"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no-such-base: no such executable file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn compare_failing_program_names_tool_and_binary() {
+    // A program that exits non-zero under valgrind is an error naming the tool and the binary.
+    assert!(have_tool("valgrind"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = sediment(dir.path(), &["compare", "/bin/false", "/bin/false"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("valgrind") && err.contains("/bin/false"),
+        "{err}"
+    );
+}
+
+#[test]
+fn demo_hand_ordered_lld_link_meets_the_layout_target() {
+    // The demo's promise: packing its hot functions (listed by hand here, for lld) needs at most
+    // half the 4 KiB pages for 99% of instructions and at most a fifth of the 64-entry iTLB
+    // misses of the default link.
+    assert!(have_tool("gcc") && have_tool("ld.lld") && have_tool("valgrind"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = sediment(d, &["demo", "--dir", ".", "--build-only"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // main lands in .text.startup, and the 40 units each have their own static `mix`.
+    let main_o = std::fs::read(d.join("main.o")).unwrap();
+    let main_o = object::File::parse(&*main_o).unwrap();
+    use object::{Object, ObjectSection, ObjectSymbol};
+    assert!(main_o
+        .sections()
+        .any(|s| s.name() == Ok(".text.startup.main")));
+    let exe = std::fs::read(d.join("demo-default")).unwrap();
+    let exe = object::File::parse(&*exe).unwrap();
+    let mixes = exe
+        .symbols()
+        .filter(|s| s.is_local() && s.name() == Ok("mix"))
+        .count();
+    assert_eq!(mixes, 40);
+    let functions = exe
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text)
+        .count();
+    assert!(functions > 4000, "{functions} functions");
+
+    let mut order = String::from("main\nmix\nfold\n");
+    for k in 0..40 {
+        order.push_str(&format!("u{k}_hot_a\nu{k}_hot_b\nu{k}_hot_c\n"));
+    }
+    std::fs::write(d.join("hand.order"), order).unwrap();
+    let mut args: Vec<String> = [
+        "-fuse-ld=lld",
+        "-Wl,--symbol-ordering-file=hand.order",
+        "-o",
+        "demo-lld",
+        "main.o",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend((0..40).map(|k| format!("unit{k:02}.o")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(d, "gcc", &args);
+
+    let cols = compare_json(d, &["demo-default", "demo-lld"]);
+    let (base, new) = (&cols[0].1, &cols[1].1);
+    assert_eq!(base.stdout_fnv1a, new.stdout_fnv1a);
+    // The default link spreads the hot code over more pages than a 64-entry iTLB holds.
+    assert!(base.pages_99 > 64, "{base:?}");
+    assert!(new.pages_99 * 2 <= base.pages_99, "{base:?}\n{new:?}");
+    assert!(
+        new.itlb_misses_64 * 5 <= base.itlb_misses_64,
+        "{base:?}\n{new:?}"
+    );
+    // Run length stays within the demo's budget of 20-60 M instructions.
+    assert!(
+        (20_000_000..60_000_000).contains(&base.instructions),
+        "{base:?}"
+    );
+}

@@ -1,0 +1,132 @@
+//! `sediment order`: profile in, order file out; deterministic, and bad profiles rejected cleanly.
+
+use crate::common::sediment;
+use std::fs;
+
+/// A hand-written profile: `main -> work -> helper` hot, `cold` never seen.
+const PROFILE: &str = "sediment-profile 1\n\
+meta binary demo\n\
+meta source callgrind\n\
+meta total 100\n\
+fn 0 0 - cold -\n\
+fn 1 30 - helper a.c\n\
+fn 2 10 - main -\n\
+fn 3 40 200 work -\n\
+call 2 3 5\n\
+call 3 1 50\n";
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+// C3 chains main, work, helper in call order, leaves `cold` out, and is byte-identical on rerun.
+#[test]
+fn order_c3_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
+    for out in ["a.order", "b.order"] {
+        let o = sediment(dir.path(), &["order", "-p", "p.sprof", "-o", out]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let a = fs::read(dir.path().join("a.order")).unwrap();
+    let b = fs::read(dir.path().join("b.order")).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(
+        String::from_utf8(a).unwrap(),
+        "sediment-order 1\n\
+         meta algorithm c3\n\
+         meta binary demo\n\
+         meta parameters max-cluster-size=1048576,caller-degrade-factor=8,min-arc-probability=0.1,default-size=64\n\
+         main -\n\
+         work -\n\
+         helper a.c\n"
+    );
+}
+
+// `--algorithm hot` lists the seen functions hottest first.
+#[test]
+fn order_hot() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
+    let o = sediment(
+        dir.path(),
+        &[
+            "order",
+            "-p",
+            "p.sprof",
+            "--algorithm",
+            "hot",
+            "-o",
+            "h.order",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = fs::read_to_string(dir.path().join("h.order")).unwrap();
+    let entries: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("meta") && !l.starts_with("sediment"))
+        .collect();
+    assert_eq!(entries, ["work -", "helper a.c", "main -"]);
+    assert!(text.contains("meta algorithm hot\n"), "{text}");
+}
+
+// A corrupt profile: one-line error naming the file and line, non-zero exit, no order file.
+#[test]
+fn order_bad_profile_names_line() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("bad.sprof"),
+        PROFILE.replace("call 3 1 50", "call 3 9 50"),
+    )
+    .unwrap();
+    let o = sediment(dir.path(), &["order", "-p", "bad.sprof", "-o", "x.order"]);
+    assert!(!o.status.success());
+    assert_eq!(
+        stderr(&o),
+        "sediment: bad.sprof: line 10: call refers to unknown function 9\n"
+    );
+    assert!(!dir.path().join("x.order").exists());
+
+    // Truncated mid-line (`call 3 1 5`, no newline): the last line is named.
+    fs::write(dir.path().join("cut.sprof"), &PROFILE[..PROFILE.len() - 2]).unwrap();
+    let o = sediment(dir.path(), &["order", "-p", "cut.sprof", "-o", "x.order"]);
+    assert!(!o.status.success());
+    assert_eq!(
+        stderr(&o),
+        "sediment: cut.sprof: line 10: file ends in the middle of a line (truncated?)\n"
+    );
+    assert!(!dir.path().join("x.order").exists());
+}
+
+// A missing profile and an unknown algorithm fail without writing anything.
+#[test]
+fn order_missing_input_and_unknown_algorithm() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = sediment(dir.path(), &["order", "-p", "none.sprof", "-o", "x.order"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).starts_with("sediment: none.sprof: cannot open"),
+        "{}",
+        stderr(&o)
+    );
+    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
+    let o = sediment(
+        dir.path(),
+        &[
+            "order",
+            "-p",
+            "p.sprof",
+            "--algorithm",
+            "tsp",
+            "-o",
+            "x.order",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("unknown ordering algorithm `tsp` (known: c3, hot, pettis-hansen)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("x.order").exists());
+}

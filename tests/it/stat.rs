@@ -1,0 +1,165 @@
+//! `sediment stat`: two real shell loops, one four times longer, run interleaved.
+
+use crate::common::sediment;
+
+/// A shell loop of `n` iterations (about 1 µs each in dash), as a command line.
+fn loop_cmd(n: u32) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"),
+    ]
+}
+
+fn stat_args<'a>(extra: &[&'a str], a: &'a [String], b: &'a [String]) -> Vec<&'a str> {
+    let mut args = vec!["stat"];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend(a.iter().map(String::as_str));
+    args.push(":::");
+    args.extend(b.iter().map(String::as_str));
+    args
+}
+
+// A 4x longer loop: the CPU-time ratio's 95% interval lies above 1, and the JSON has every field.
+#[test]
+fn stat_detects_fourfold_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (loop_cmd(20_000), loop_cmd(80_000));
+    let out = sediment(
+        dir.path(),
+        &stat_args(&["-n", "5", "--json", "--seed", "7"], &a, &b),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stat --json is JSON");
+    assert_eq!(v["runs"], 5);
+    assert_eq!(v["order"], "abba");
+    assert_eq!(v["seed"], 7);
+    assert_eq!(
+        v["command_b"],
+        "sh -c 'i=0; while [ $i -lt 80000 ]; do i=$((i+1)); done'"
+    );
+    assert!(v["unavailable"].is_array() && v["perf_events"].is_array());
+    let metrics = v["metrics"].as_array().expect("metrics array");
+    let names: Vec<&str> = metrics
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    for want in [
+        "wall_s",
+        "cpu_s",
+        "user_s",
+        "sys_s",
+        "max_rss_kib",
+        "minor_faults",
+        "major_faults",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    for key in [
+        "n_a",
+        "n_b",
+        "median_a",
+        "median_b",
+        "mean_a",
+        "mean_b",
+        "sd_a",
+        "sd_b",
+        "ratio",
+        "ratio_ci_low",
+        "ratio_ci_high",
+        "median_ratio",
+        "median_ratio_ci_low",
+        "median_ratio_ci_high",
+        "welch_t",
+        "welch_df",
+        "p_value",
+        "sigmas",
+    ] {
+        assert!(metrics[0].get(key).is_some(), "field {key} missing");
+    }
+    // CPU time is the robust signal; wall time only has to point the same way (other jobs
+    // on a loaded 2-core machine can widen its interval).
+    let cpu = metrics.iter().find(|m| m["metric"] == "cpu_s").unwrap();
+    assert_eq!(cpu["n_a"], 5);
+    let (lo, hi) = (
+        cpu["ratio_ci_low"].as_f64().unwrap(),
+        cpu["ratio_ci_high"].as_f64().unwrap(),
+    );
+    let r = cpu["ratio"].as_f64().unwrap();
+    assert!(
+        1.0 < lo && lo <= r && r <= hi,
+        "cpu_s: ratio {r} [{lo}, {hi}] not above 1"
+    );
+    assert!(cpu["sigmas"].as_f64().unwrap() > 0.0);
+    let wall = metrics.iter().find(|m| m["metric"] == "wall_s").unwrap();
+    assert!(wall["median_ratio"].as_f64().unwrap() > 1.0, "{wall}");
+}
+
+// The text table names both commands and has a row per metric.
+#[test]
+fn stat_prints_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (vec!["true".to_string()], loop_cmd(1000));
+    let out = sediment(
+        dir.path(),
+        &stat_args(&["-n", "2", "--warmup", "0", "--no-alternate"], &a, &b),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("A: true\nB: sh -c "), "{text}");
+    assert!(
+        text.contains("2 runs each (AB order), 0 warm-up; bootstrap seed 1\n"),
+        "{text}"
+    );
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("cpu_s ")).collect();
+    assert_eq!(rows.len(), 1, "{text}");
+}
+
+// A command exiting non-zero is a one-line error naming the command, the run and its stderr.
+#[test]
+fn stat_failing_command_is_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = vec!["true".to_string()];
+    let b: Vec<String> = ["sh", "-c", "echo broken >&2; exit 3"]
+        .map(String::from)
+        .to_vec();
+    let out = sediment(
+        dir.path(),
+        &stat_args(&["-n", "3", "--warmup", "0"], &a, &b),
+    );
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "sediment: command B (`sh -c 'echo broken >&2; exit 3'`) failed on run 1: exit status 3: broken\n"
+    );
+}
+
+// Missing separator and too few runs are refused before anything runs.
+#[test]
+fn stat_rejects_bad_command_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sediment(dir.path(), &["stat", "--", "true", "true"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("separated by `:::`"), "{err}");
+    let out = sediment(
+        dir.path(),
+        &["stat", "-n", "1", "--", "true", ":::", "true"],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err,
+        "sediment: -n 1: at least 2 runs of each command are needed for a variance\n"
+    );
+}
