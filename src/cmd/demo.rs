@@ -1,4 +1,4 @@
-//! `sediment demo [--dir DIR] [--via callgrind|perf] [--build-only]`: the whole pipeline on the
+//! `sediment demo [--dir DIR] [--via callgrind|perf] [--build-only] [--json]`: the whole pipeline on the
 //! built-in example program (`demo/`, described in `docs/demo.md`).
 //!
 //! The passes, each one function below and each timed on standard error:
@@ -56,6 +56,9 @@ pub struct Args {
     /// Only write the sources, compile, and link `demo-default`.
     #[arg(long)]
     pub build_only: bool,
+    /// Print the comparison as JSON (`sediment compare --json`) instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs `sediment demo`.
@@ -137,6 +140,9 @@ pub fn run(args: Args) -> Result<()> {
 
     // The table goes straight to our standard output.
     let mut compare: Vec<&str> = vec!["compare"];
+    if args.json {
+        compare.push("--json");
+    }
     compare.extend(binaries.iter().map(String::as_str));
     let status = Command::new(current_exe()?)
         .args(&compare)

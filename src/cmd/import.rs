@@ -3,18 +3,18 @@
 //! `perf.data` goes through `sediment_import::perf::read`, which asks this module for the
 //! bytes of each binary that got samples (read from the path perf recorded, or from `--binary`
 //! for the binary of that base name). `callgrind.out` goes through
-//! `sediment_import::callgrind::read`, and each object's profile is then bound to the canonical
-//! keys with `sediment_import::bind` against the binary on disk.
+//! `sediment_import::callgrind::import`, which gets each object's binary the same way and
+//! attributes costs by instruction address (captures made with `--dump-instr=yes`, as
+//! `sediment record` makes them) or, failing that, binds names to the binary's symbols.
 //!
 //! Output, shared with `sediment record`: the main executable's profile goes to `-o OUT`, every
 //! other binary that got samples to `OUT.<basename>.sprof` beside it. All files are written
 //! atomically, and only after every input was read, so a failed import writes nothing.
 
 use crate::fsio;
-use anyhow::{anyhow, bail, Result};
-use sediment_elf::Binary;
+use anyhow::{bail, Result};
+use sediment_import::callgrind;
 use sediment_import::perf::{self, Mode};
-use sediment_import::{bind, callgrind};
 use sediment_profile::{base_name, Meta, Profile};
 use std::path::{Path, PathBuf};
 
@@ -159,9 +159,10 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
     })
 }
 
-/// Imports a callgrind.out file and binds each object's profile to its binary's symbols.
-/// `binary` replaces the object of the same base name; `command` (from `record`) names the main
-/// executable, else the file's `cmd:` header does.
+/// Imports a callgrind.out file against each object's binary: by instruction address when the
+/// file has instruction positions (`--dump-instr=yes`), else bound by name (see
+/// `sediment_import::callgrind::import`). `binary` replaces the object of the same base name;
+/// `command` (from `record`) names the main executable, else the file's `cmd:` header does.
 pub fn import_callgrind(
     input: &Path,
     binary: Option<&Path>,
@@ -169,7 +170,6 @@ pub fn import_callgrind(
 ) -> Result<Imported> {
     let text = fsio::read_text(input)?;
     let path = input.display().to_string();
-    let profiles = callgrind::read(&text, &path)?;
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     // The main executable: --binary, else the recorded command, else the `cmd:` header.
     let main_name = override_name.clone().or_else(|| {
@@ -183,42 +183,43 @@ pub fn import_callgrind(
             })
             .map(|c| base_name(&c).to_string())
     });
+    // `???` (code callgrind could not place) and valgrind's own preloaded libraries are not
+    // part of the program: no binary, and no profile, for them.
+    let foreign =
+        |object: &str| !object.starts_with('/') || base_name(object).starts_with("vgpreload_");
+    let mut unreadable = Vec::new();
+    let mut resolver = |object: &str, _build_id: Option<&str>| {
+        if foreign(object) {
+            return Ok(None);
+        }
+        if let (Some(bin), Some(name)) = (binary, &override_name) {
+            if base_name(object) == name {
+                return fsio::read_bytes(bin)
+                    .map(Some)
+                    .map_err(|e| format!("{e:#}"));
+            }
+        }
+        let bytes = read_binary(Path::new(object))?;
+        if bytes.is_none() {
+            unreadable.push(object.to_string());
+        }
+        Ok(bytes)
+    };
+    let input_text = callgrind::Input {
+        path: &path,
+        text: &text,
+    };
+    let result = callgrind::import(&[input_text], &mut resolver)?;
     let mut main = None;
-    let mut warnings = Vec::new();
-    let mut bound = Vec::with_capacity(profiles.len());
-    let (mut unmatched, mut unmatched_weight, mut unreadable) = (0usize, 0u64, Vec::new());
-    for p in profiles {
-        // `???` (code callgrind could not place) and valgrind's own preloaded libraries are
-        // not part of the program: no profile for them.
-        let own = base_name(&p.meta.binary).starts_with("vgpreload_");
-        if !p.meta.binary.starts_with('/') || own {
+    let mut profiles = Vec::with_capacity(result.profiles.len());
+    for p in result.profiles {
+        if foreign(&p.meta.binary) {
             continue;
         }
-        let is_override = override_name
-            .as_deref()
-            .is_some_and(|n| base_name(&p.meta.binary) == n);
         if main.is_none() && main_name.as_deref() == Some(base_name(&p.meta.binary)) {
             main = Some(p.meta.binary.clone());
         }
-        let bytes = match (is_override, binary) {
-            (true, Some(bin)) => Some(fsio::read_bytes(bin)?),
-            _ if p.meta.binary.starts_with('/') => {
-                read_binary(Path::new(&p.meta.binary)).map_err(|e| anyhow!(e))?
-            }
-            _ => None,
-        };
-        let Some(bytes) = bytes else {
-            unreadable.push(p.meta.binary.clone());
-            bound.push(p);
-            continue;
-        };
-        let elf = Binary::parse(&p.meta.binary, &bytes)?;
-        let (mut q, report) = bind::bind(&p, &elf);
-        unmatched += report.unmatched + report.ambiguous;
-        unmatched_weight = unmatched_weight.saturating_add(report.unmatched_weight);
-        q.meta.build_id = elf.build_id.clone();
-        q.meta.arch = Some(elf.arch.clone());
-        bound.push(q);
+        profiles.push(p);
     }
     if let (Some(name), None) = (&override_name, &main) {
         bail!(
@@ -227,20 +228,38 @@ pub fn import_callgrind(
             input.display()
         );
     }
+    let s = &result.stats;
+    let mut warnings = Vec::new();
+    if !s.no_base.is_empty() {
+        warnings.push(format!(
+            "{} objects have instruction positions but no load base could be established; \
+             attributed by name instead (first: {})",
+            s.no_base.len(),
+            s.no_base[0]
+        ));
+    }
+    let unmatched = s.bind.unmatched + s.bind.ambiguous;
     if unmatched > 0 {
         warnings.push(format!(
-            "{unmatched} functions ({unmatched_weight} Ir) matched no symbol of their binary"
+            "{unmatched} functions ({} Ir) matched no symbol of their binary",
+            s.bind.unmatched_weight
+        ));
+    }
+    if s.unattributed_cost > 0 || s.unattributed_calls > 0 {
+        warnings.push(format!(
+            "{} Ir and {} calls were at addresses in no function symbol (PLT stubs...)",
+            s.unattributed_cost, s.unattributed_calls
         ));
     }
     if !unreadable.is_empty() {
         warnings.push(format!(
-            "{} objects could not be read to bind their symbols (first: {})",
+            "{} objects could not be read to attribute their symbols (first: {})",
             unreadable.len(),
             unreadable[0]
         ));
     }
     Ok(Imported {
-        profiles: bound,
+        profiles,
         main,
         warnings,
     })

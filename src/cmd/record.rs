@@ -4,7 +4,10 @@
 //! software `cpu-clock` event works everywhere (VMs, containers) where hardware counters may
 //! not, and `-g` records frame-pointer call chains, so build the program with
 //! `-fno-omit-frame-pointer`. `--via callgrind` runs `valgrind --tool=callgrind`, which is
-//! exact and needs no frame pointers but runs the program some 50 times slower.
+//! exact and needs no frame pointers but runs the program some 50 times slower. It is run with
+//! `--demangle=no` (symbol-table names, which the linker orders by) and `--dump-instr=yes`:
+//! instruction addresses let the importer attribute cost to the exact symbol, which keeps apart
+//! same-named static functions defined in one header (callgrind merges those by name).
 //!
 //! The raw recording goes to a temporary directory that is removed afterwards; the profiles
 //! are then imported exactly as `sediment import` would (main executable -> OUT, every other
@@ -118,10 +121,15 @@ pub fn run(args: Args) -> Result<()> {
             let mut flag = std::ffi::OsString::from("--callgrind-out-file=");
             flag.push(&out);
             let mut cmd = Command::new("valgrind");
-            cmd.args(["-q", "--tool=callgrind", "--demangle=no"])
-                .arg(flag)
-                .arg(program)
-                .args(rest);
+            cmd.args([
+                "-q",
+                "--tool=callgrind",
+                "--demangle=no",
+                "--dump-instr=yes",
+            ])
+            .arg(flag)
+            .arg(program)
+            .args(rest);
             run_profiler(cmd, "valgrind", &out)?;
             let main = program_path(program);
             let main = std::fs::canonicalize(&main).unwrap_or(main);

@@ -263,3 +263,153 @@ fn import_command_rejects_truncated_capture() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(!dir.path().join("p.sprof").exists());
 }
+
+/// Object path of `twins` in its fixture capture.
+const TWINS_BIN: &str = "/tmp/sediment-fixture/twins";
+
+/// Calls `caller -> callee` by full key text (`twin (a.c)`), 0 when there is no such edge.
+fn calls_by_key(p: &Profile, caller: &str, callee: &str) -> u64 {
+    let index = |k: &str| {
+        p.functions
+            .iter()
+            .position(|f| f.key.to_string() == k)
+            .unwrap_or_else(|| panic!("no function `{k}` in {}", p.to_text()))
+    };
+    let (a, c) = (index(caller) as u32, index(callee) as u32);
+    p.edges
+        .iter()
+        .find(|e| e.caller == a && e.callee == c)
+        .map_or(0, |e| e.weight)
+}
+
+/// The known structure of `twins`: main -> run_a -> twin of a.c 300 times, main -> run_b ->
+/// twin of b.c 700 times; the two `twin`s are separate keys with their symbol sizes.
+fn check_twins(p: &Profile) {
+    assert_eq!(calls_by_key(p, "main", "run_a"), 1);
+    assert_eq!(calls_by_key(p, "main", "run_b"), 1);
+    assert_eq!(calls_by_key(p, "run_a", "twin (a.c)"), 300);
+    assert_eq!(calls_by_key(p, "run_b", "twin (b.c)"), 700);
+    assert_eq!(calls_by_key(p, "run_a", "twin (b.c)"), 0);
+    assert_eq!(calls_by_key(p, "run_b", "twin (a.c)"), 0);
+    let twins: Vec<&sediment_profile::Function> = p
+        .functions
+        .iter()
+        .filter(|f| f.key.name == "twin")
+        .collect();
+    assert_eq!(twins.len(), 2, "{}", p.to_text());
+    for f in twins {
+        assert!(f.size.is_some_and(|s| s > 0), "{}", p.to_text());
+        assert!(f.self_weight > 0, "{}", p.to_text());
+    }
+    assert!(p.is_canonical());
+}
+
+/// Imports the `twins` fixture capture, giving the importer the fixture's copy of the binary.
+fn import_twins() -> callgrind::CallgrindImport {
+    let text = std::fs::read_to_string(fixture("callgrind/twins.out")).unwrap();
+    let binary = std::fs::read(fixture("callgrind/twins/twins")).unwrap();
+    let mut resolver = |path: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> {
+        Ok((path == TWINS_BIN).then(|| binary.clone()))
+    };
+    let input = Input {
+        path: "twins.out",
+        text: &text,
+    };
+    callgrind::import(&[input], &mut resolver).unwrap()
+}
+
+// Regression (demo's 40 static `mix` in unit.h): two statics named `twin` defined in one header
+// share `fn=` and `fl=`, so callgrind merges them; with `--dump-instr=yes` and the binary they
+// are attributed by address to `twin (a.c)` and `twin (b.c)` with exact counts; golden output.
+#[test]
+fn header_statics_are_split_by_address() {
+    let result = import_twins();
+    assert_eq!(result.stats.by_address, [TWINS_BIN]);
+    assert!(result.stats.no_base.is_empty());
+    assert_eq!(result.stats.unattributed_calls, 0);
+    let p = object(&result.profiles, TWINS_BIN);
+    check_twins(p);
+    // Every Ir of the capture's only object with cost is attributed.
+    assert_eq!(result.stats.unattributed_cost, 0);
+    assert_eq!(p.self_total(), p.meta.total);
+    golden(&result.profiles, "twins.golden");
+}
+
+// Without the binary (or read by name) the capture shows the bug being fixed: one `twin` with
+// the file hint `twin.h`, called by both.
+#[test]
+fn header_statics_merge_by_name() {
+    let text = std::fs::read_to_string(fixture("callgrind/twins.out")).unwrap();
+    let ps = callgrind::read(&text, "twins.out").unwrap();
+    let p = object(&ps, TWINS_BIN);
+    // Unbound keys keep callgrind's `fl=` hint, for globals too.
+    assert_eq!(calls_by_key(p, "run_a (a.c)", "twin (twin.h)"), 300);
+    assert_eq!(calls_by_key(p, "run_b (b.c)", "twin (twin.h)"), 700);
+    assert_eq!(
+        p.functions.iter().filter(|f| f.key.name == "twin").count(),
+        1
+    );
+}
+
+// `sediment import --binary` on an instruction-position capture takes the address path and
+// writes exactly the golden profile.
+#[test]
+fn import_command_uses_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = fixture("callgrind/twins/twins");
+    let input = fixture("callgrind/twins.out");
+    let out = sediment(
+        dir.path(),
+        &[
+            "import",
+            "--format",
+            "callgrind",
+            "--binary",
+            bin.to_str().unwrap(),
+            input.to_str().unwrap(),
+            "-o",
+            "p.sprof",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let written = std::fs::read_to_string(dir.path().join("p.sprof")).unwrap();
+    let want = std::fs::read_to_string(fixture("callgrind/twins.golden")).unwrap();
+    assert_eq!(written, want);
+}
+
+// A fresh `sediment record --via callgrind` of twins built here: the two header statics come
+// out as separate keys with their call counts and sizes.
+#[test]
+fn record_splits_header_statics() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("callgrind/twins");
+    let bin = dir.path().join("twins");
+    run(Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&bin)
+        .arg(src.join("a.c"))
+        .arg(src.join("b.c")));
+    let out = sediment(
+        dir.path(),
+        &[
+            "record",
+            "--via",
+            "callgrind",
+            "-o",
+            "p.sprof",
+            "--",
+            bin.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(dir.path().join("p.sprof")).unwrap();
+    let p = Profile::from_text(&text).unwrap();
+    assert_eq!(p.meta.binary, bin.to_str().unwrap());
+    check_twins(&p);
+    assert!(p.meta.build_id.is_some());
+}

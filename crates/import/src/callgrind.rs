@@ -35,9 +35,39 @@
 //! static functions. `'N` suffixes that callgrind appends to recursive activations
 //! (`fib'2`) are dropped, so all levels count for the one function.
 //!
-//! Subposition values are checked for syntax but not decoded: a function-level profile needs
-//! only which function a cost line belongs to. (Decoding them would also mean settling whether
-//! the two lines of a call move the "previous position", which the spec does not say.)
+//! **Two ways to name a function.** By *name* ([`read`], [`read_all`]): the `fn=` name and the
+//! `fl=` hint, later bound to symbols by [`crate::bind`]. That fails for static functions
+//! defined in a header (`static inline` helpers, or the demo's `mix` in `unit.h`): every copy
+//! has the same `fn=` *and* the same `fl=`, so callgrind itself merges them into one entry and
+//! no binding can split them again. By *address* ([`import`]): when the file has instruction
+//! positions (`positions: instr line`, from `valgrind --dump-instr=yes`) and the caller supplies
+//! the object's binary, each cost line's first-event cost goes to the function symbol containing
+//! its instruction address, and each `calls=` to (symbol containing the call's cost line) ->
+//! (symbol containing the call target). The keys are then exact, as with perf: the `STT_FILE`
+//! base name for locals, sizes from `st_size`. Addresses in no symbol (PLT stubs) are counted as
+//! unattributed and stay in `meta total`. Objects without instruction positions or without a
+//! binary take the name path, and so do binaries with only `.dynsym` (stripped system
+//! libraries): their internal functions have no symbol to attribute to, whereas callgrind's
+//! names, read from separate debug information, keep them apart.
+//!
+//! Decoding positions: a subposition `+N`, `-N` or `*` is relative to the same column of the
+//! previous *cost line*. A `calls=` (or `jump=`/`jcnd=`) target is written relative to that
+//! position too but does not move it; the cost line after `calls=` (the call site) does. That is
+//! what callgrind's writer does (`fprint_apos`/`fprint_fcost` in `callgrind/dump.c`) and what
+//! the fixture `calls.instr.out` shows (`0x11a0 ...`, `calls=1000 -32 ...`, `* * 5000`: the
+//! target is `b` at 0x1180, the call site stays in `a` at 0x11a0). The previous position starts
+//! at 0 in every part. Only the `instr` column is decoded; the others are checked for syntax.
+//!
+//! Load base: the addresses may be those of the running process. To look them up in the symbol
+//! table, [`import`] needs the object's load base. An `ET_EXEC` file is loaded at its link-time
+//! addresses (base 0). For anything else the base is voted on ([`find_load_base`]): every `fn=`
+//! whose name is a unique global symbol of the binary proposes (lowest address of its cost
+//! lines) - (symbol address), rounded down to the page; the most common proposal wins (ties: the
+//! smallest), and it must be backed by [`MIN_BASE_VOTES`] functions (or by all, when fewer
+//! propose). No base, no address attribution: the object falls back to the name path and is
+//! counted in [`Stats::no_base`]. (Valgrind 3.19 prints link-time addresses for objects with a
+//! symbol table: it subtracts the text bias, so the vote finds base 0 for the PIEs and shared
+//! objects of that version; the vote keeps the importer right for writers that do not.)
 //!
 //! Names are kept as callgrind prints them. Valgrind demangles C++ and Rust names by default;
 //! record with `--demangle=no` to get the symbol-table names the linker orders by.
@@ -54,9 +84,12 @@
 //! run, while a profile describes one; each object's total is the sum of its own cost lines,
 //! and the headers serve only as the consistency check above.
 
+use crate::bind::{bind, BindReport};
+use crate::perf::BinaryResolver;
 use crate::Error;
+use sediment_elf::Binary;
 use sediment_profile::{base_name, FuncKey, Meta, Profile, ProfileBuilder};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Longest accepted line in bytes (C++ template names run to a few KiB; 1 MiB is far beyond).
 pub const MAX_LINE_LEN: usize = 1 << 20;
@@ -97,6 +130,148 @@ pub fn read_all(inputs: &[Input<'_>]) -> Result<Vec<Profile>, Error> {
     Ok(acc.into_profiles())
 }
 
+/// Page size the load base is rounded to. Loaders map objects at page boundaries, and every
+/// larger page size (16 KiB, 64 KiB) is a multiple of this one.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Functions that must agree on a load base before it is used (all of them when fewer
+/// propose one). Three: one function could be a mismatched name (a symbol of the same name
+/// elsewhere), two agreeing by chance is already unlikely, three is the small "a few" that even
+/// a tiny program (`main` and two helpers) can supply.
+pub const MIN_BASE_VOTES: usize = 3;
+
+/// What [`import`] could and could not do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Objects attributed by instruction address, sorted by path.
+    pub by_address: Vec<String>,
+    /// Objects bound to their binary by name (no instruction positions, only `.dynsym`, or no
+    /// load base).
+    pub by_name: Vec<String>,
+    /// Objects with instruction positions whose load base could not be established (also in
+    /// `by_name`).
+    pub no_base: Vec<String>,
+    /// Objects with cost whose binary the resolver did not provide (left as read, unbound).
+    pub missing_binaries: Vec<String>,
+    /// First-event cost at addresses inside no function symbol (PLT stubs, padding), in
+    /// objects attributed by address. It stays in their `meta total`.
+    pub unattributed_cost: u64,
+    /// Calls (counted) whose site or target is inside no function symbol.
+    pub unattributed_calls: u64,
+    /// Summed over the objects bound by name.
+    pub bind: BindReport,
+}
+
+/// The result of [`import`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallgrindImport {
+    /// One canonical profile per object with cost, sorted by object path. Objects whose binary
+    /// was provided carry its build-id and architecture.
+    pub profiles: Vec<Profile>,
+    /// How each object was attributed, and what was lost.
+    pub stats: Stats,
+}
+
+/// Reads callgrind output files of one run like [`read_all`], then attributes each object with
+/// cost against its binary, which `resolver` provides (asked once per object, in path order,
+/// with no build-id: callgrind records none). By instruction address when the object's cost
+/// lines have instruction positions and a load base is found, else by name with
+/// [`crate::bind::bind`]; objects the resolver does not provide stay as read.
+pub fn import(
+    inputs: &[Input<'_>],
+    resolver: &mut dyn BinaryResolver,
+) -> Result<CallgrindImport, Error> {
+    let mut acc = Acc::default();
+    for input in inputs {
+        FileParser::new(input.path, &mut acc).parse(input.text)?;
+    }
+    let mut stats = Stats::default();
+    let mut profiles = Vec::new();
+    for (object, profile) in acc.name_profiles() {
+        let path = profile.meta.binary.clone();
+        let bytes = resolver
+            .resolve(&path, None)
+            .map_err(|message| Error::Resolve {
+                binary: path.clone(),
+                message,
+            })?;
+        let Some(bytes) = bytes else {
+            stats.missing_binaries.push(path);
+            profiles.push(profile);
+            continue;
+        };
+        let elf = Binary::parse(&path, &bytes)?;
+        let has_instr = !acc.no_instr.contains(&object) && acc.addr_cost.contains_key(&object);
+        // A binary with only `.dynsym` lacks its internal functions: by address their cost
+        // would be lost, while callgrind's names (from debug information) at least keep them.
+        let base = if has_instr && !elf.from_dynsym {
+            acc.load_base(object, &elf, &bytes)
+        } else {
+            None
+        };
+        let mut p = match base {
+            Some(base) => {
+                stats.by_address.push(path);
+                acc.address_profile(object, profile.meta, &elf, base, &mut stats)
+            }
+            None => {
+                if has_instr && !elf.from_dynsym {
+                    stats.no_base.push(path.clone());
+                }
+                stats.by_name.push(path);
+                let (q, r) = bind(&profile, &elf);
+                stats.bind.matched += r.matched;
+                stats.bind.unmatched += r.unmatched;
+                stats.bind.ambiguous += r.ambiguous;
+                stats.bind.unmatched_weight = stats
+                    .bind
+                    .unmatched_weight
+                    .saturating_add(r.unmatched_weight);
+                q
+            }
+        };
+        p.meta.build_id = elf.build_id.clone();
+        p.meta.arch = Some(elf.arch.clone());
+        profiles.push(p);
+    }
+    Ok(CallgrindImport { profiles, stats })
+}
+
+/// The load base voted by functions whose symbol address is known: each candidate is (lowest
+/// address of the function's cost lines, link-time address of its symbol). See the module docs
+/// for the rule; `None` when no base is backed by [`MIN_BASE_VOTES`] candidates (or by all of
+/// them, when fewer).
+pub fn find_load_base(candidates: &[(u64, u64)]) -> Option<u64> {
+    // BTreeMap: proposals in ascending order, so the first of the most voted is the smallest.
+    let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
+    for &(lowest, symbol) in candidates {
+        if let Some(delta) = lowest.checked_sub(symbol) {
+            *votes.entry(delta & !(PAGE_SIZE - 1)).or_insert(0) += 1;
+        }
+    }
+    let mut best: Option<(u64, usize)> = None;
+    for (&base, &n) in &votes {
+        if best.map_or(true, |(_, m)| n > m) {
+            best = Some((base, n));
+        }
+    }
+    let (base, n) = best?;
+    (n >= MIN_BASE_VOTES.min(candidates.len())).then_some(base)
+}
+
+/// `e_type` of an ELF file (`ET_EXEC` = 2, `ET_DYN` = 3), in the file's byte order.
+fn elf_type(bytes: &[u8]) -> Option<u16> {
+    let raw: [u8; 2] = bytes.get(16..18)?.try_into().ok()?;
+    match (bytes.get(..4)?, bytes.get(5)?) {
+        (b"\x7fELF", 1) => Some(u16::from_le_bytes(raw)),
+        (b"\x7fELF", 2) => Some(u16::from_be_bytes(raw)),
+        _ => None,
+    }
+}
+
+/// `e_type` of a fixed-address executable.
+const ET_EXEC: u16 = 2;
+
 /// Interned strings, so that the hot path (one cost line) works on small integers.
 #[derive(Default)]
 struct Interner {
@@ -133,6 +308,15 @@ struct Acc {
     self_cost: Vec<u64>,
     edges: HashMap<(u32, u32), u64>,
     object_total: HashMap<u32, u64>,
+    /// Lowest instruction address of each function's cost lines (`u64::MAX`: none), by the
+    /// index of `func_list`; the load-base vote uses it.
+    lowest: Vec<u64>,
+    /// Per object: instruction address -> first-event cost (cost lines with an address).
+    addr_cost: HashMap<u32, HashMap<u64, u64>>,
+    /// Per object: (call site, target) -> call count, for calls that stay in the object.
+    addr_calls: HashMap<u32, HashMap<(u64, u64), u64>>,
+    /// Objects with a cost line or call without an instruction position: name path only.
+    no_instr: HashSet<u32>,
     /// First event name of the first part read; every later part must agree.
     event: Option<String>,
     /// `cmd:` of the first file that has one.
@@ -147,6 +331,7 @@ impl Acc {
         let i = self.func_list.len() as u32;
         self.func_list.push(f);
         self.self_cost.push(0);
+        self.lowest.push(u64::MAX);
         self.funcs.insert(f, i);
         i
     }
@@ -163,11 +348,102 @@ impl Acc {
         }
     }
 
-    /// Groups functions and edges by object. The hash maps' iteration order does not reach
-    /// the output: every [`ProfileBuilder`] sorts, and the list is sorted by object path.
     fn into_profiles(self) -> Vec<Profile> {
+        self.name_profiles().into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// The load base of `object` in `elf` (see the module docs); `bytes` are the file's, for
+    /// its ELF type.
+    fn load_base(&self, object: u32, elf: &Binary, bytes: &[u8]) -> Option<u64> {
+        if elf_type(bytes) == Some(ET_EXEC) {
+            return Some(0);
+        }
+        // name -> (number of function symbols of that name, address of the global one).
+        let mut symbols: HashMap<&str, (usize, Option<u64>)> = HashMap::new();
+        for s in &elf.functions {
+            let e = symbols.entry(s.key.name.as_str()).or_insert((0, None));
+            e.0 += 1;
+            if s.key.file.is_none() {
+                e.1 = Some(s.address);
+            }
+        }
+        // One candidate per name (the lowest address over its `fl=` variants); BTreeMap so
+        // the candidate list does not depend on hash order.
+        let mut lowest: BTreeMap<&str, u64> = BTreeMap::new();
+        for (i, f) in self.func_list.iter().enumerate() {
+            if f.object != object || self.lowest[i] == u64::MAX {
+                continue;
+            }
+            let name = self.strings.names[f.name as usize].as_str();
+            let slot = lowest.entry(name).or_insert(u64::MAX);
+            *slot = (*slot).min(self.lowest[i]);
+        }
+        let candidates: Vec<(u64, u64)> = lowest
+            .into_iter()
+            .filter_map(|(name, low)| match symbols.get(name) {
+                Some(&(1, Some(address))) => Some((low, address)),
+                _ => None,
+            })
+            .collect();
+        find_load_base(&candidates)
+    }
+
+    /// `object`'s profile attributed by instruction address against `elf` loaded at `base`.
+    /// The hash maps' iteration order does not reach the output: the builder sorts, and the
+    /// sums commute.
+    fn address_profile(
+        &self,
+        object: u32,
+        meta: Meta,
+        elf: &Binary,
+        base: u64,
+        stats: &mut Stats,
+    ) -> Profile {
+        let mut b = ProfileBuilder::new(meta);
+        let symbol = |address: u64| {
+            address
+                .checked_sub(base)
+                .and_then(|a| elf.lookup(a))
+                .map(|i| &elf.functions[i])
+        };
+        let add = |b: &mut ProfileBuilder, s: &sediment_elf::Symbol| {
+            b.touch(&s.key);
+            if s.size > 0 {
+                b.set_size(&s.key, s.size);
+            }
+        };
+        if let Some(costs) = self.addr_cost.get(&object) {
+            for (&address, &cost) in costs {
+                match symbol(address) {
+                    Some(s) => {
+                        add(&mut b, s);
+                        b.add_self(&s.key, cost);
+                    }
+                    None => stats.unattributed_cost = stats.unattributed_cost.saturating_add(cost),
+                }
+            }
+        }
+        if let Some(calls) = self.addr_calls.get(&object) {
+            for (&(site, target), &count) in calls {
+                match (symbol(site), symbol(target)) {
+                    (Some(caller), Some(callee)) => {
+                        add(&mut b, caller);
+                        add(&mut b, callee);
+                        b.add_call(&caller.key, &callee.key, count);
+                    }
+                    _ => stats.unattributed_calls = stats.unattributed_calls.saturating_add(count),
+                }
+            }
+        }
+        b.build()
+    }
+
+    /// Groups functions and edges by object, keyed by name (the `fn=`/`fl=` path). Returns
+    /// each object's interned id and profile, sorted by object path. The hash maps' iteration
+    /// order does not reach the output: every [`ProfileBuilder`] sorts.
+    fn name_profiles(&self) -> Vec<(u32, Profile)> {
         // BTreeMap by object path: the returned list is sorted, whatever the input order.
-        let mut builders: BTreeMap<&str, ProfileBuilder> = BTreeMap::new();
+        let mut builders: BTreeMap<&str, (u32, ProfileBuilder)> = BTreeMap::new();
         for (&object, &total) in &self.object_total {
             if total == 0 {
                 continue;
@@ -184,12 +460,12 @@ impl Acc {
             }
             builders.insert(
                 &self.strings.names[object as usize],
-                ProfileBuilder::new(meta),
+                (object, ProfileBuilder::new(meta)),
             );
         }
         for (i, f) in self.func_list.iter().enumerate() {
             let object = self.strings.names[f.object as usize].as_str();
-            if let Some(b) = builders.get_mut(object) {
+            if let Some((_, b)) = builders.get_mut(object) {
                 b.add_self(&self.key(*f), self.self_cost[i]);
             }
         }
@@ -202,11 +478,14 @@ impl Acc {
                 continue;
             }
             let object = self.strings.names[a.object as usize].as_str();
-            if let Some(b) = builders.get_mut(object) {
+            if let Some((_, b)) = builders.get_mut(object) {
                 b.add_call(&self.key(a), &self.key(c), count);
             }
         }
-        builders.into_values().map(ProfileBuilder::build).collect()
+        builders
+            .into_values()
+            .map(|(object, b)| (object, b.build()))
+            .collect()
     }
 }
 
@@ -256,6 +535,13 @@ struct FileParser<'p> {
     call_func: Option<u32>,
     /// Line of a `calls=` whose inclusive cost line must come next.
     pending_call: Option<usize>,
+    /// Column of the `instr` subposition, when `positions:` has one.
+    instr_col: Option<usize>,
+    /// Instruction address of the previous cost line (relative positions count from it).
+    last_instr: u64,
+    /// The pending `calls=`, when it stays in its object and has a target address:
+    /// (object, target address, count); its site is the next cost line's address.
+    pending_target: Option<(u32, u64, u64)>,
 }
 
 impl<'p> FileParser<'p> {
@@ -280,6 +566,9 @@ impl<'p> FileParser<'p> {
             call_file: None,
             call_func: None,
             pending_call: None,
+            instr_col: None,
+            last_instr: 0,
+            pending_target: None,
         }
     }
 
@@ -383,6 +672,7 @@ impl<'p> FileParser<'p> {
             self.pos_file = None;
             self.func = None;
             self.cur = None;
+            self.last_instr = 0;
         }
         match key {
             "version" if value != "1" && value != "0" => {
@@ -397,9 +687,13 @@ impl<'p> FileParser<'p> {
             }
             "positions" => {
                 let mut n = 0;
+                let mut instr = None;
                 for tok in value.split_ascii_whitespace() {
                     if !matches!(tok, "instr" | "bb" | "line") {
                         return Err(self.err(format!("unknown position kind `{}`", clip(tok))));
+                    }
+                    if tok == "instr" && instr.is_none() {
+                        instr = Some(n);
                     }
                     n += 1;
                 }
@@ -407,6 +701,7 @@ impl<'p> FileParser<'p> {
                     return Err(self.err("`positions:` names no position kind"));
                 }
                 self.npos = n;
+                self.instr_col = instr;
             }
             "events" => {
                 let mut names = value.split_ascii_whitespace();
@@ -517,6 +812,16 @@ impl<'p> FileParser<'p> {
         let (count, target) = split_first(value);
         let count = self.number(count, "call count")?;
         self.subpositions(target, "call target")?;
+        // The target's address, relative to the previous cost line (it does not move it).
+        let target_address = match self.instr_col {
+            Some(col) => {
+                let tok = target.split_ascii_whitespace().nth(col).ok_or_else(|| {
+                    self.err(format!("call target has fewer than {} positions", col + 1))
+                })?;
+                Some(self.position(tok)?)
+            }
+            None => None,
+        };
         let caller = self.current()?;
         let callee_name = self
             .call_func
@@ -529,10 +834,21 @@ impl<'p> FileParser<'p> {
             name: callee_name,
             file: self.file_or_empty(file),
         };
+        let callee_object = callee.object;
         let callee = self.acc.func(callee);
         let slot = self.acc.edges.entry((caller, callee)).or_insert(0);
         *slot = slot.saturating_add(count);
         self.pending_call = Some(self.line);
+        let caller_object = self.acc.func_list[caller as usize].object;
+        match target_address {
+            Some(t) if caller_object == callee_object => {
+                self.pending_target = Some((caller_object, t, count));
+            }
+            Some(_) => {}
+            None => {
+                self.acc.no_instr.insert(caller_object);
+            }
+        }
         Ok(())
     }
 
@@ -541,11 +857,14 @@ impl<'p> FileParser<'p> {
         let nevents = self.require_events()?;
         self.in_body = true;
         let mut toks = line.split_ascii_whitespace();
-        for _ in 0..self.npos {
+        let mut instr = None;
+        for col in 0..self.npos {
             let tok = toks.next().ok_or_else(|| {
                 self.err(format!("cost line has fewer than {} positions", self.npos))
             })?;
-            if !is_subposition(tok) {
+            if self.instr_col == Some(col) {
+                instr = Some(self.position(tok)?);
+            } else if !is_subposition(tok) {
                 return Err(self.err(format!("bad position `{}`", clip(tok))));
             }
         }
@@ -563,7 +882,16 @@ impl<'p> FileParser<'p> {
                 )));
             }
         }
+        if let Some(address) = instr {
+            self.last_instr = address;
+        }
         if inclusive {
+            if let (Some(site), Some((object, target, count))) = (instr, self.pending_target.take())
+            {
+                let calls = self.acc.addr_calls.entry(object).or_default();
+                let slot = calls.entry((site, target)).or_insert(0);
+                *slot = slot.saturating_add(count);
+            }
             return Ok(());
         }
         let f = self.current()?;
@@ -573,7 +901,42 @@ impl<'p> FileParser<'p> {
         let total = self.acc.object_total.entry(object).or_insert(0);
         *total = total.saturating_add(first);
         self.part_cost = self.part_cost.saturating_add(first);
+        match instr {
+            Some(address) => {
+                let lowest = &mut self.acc.lowest[f as usize];
+                *lowest = (*lowest).min(address);
+                let costs = self.acc.addr_cost.entry(object).or_default();
+                let slot = costs.entry(address).or_insert(0);
+                *slot = slot.saturating_add(first);
+            }
+            None => {
+                self.acc.no_instr.insert(object);
+            }
+        }
         Ok(())
+    }
+
+    /// Decodes an instruction subposition: absolute, `+N`/`-N` from the previous cost line's
+    /// address, or `*` for the same address.
+    fn position(&self, tok: &str) -> Result<u64, Error> {
+        let last = self.last_instr;
+        let value = if tok == "*" {
+            Some(Some(last))
+        } else if let Some(n) = tok.strip_prefix('+') {
+            parse_number(n).map(|n| last.checked_add(n))
+        } else if let Some(n) = tok.strip_prefix('-') {
+            parse_number(n).map(|n| last.checked_sub(n))
+        } else {
+            parse_number(tok).map(Some)
+        };
+        match value {
+            Some(Some(address)) => Ok(address),
+            Some(None) => Err(self.err(format!(
+                "position `{}` leaves the address range from {last:#x}",
+                clip(tok)
+            ))),
+            None => Err(self.err(format!("bad position `{}`", clip(tok)))),
+        }
     }
 
     /// The function the current context (`ob=`, `fl=`, `fn=`) names.
@@ -970,7 +1333,189 @@ mod tests {
         assert_eq!(weight(&profiles(text)["/bin/x"], "f"), 32);
     }
 
+    // The vote: the most common page-rounded (lowest address - symbol address) wins, ties go
+    // to the smallest, and it needs MIN_BASE_VOTES backers (or all candidates, when fewer).
+    #[test]
+    fn load_base_vote() {
+        // main, hot_a, hot_b entered at their first byte; cold entered 0x20 bytes in.
+        let pie = [
+            (0x109040, 0x1040),
+            (0x109170, 0x1170),
+            (0x1091b0, 0x11b0),
+            (0x109ff0, 0x1fd0),
+        ];
+        assert_eq!(find_load_base(&pie), Some(0x108000));
+        // Link-time addresses (what valgrind 3.19 prints): base 0.
+        assert_eq!(
+            find_load_base(&[(0x1040, 0x1040), (0x1170, 0x1170)]),
+            Some(0)
+        );
+        // Two proposals with three votes each: the smaller base.
+        let tie = [
+            (0x9000, 0x1000),
+            (0x9100, 0x1100),
+            (0x9200, 0x1200),
+            (0x5000, 0x1000),
+            (0x5100, 0x1100),
+            (0x5200, 0x1200),
+        ];
+        assert_eq!(find_load_base(&tie), Some(0x4000));
+        // Fewer than three candidates must all agree; more need three backers.
+        assert_eq!(find_load_base(&[(0x5000, 0x1000), (0x1100, 0x1100)]), None);
+        assert_eq!(find_load_base(&tie[..2]), Some(0x8000));
+        assert_eq!(find_load_base(&tie[1..5]), None);
+        // A candidate below its symbol proposes nothing but still counts.
+        assert_eq!(find_load_base(&[(0x5000, 0x1000), (0x10, 0x1100)]), None);
+        assert_eq!(find_load_base(&[]), None);
+    }
+
+    // ELF type from the header, in the file's byte order; anything else is no type.
+    #[test]
+    fn elf_type_reads_e_type() {
+        let mut h = [0u8; 20];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[5] = 1;
+        h[16] = 2;
+        assert_eq!(elf_type(&h), Some(ET_EXEC));
+        h[5] = 2;
+        h[17] = 3;
+        assert_eq!(elf_type(&h), Some(0x0203));
+        assert_eq!(elf_type(&h[..17]), None);
+        h[0] = 0;
+        assert_eq!(elf_type(&h), None);
+    }
+
+    /// Parses `text` into an accumulator, as [`import`] does.
+    fn acc(text: &str) -> Acc {
+        let mut acc = Acc::default();
+        FileParser::new("t.out", &mut acc).parse(text).unwrap();
+        acc
+    }
+
+    /// A PIE's symbols: two statics `mix` of one header, compiled into u1.c and u2.c.
+    fn pie() -> Binary {
+        let sym =
+            |key: FuncKey, address: u64, size: u64| sediment_elf::Symbol { key, address, size };
+        Binary {
+            build_id: None,
+            arch: "x86_64".into(),
+            segments: Vec::new(),
+            functions: vec![
+                sym(FuncKey::global("main"), 0x1040, 0x20),
+                sym(FuncKey::local("mix", "u1.c"), 0x1100, 0x10),
+                sym(FuncKey::global("hot_a"), 0x1110, 0x20),
+                sym(FuncKey::local("mix", "u2.c"), 0x1200, 0x18),
+                sym(FuncKey::global("hot_b"), 0x1220, 0x20),
+            ],
+            from_dynsym: false,
+        }
+    }
+
+    // Same-named statics of one header, merged by callgrind into one `fn=mix` (same `fl=`),
+    // are split again by address; relative targets do not move the previous position, call
+    // sites do; addresses in no symbol are unattributed but stay in the total.
+    #[test]
+    fn address_attribution_splits_header_statics() {
+        let text = "positions: instr line\nevents: Ir\nob=/bin/pie\nfl=u.h\nfn=main\n\
+                    0x109040 1 2\ncfn=hot_a\ncalls=1 +208 9\n+4 * 50\ncfn=hot_b\n\
+                    calls=1 0x109220 9\n+5 * 70\n+5 * 1\n\
+                    fn=hot_a\n0x109110 3 4\ncfn=mix\ncalls=3 -16 2\n+8 * 30\n\
+                    fn=hot_b\n0x109220 3 5\ncfn=mix\ncalls=7 -32 2\n+8 * 50\n\
+                    fn=mix\n0x109100 2 10\n+256 * 20\n0x109300 9 6\n";
+        let acc = acc(text);
+        let object = acc.strings.map["/bin/pie"];
+        let elf = pie();
+        assert_eq!(acc.load_base(object, &elf, &[]), Some(0x108000));
+        let meta = Meta {
+            binary: "/bin/pie".into(),
+            total: 48,
+            ..Meta::default()
+        };
+        let mut stats = Stats::default();
+        let p = acc.address_profile(object, meta, &elf, 0x108000, &mut stats);
+        let got: Vec<(String, u64, Option<u64>)> = p
+            .functions
+            .iter()
+            .map(|f| (f.key.to_string(), f.self_weight, f.size))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("hot_a".to_string(), 4, Some(0x20)),
+                ("hot_b".to_string(), 5, Some(0x20)),
+                ("main".to_string(), 3, Some(0x20)),
+                ("mix (u1.c)".to_string(), 10, Some(0x10)),
+                ("mix (u2.c)".to_string(), 20, Some(0x18)),
+            ]
+        );
+        let edges: Vec<(String, String, u64)> = p
+            .edges
+            .iter()
+            .map(|e| {
+                let k = |i: u32| p.functions[i as usize].key.to_string();
+                (k(e.caller), k(e.callee), e.weight)
+            })
+            .collect();
+        assert_eq!(
+            edges,
+            vec![
+                ("hot_a".to_string(), "mix (u1.c)".to_string(), 3),
+                ("hot_b".to_string(), "mix (u2.c)".to_string(), 7),
+                ("main".to_string(), "hot_a".to_string(), 1),
+                ("main".to_string(), "hot_b".to_string(), 1),
+            ]
+        );
+        assert_eq!(p.meta.total, 48);
+        assert_eq!(stats.unattributed_cost, 6);
+        assert_eq!(stats.unattributed_calls, 0);
+    }
+
+    // Without instruction positions the object is marked for the name path.
+    #[test]
+    fn line_positions_only_mark_the_object() {
+        let acc = acc("events: Ir\nob=/bin/x\nfn=f\n1 5\n");
+        let object = acc.strings.map["/bin/x"];
+        assert!(acc.no_instr.contains(&object));
+        assert!(acc.addr_cost.is_empty());
+    }
+
+    // A relative instruction position below address 0 is an error naming the line.
+    #[test]
+    fn position_below_zero_is_an_error() {
+        assert_eq!(
+            err("positions: instr\nevents: Ir\nfn=f\n0x10 1\n-17 1\n"),
+            "t.out: line 5: position `-17` leaves the address range from 0x10"
+        );
+        assert_eq!(
+            err("positions: instr line\nevents: Ir\nfn=f\n0x10 1 1\ncfn=g\ncalls=1\n"),
+            "t.out: line 6: missing call target position"
+        );
+    }
+
     const FIXTURE: &str = include_str!("../../../tests/fixtures/callgrind/threads.out-02");
+    const TWINS: &str = include_str!("../../../tests/fixtures/callgrind/twins.out");
+    const TWINS_BIN: &[u8] = include_bytes!("../../../tests/fixtures/callgrind/twins/twins");
+
+    // The unmutated capture imports by address (the proptest below starts from it).
+    #[test]
+    fn twins_fixture_imports_by_address() {
+        let mut resolver = |path: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> {
+            Ok(path.ends_with("/twins").then(|| TWINS_BIN.to_vec()))
+        };
+        let r = import(
+            &[Input {
+                path: "twins.out",
+                text: TWINS,
+            }],
+            &mut resolver,
+        )
+        .unwrap();
+        assert_eq!(r.stats.by_address, ["/tmp/sediment-fixture/twins"]);
+        let p = &r.profiles[0];
+        let twin = |file: &str| p.find(&FuncKey::local("twin", file)).unwrap() as usize;
+        assert_eq!(p.functions[twin("a.c")].self_weight, 1500);
+        assert_eq!(p.functions[twin("b.c")].self_weight, 3500);
+    }
 
     // The small real capture reads as expected before it is mutated below.
     #[test]
@@ -1005,6 +1550,31 @@ mod tests {
             bytes.truncate(cut.max(1));
             let text = String::from_utf8_lossy(&bytes);
             let _ = read(&text, "fuzz.out");
+        }
+
+        // Random byte edits of an instruction-position capture, imported by address against
+        // its real binary, never panic either.
+        #[test]
+        fn address_mutations_never_panic(
+            edits in proptest::collection::vec((0usize..1800, 0u8..=255, 0u8..3), 1..8),
+            cut in 0usize..1800,
+        ) {
+            let mut bytes = TWINS.as_bytes().to_vec();
+            for (pos, byte, kind) in edits {
+                let pos = pos % (bytes.len() + 1);
+                match kind {
+                    0 if pos < bytes.len() => bytes[pos] = byte,
+                    1 => bytes.insert(pos, byte),
+                    _ if pos < bytes.len() => { bytes.remove(pos); }
+                    _ => {}
+                }
+            }
+            bytes.truncate(cut.max(1));
+            let text = String::from_utf8_lossy(&bytes);
+            let mut resolver = |_: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> {
+                Ok(Some(TWINS_BIN.to_vec()))
+            };
+            let _ = import(&[Input { path: "fuzz.out", text: &text }], &mut resolver);
         }
     }
 }

@@ -5,7 +5,8 @@
 //! - [`perf`]: a `perf.data` file from `perf record -e cpu-clock -g`, read with the
 //!   `linux-perf-data` crate (never by shelling out to `perf script`), sample addresses mapped
 //!   through the recorded MMAP/MMAP2 records and the binaries' ELF symbol tables.
-//! - [`callgrind`]: a `callgrind.out` file (valgrind's text format).
+//! - [`callgrind`]: a `callgrind.out` file (valgrind's text format); with instruction positions
+//!   (`--dump-instr=yes`) and the binaries, attributed by address like perf.
 //! - [`bind`]: shared by importers that only know a function's name and a source-file *hint*
 //!   (callgrind's `fl=`): rewrites keys to the canonical form using the binary's symbols.
 //!
@@ -25,7 +26,9 @@
 
 pub mod bind;
 pub mod callgrind;
+pub mod fdata;
 pub mod perf;
+pub mod perf_script;
 
 /// Errors of every importer in this crate.
 #[derive(Debug, thiserror::Error)]

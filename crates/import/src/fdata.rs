@@ -1,0 +1,477 @@
+//! BOLT's `.fdata` branch profile: reading it into a [`Profile`] and writing a profile's call
+//! edges back out, so that profiles can travel between Sediment and `llvm-bolt -data=`.
+//!
+//! The format is the one `perf2bolt` writes and BOLT's `DataReader` parses (llvm-project,
+//! `bolt/lib/Profile/DataReader.cpp`). It is line-oriented text, fields separated by one or more
+//! spaces, names never quoted (so a name with a space cannot be written at all):
+//!
+//! ```text
+//! no_lbr cpu-clock            optional first line: a sample profile, with its event names
+//! boltedcollection            optional: the profile was taken on a BOLTed binary
+//! 1 main 1f 1 work 0 0 120    LBR form: FROM TO mispredictions count
+//! 1 work 0 180                no_lbr form: LOCATION count
+//! 4 main 2a 3 [heap] 10 5     memory-event records (flags 3/4/5): read and ignored
+//! ```
+//!
+//! A *location* is three fields: a flag, a name and a hexadecimal offset (no `0x`). Flag `0`
+//! means the name is a DSO (or `[unknown]`) and the offset a raw address; `1` a global symbol
+//! and `2` a local symbol, the offset counted from the symbol's start. Mispredictions and counts
+//! are decimal. Memory records use flags `3`/`4`/`5` (the branch flags plus three) and are
+//! skipped: they say nothing about calls.
+//!
+//! **Names of local symbols.** BOLT keeps same-named statics apart by renaming them
+//! `name/file/N` (the name, the base name of the `STT_FILE` symbol, and a 1-based counter from
+//! its `NameResolver`), or `name/N` when the object had no file symbol. On reading, a name of
+//! the first shape becomes the local key `(name, file)`, the second the key `name` with no file
+//! (the file cannot be told; [`crate::bind`] can settle it against the binary later), and any
+//! other name is taken whole as a global.
+//!
+//! **Weights** (a choice: fdata has no notion of self time).
+//! - *LBR form:* every branch whose target is a symbol adds its count to the target function's
+//!   self weight. The number of branches landing in a function tracks how much of it runs, and it
+//!   needs no knowledge of the code. A branch from function A to offset 0 of a function B is a
+//!   call and adds its count to the edge A -> B. A jump to offset 0 of *the same* function is
+//!   recursion (BOLT reads it as an entry too) and is kept as a self edge, as the perf importer
+//!   keeps recursion. Tail calls cannot be told from calls and count as calls, as in BOLT.
+//! - *no_lbr form:* each sample record adds its count to its function's self weight; there are
+//!   no edges.
+//! - Records whose locations are not symbols still count in [`Meta::total`].
+//!
+//! **Writing** ([`write()`]) produces the LBR form with one line per call edge, caller and callee
+//! both at offset 0 with no mispredictions: `1 caller 0 1 callee 0 0 weight`. Self weights are
+//! not written (an fdata line for them would be a fake branch that BOLT would act on), so a
+//! round trip keeps the edges and the functions on them, and re-derives self weight from the
+//! edges. Keys that cannot be spelled in fdata (empty, or containing whitespace, control
+//! characters or `/`) are skipped and counted. Weights above `i64::MAX` are written as
+//! `i64::MAX`, since BOLT parses counts as signed 64-bit numbers.
+//!
+//! Turned down: keeping the offsets to build a block-level profile. Sediment orders whole
+//! functions; BOLT itself is the tool for what happens inside them.
+
+use crate::Error;
+use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
+
+/// Value of `meta source` in profiles read from fdata.
+pub const SOURCE: &str = "fdata";
+
+/// A parsed location: the function key (None for flag 0, a DSO or raw address) and the offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Location {
+    key: Option<FuncKey>,
+    offset: u64,
+}
+
+/// Reads an fdata file held in `text`; `path` names it in errors and `binary` becomes the
+/// profile's `meta binary` (fdata does not say which binary it describes).
+pub fn read(path: &str, text: &str, binary: &str) -> Result<Profile, Error> {
+    let syntax = |line: usize, message: String| Error::Syntax {
+        path: path.to_string(),
+        line,
+        message,
+    };
+    let mut meta = Meta {
+        binary: binary.to_string(),
+        source: SOURCE.to_string(),
+        ..Meta::default()
+    };
+    let mut no_lbr = false;
+    let mut records = 0u64;
+    let mut total = 0u64;
+    let mut builder = ProfileBuilder::new(Meta::default());
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let fields: Vec<&str> = line.split(' ').filter(|f| !f.is_empty()).collect();
+        let Some(&first) = fields.first() else {
+            continue;
+        };
+        if first == "no_lbr" {
+            if line_no != 1 {
+                return Err(syntax(line_no, "`no_lbr` must be the first line".into()));
+            }
+            no_lbr = true;
+            if fields.len() > 1 {
+                meta.event = Some(fields[1..].join(","));
+            }
+            continue;
+        }
+        if first == "boltedcollection" {
+            if records > 0 || fields.len() != 1 {
+                return Err(syntax(
+                    line_no,
+                    "`boltedcollection` must stand alone before the first record".into(),
+                ));
+            }
+            meta.extra.insert("bolted".into(), "yes".into());
+            continue;
+        }
+        records += 1;
+        match first {
+            "3" | "4" | "5" => {
+                // Memory event: FROM-location ADDR-location count. Checked, then ignored.
+                if fields.len() != 7 {
+                    return Err(syntax(
+                        line_no,
+                        format!(
+                            "memory record needs 7 fields, found {} (`{line}`)",
+                            fields.len()
+                        ),
+                    ));
+                }
+                location(&fields[0..3], true).map_err(|m| syntax(line_no, m))?;
+                location(&fields[3..6], true).map_err(|m| syntax(line_no, m))?;
+                count(fields[6]).map_err(|m| syntax(line_no, m))?;
+            }
+            _ if no_lbr => {
+                if fields.len() != 4 {
+                    return Err(syntax(
+                        line_no,
+                        format!(
+                            "no_lbr sample record needs 4 fields (location, count), found {}",
+                            fields.len()
+                        ),
+                    ));
+                }
+                let at = location(&fields[0..3], false).map_err(|m| syntax(line_no, m))?;
+                let n = count(fields[3]).map_err(|m| syntax(line_no, m))?;
+                total = total.saturating_add(n);
+                if let Some(key) = at.key {
+                    builder.add_self(&key, n);
+                }
+            }
+            _ => {
+                if fields.len() != 8 {
+                    return Err(syntax(
+                        line_no,
+                        format!(
+                            "branch record needs 8 fields (from, to, mispredictions, count), \
+                             found {}",
+                            fields.len()
+                        ),
+                    ));
+                }
+                let from = location(&fields[0..3], false).map_err(|m| syntax(line_no, m))?;
+                let to = location(&fields[3..6], false).map_err(|m| syntax(line_no, m))?;
+                fields[6].parse::<i64>().map_err(|_| {
+                    syntax(line_no, format!("bad misprediction count `{}`", fields[6]))
+                })?;
+                let n = count(fields[7]).map_err(|m| syntax(line_no, m))?;
+                total = total.saturating_add(n);
+                if let Some((caller, callee)) = branch(
+                    &mut builder,
+                    from.key.as_ref(),
+                    to.key.as_ref(),
+                    to.offset,
+                    n,
+                ) {
+                    builder.add_call(&caller, &callee, n);
+                }
+            }
+        }
+    }
+    if records == 0 {
+        return Err(Error::Format {
+            path: path.to_string(),
+            message: "no fdata records (not a BOLT profile, or empty)".into(),
+        });
+    }
+    meta.total = total;
+    meta.extra.insert(
+        "fdata-form".into(),
+        if no_lbr { "no_lbr" } else { "lbr" }.into(),
+    );
+    *builder.meta_mut() = meta;
+    Ok(builder.build())
+}
+
+/// Applies the LBR weight rule (module docs) to one branch `from -> to+to_offset` seen `n`
+/// times: the target gets self weight, and a branch to offset 0 is returned as a call edge
+/// (caller, callee) for the caller to add. Shared with the `perf script` importer.
+pub(crate) fn branch(
+    builder: &mut ProfileBuilder,
+    from: Option<&FuncKey>,
+    to: Option<&FuncKey>,
+    to_offset: u64,
+    n: u64,
+) -> Option<(FuncKey, FuncKey)> {
+    let to = to?;
+    builder.add_self(to, n);
+    let from = from?;
+    (to_offset == 0).then(|| (from.clone(), to.clone()))
+}
+
+/// Parses a three-field location. `mem` selects the memory-record flags (3/4/5).
+fn location(f: &[&str], mem: bool) -> Result<Location, String> {
+    let base = if mem { 3 } else { 0 };
+    let flag = match f[0].parse::<u8>() {
+        Ok(v) if f[0].len() == 1 && (base..base + 3).contains(&v) => v - base,
+        _ => {
+            return Err(format!(
+                "expected location flag {}, {} or {}, found `{}`",
+                base,
+                base + 1,
+                base + 2,
+                f[0]
+            ))
+        }
+    };
+    let hex = f[2].strip_prefix("0x").unwrap_or(f[2]);
+    let offset = u64::from_str_radix(hex, 16)
+        .map_err(|_| format!("expected hexadecimal offset, found `{}`", f[2]))?;
+    let key = (flag != 0).then(|| parse_name(f[1]));
+    Ok(Location { key, offset })
+}
+
+/// A record count: a decimal number >= 0 that fits BOLT's signed 64 bits.
+fn count(s: &str) -> Result<u64, String> {
+    match s.parse::<i64>() {
+        Ok(v) if v >= 0 => Ok(v as u64),
+        _ => Err(format!(
+            "expected a count (decimal number >= 0), found `{s}`"
+        )),
+    }
+}
+
+/// Turns a BOLT function name into a key (see "Names of local symbols" in the module docs).
+pub fn parse_name(name: &str) -> FuncKey {
+    let parts: Vec<&str> = name.split('/').collect();
+    let counter = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match parts.as_slice() {
+        [base, file, n] if !base.is_empty() && !file.is_empty() && counter(n) => {
+            FuncKey::local(*base, file)
+        }
+        [base, n] if !base.is_empty() && counter(n) => FuncKey::global(*base),
+        _ => FuncKey::global(name),
+    }
+}
+
+/// True when `s` can be one fdata name component.
+fn writable(s: &str) -> bool {
+    !s.is_empty()
+        && !s
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+}
+
+/// The fdata spelling of a key: `(flag, name)`, or None when it cannot be written.
+fn spell(key: &FuncKey) -> Option<(u8, String)> {
+    if !writable(&key.name) {
+        return None;
+    }
+    match &key.file {
+        // Counter 1: the first (and, keyed by file, only) function of this name and file.
+        Some(file) if writable(file) => Some((2, format!("{}/{}/1", key.name, file))),
+        Some(_) => None,
+        None => Some((1, key.name.clone())),
+    }
+}
+
+/// What [`write()`] produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The fdata text (LBR form).
+    pub text: String,
+    /// Edges left out because a key could not be spelled in fdata.
+    pub skipped_edges: usize,
+}
+
+/// Writes `profile`'s call edges as LBR-form fdata (see the module docs). Lines follow the
+/// profile's canonical edge order, so equal profiles give identical text.
+pub fn write(profile: &Profile) -> Written {
+    let mut text = String::new();
+    let mut skipped_edges = 0;
+    for e in &profile.edges {
+        let (Some(caller), Some(callee)) = (
+            profile
+                .functions
+                .get(e.caller as usize)
+                .and_then(|f| spell(&f.key)),
+            profile
+                .functions
+                .get(e.callee as usize)
+                .and_then(|f| spell(&f.key)),
+        ) else {
+            skipped_edges += 1;
+            continue;
+        };
+        let w = e.weight.min(i64::MAX as u64);
+        text.push_str(&format!(
+            "{} {} 0 {} {} 0 0 {}\n",
+            caller.0, caller.1, callee.0, callee.1, w
+        ));
+    }
+    Written {
+        text,
+        skipped_edges,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sediment_profile::Edge;
+
+    fn weights(p: &Profile) -> Vec<(String, u64)> {
+        p.functions
+            .iter()
+            .map(|f| (f.key.to_string(), f.self_weight))
+            .collect()
+    }
+
+    fn edges(p: &Profile) -> Vec<(String, String, u64)> {
+        p.edges
+            .iter()
+            .map(|e| {
+                (
+                    p.functions[e.caller as usize].key.to_string(),
+                    p.functions[e.callee as usize].key.to_string(),
+                    e.weight,
+                )
+            })
+            .collect()
+    }
+
+    const FIXTURE: &str = include_str!("../../../tests/fixtures/fdata/lbr.fdata");
+    const FIXTURE_NO_LBR: &str = include_str!("../../../tests/fixtures/fdata/no_lbr.fdata");
+
+    #[test]
+    fn lbr_fixture_weights() {
+        // Calls are branches to offset 0; self weight is the branches landing in a function.
+        let p = read("lbr.fdata", FIXTURE, "prog").unwrap();
+        assert_eq!(
+            weights(&p),
+            vec![
+                ("helper (a.c)".to_string(), 300),
+                ("helper (b.c)".to_string(), 7),
+                ("main".to_string(), 40),
+                ("other".to_string(), 5),
+                ("work".to_string(), 150 + 60),
+            ]
+        );
+        assert_eq!(
+            edges(&p),
+            vec![
+                ("main".to_string(), "other".to_string(), 5),
+                ("main".to_string(), "work".to_string(), 150),
+                ("other".to_string(), "helper (b.c)".to_string(), 7),
+                ("work".to_string(), "helper (a.c)".to_string(), 300),
+                ("work".to_string(), "work".to_string(), 60),
+            ]
+        );
+        // Every count, including the unknown-source and DSO lines, is in the total.
+        assert_eq!(p.meta.total, 150 + 300 + 40 + 60 + 7 + 5 + 9 + 11);
+        assert_eq!(p.meta.source, "fdata");
+        assert_eq!(
+            p.meta.extra.get("fdata-form").map(String::as_str),
+            Some("lbr")
+        );
+    }
+
+    #[test]
+    fn no_lbr_fixture_weights() {
+        // Sample records are self weight only; the event names become meta event.
+        let p = read("no_lbr.fdata", FIXTURE_NO_LBR, "prog").unwrap();
+        assert_eq!(
+            weights(&p),
+            vec![
+                ("helper (a.c)".to_string(), 25),
+                ("main".to_string(), 3),
+                ("work".to_string(), 12 + 30),
+            ]
+        );
+        assert!(p.edges.is_empty());
+        assert_eq!(p.meta.total, 25 + 3 + 12 + 30 + 4);
+        assert_eq!(p.meta.event.as_deref(), Some("cpu-clock"));
+    }
+
+    #[test]
+    fn local_names_follow_bolt_convention() {
+        // name/file/N is a static of that file; name/N a static of unknown file.
+        assert_eq!(parse_name("helper/a.c/2"), FuncKey::local("helper", "a.c"));
+        assert_eq!(parse_name("helper/3"), FuncKey::global("helper"));
+        assert_eq!(parse_name("a/b"), FuncKey::global("a/b"));
+        assert_eq!(parse_name("main"), FuncKey::global("main"));
+    }
+
+    #[test]
+    fn write_then_read_keeps_edges() {
+        // The written fdata reads back to the same call edges, statics included.
+        let mut b = ProfileBuilder::new(Meta::default());
+        b.add_call(&FuncKey::global("main"), &FuncKey::global("work"), 7);
+        b.add_call(&FuncKey::global("work"), &FuncKey::local("h", "x.c"), 3);
+        b.add_self(&FuncKey::global("cold"), 9);
+        let p = b.build();
+        let w = write(&p);
+        assert_eq!(w.skipped_edges, 0);
+        assert_eq!(w.text, "1 main 0 1 work 0 0 7\n1 work 0 2 h/x.c/1 0 0 3\n");
+        let q = read("w.fdata", &w.text, "").unwrap();
+        assert_eq!(edges(&q), edges(&p));
+    }
+
+    #[test]
+    fn unwritable_names_are_counted() {
+        // A name with a space cannot be an fdata field: its edge is skipped and counted.
+        let mut b = ProfileBuilder::new(Meta::default());
+        b.add_call(&FuncKey::global("a b"), &FuncKey::global("c"), 1);
+        b.add_call(&FuncKey::global("c"), &FuncKey::global("d"), 2);
+        let p = b.build();
+        let w = write(&p);
+        assert_eq!(w.skipped_edges, 1);
+        assert_eq!(w.text, "1 c 0 1 d 0 0 2\n");
+        assert_eq!(
+            p.edges[1],
+            Edge {
+                caller: 1,
+                callee: 2,
+                weight: 2
+            }
+        );
+    }
+
+    #[test]
+    fn bad_lines_name_file_and_line() {
+        // Each damaged record gives a one-line error with the file and the line number.
+        let cases = [
+            (
+                "1 main 0 1 work 0 0 5\n1 main zz 1 work 0 0 5\n",
+                2,
+                "hexadecimal",
+            ),
+            ("1 main 0 1 work 0 0\n", 1, "8 fields"),
+            ("7 main 0 1 work 0 0 5\n", 1, "flag"),
+            ("1 main 0 1 work 0 0 -5\n", 1, "count"),
+            ("1 main 0 1 work 0 x 5\n", 1, "misprediction"),
+            ("1 main 0 1 work 0 0 5\nno_lbr\n", 2, "first line"),
+        ];
+        for (text, line, what) in cases {
+            let e = read("bad.fdata", text, "p").unwrap_err().to_string();
+            assert!(e.starts_with(&format!("bad.fdata: line {line}: ")), "{e}");
+            assert!(e.contains(what), "{e}");
+            assert!(!e.contains('\n'));
+        }
+        let e = read("e.fdata", "\n\n", "p").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "e.fdata: no fdata records (not a BOLT profile, or empty)"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn mutated_fixture_never_panics(
+            at in 0usize..4096,
+            byte in proptest::prelude::any::<u8>(),
+            cut in 0usize..4096,
+        ) {
+            // Any single-byte change or truncation gives a profile or an error, never a panic.
+            for base in [FIXTURE, FIXTURE_NO_LBR] {
+                let mut bytes = base.as_bytes().to_vec();
+                let i = at % bytes.len();
+                bytes[i] = byte;
+                bytes.truncate(cut.max(1).min(bytes.len()));
+                let text = String::from_utf8_lossy(&bytes);
+                let _ = read("m.fdata", &text, "p");
+            }
+        }
+    }
+}
