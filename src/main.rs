@@ -31,6 +31,8 @@ enum Command {
     Record(cmd::record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
     Import(cmd::import::Args),
+    /// Write a profile in another tool's format (BOLT fdata).
+    Export(cmd::export::Args),
     /// Compute a function order from a profile.
     Order(cmd::order::Args),
     /// Check an order against object files and write the chosen linker's ordering input.
@@ -43,6 +45,10 @@ enum Command {
     Merge(cmd::merge::Args),
     /// Run two commands interleaved many times and report the difference with confidence intervals.
     Stat(cmd::stat::Args),
+    /// Match a profile recorded on another build to a binary, and report the coverage.
+    Match(cmd::matching::Args),
+    /// Simulate I-cache and iTLB behaviour of binaries from a streamed instruction trace.
+    Sim(cmd::sim::Args),
     /// Build the built-in example, profile, order, relink with every linker, and compare.
     Demo(cmd::demo::Args),
 }
@@ -52,12 +58,15 @@ fn main() {
     let result = match cli.command {
         Command::Record(a) => cmd::record::run(a),
         Command::Import(a) => cmd::import::run(a),
+        Command::Export(a) => cmd::export::run(a),
         Command::Order(a) => cmd::order::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::LinkFlags(a) => cmd::link::run_flags(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::Stat(a) => cmd::stat::run(a),
+        Command::Match(a) => cmd::matching::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };
     if let Err(e) = result {

@@ -25,6 +25,11 @@ pub enum Format {
     Perf,
     /// `callgrind.out` from `valgrind --tool=callgrind`.
     Callgrind,
+    /// Text output of `perf script` (call graphs, or `-F ip,sym,brstacksym`): the fallback
+    /// when only text was shared. Names are bound to `--binary` (or the recorded dso paths).
+    PerfScript,
+    /// BOLT `.fdata` (LBR or `no_lbr` form). Needs `--binary`: the file does not name it.
+    Fdata,
 }
 
 /// Arguments of `sediment import`.
@@ -59,12 +64,16 @@ pub fn run(args: Args) -> Result<()> {
     let imported = match args.format {
         Format::Perf => import_perf(&args.input, args.binary.as_deref(), args.mode)?,
         Format::Callgrind => import_callgrind(&args.input, args.binary.as_deref(), None)?,
+        Format::PerfScript => import_perf_script(&args.input, args.binary.as_deref(), args.mode)?,
+        Format::Fdata => import_fdata(&args.input, args.binary.as_deref())?,
     };
     write_profiles(&args.output, imported)
 }
 
 /// Profiles of one recording, and which of them is the main executable's.
 pub struct Imported {
+    /// The importer (`meta source` of a profile written for a binary that got no samples).
+    pub source: &'static str,
     /// One profile per binary, sorted by binary path.
     pub profiles: Vec<Profile>,
     /// `meta binary` of the main executable, when known.
@@ -153,6 +162,7 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
         ));
     }
     Ok(Imported {
+        source: "perf",
         profiles: result.profiles,
         main,
         warnings,
@@ -259,6 +269,7 @@ pub fn import_callgrind(
         ));
     }
     Ok(Imported {
+        source: "callgrind",
         profiles,
         main,
         warnings,
@@ -303,13 +314,10 @@ pub fn write_profiles(out: &Path, imported: Imported) -> Result<()> {
     }
     let main_profile = main_profile.unwrap_or_else(|| {
         eprintln!("sediment: warning: the main executable {main} got no samples");
-        let source = files
-            .first()
-            .map_or_else(String::new, |(_, p)| p.meta.source.clone());
         Profile {
             meta: Meta {
                 binary: main.clone(),
-                source,
+                source: imported.source.to_string(),
                 ..Meta::default()
             },
             ..Profile::default()
@@ -329,4 +337,94 @@ pub fn write_profiles(out: &Path, imported: Imported) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Binds a profile whose keys came from names only (perf script, fdata) to the symbols of the
+/// binary at `path`, when it can be read; returns the profile unchanged, with a warning, when
+/// it cannot.
+fn bind_to_file(profile: Profile, path: &Path, warnings: &mut Vec<String>) -> Result<Profile> {
+    let Some(bytes) = read_binary(path).map_err(anyhow::Error::msg)? else {
+        warnings.push(format!(
+            "{}: not found; function names kept as recorded (same-named statics not told apart)",
+            path.display()
+        ));
+        return Ok(profile);
+    };
+    let binary = sediment_elf::Binary::parse(&path.display().to_string(), &bytes)?;
+    let (bound, report) = sediment_import::bind::bind(&profile, &binary);
+    let unmatched = report.unmatched + report.ambiguous;
+    if unmatched > 0 {
+        warnings.push(format!(
+            "{}: {unmatched} functions (weight {}) matched no symbol",
+            path.display(),
+            report.unmatched_weight
+        ));
+    }
+    Ok(bound)
+}
+
+/// Imports `perf script` text. The main executable is `--binary` (matched by base name), else
+/// the dso with the most weight; each dso is bound to its binary where it can be read.
+pub fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Imported> {
+    let text = fsio::read_text(input)?;
+    let result = sediment_import::perf_script::read(&input.display().to_string(), &text, mode)?;
+    let mut warnings = Vec::new();
+    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
+    let mut profiles = Vec::new();
+    let mut main = None;
+    for p in result.profiles {
+        let is_main = override_name.as_deref() == Some(base_name(&p.meta.binary));
+        if binary.is_some() && !is_main {
+            continue;
+        }
+        let path = match binary {
+            Some(b) => b.to_path_buf(),
+            None => PathBuf::from(&p.meta.binary),
+        };
+        if is_main {
+            main = Some(p.meta.binary.clone());
+        }
+        profiles.push(bind_to_file(p, &path, &mut warnings)?);
+    }
+    if let (Some(name), None) = (&override_name, &main) {
+        bail!("{}: no dso named `{name}` in the samples", input.display());
+    }
+    if main.is_none() {
+        // Heaviest dso, ties to the smaller path (profiles are sorted by path).
+        main = profiles
+            .iter()
+            .max_by(|a, b| {
+                a.self_total()
+                    .cmp(&b.self_total())
+                    .then(b.meta.binary.cmp(&a.meta.binary))
+            })
+            .map(|p| p.meta.binary.clone());
+    }
+    Ok(Imported {
+        source: "perf-script",
+        profiles,
+        main,
+        warnings,
+    })
+}
+
+/// Imports a BOLT `.fdata` file for the binary `--binary` names (required: fdata names no binary).
+pub fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+    let Some(bin) = binary else {
+        bail!(
+            "{}: fdata does not say which binary it describes: pass --binary",
+            input.display()
+        );
+    };
+    let text = fsio::read_text(input)?;
+    let bin_name = bin.display().to_string();
+    let profile = sediment_import::fdata::read(&input.display().to_string(), &text, &bin_name)?;
+    let mut warnings = Vec::new();
+    let profile = bind_to_file(profile, bin, &mut warnings)?;
+    Ok(Imported {
+        source: "fdata",
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings,
+    })
 }

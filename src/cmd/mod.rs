@@ -3,9 +3,12 @@
 
 pub mod compare;
 pub mod demo;
+pub mod export;
 pub mod import;
 pub mod link;
+pub mod matching;
 pub mod merge;
 pub mod order;
 pub mod record;
+pub mod sim;
 pub mod stat;

@@ -4,6 +4,7 @@
 mod callgrind;
 mod common;
 mod compare;
+mod formats;
 mod link;
 mod merge;
 mod order;
