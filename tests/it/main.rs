@@ -6,6 +6,7 @@ mod common;
 mod compare;
 mod formats;
 mod link;
+mod matching;
 mod merge;
 mod order;
 mod perf;

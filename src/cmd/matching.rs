@@ -1,0 +1,249 @@
+//! `sediment match -p PROFILE --binary BIN [-o OUT] [--json]`: carry a profile over to
+//! another build.
+//!
+//! A profile is recorded on one build and used to lay out the next: a newer version, an LTO
+//! build, a build with other optimization flags. Their function symbols differ a little: a
+//! static was renamed, `foo.constprop.0` became `foo`, `foo` grew a `foo.cold` part. This
+//! subcommand reads the profile and the function symbols of BIN (`.symtab`, else `.dynsym`;
+//! see `sediment_elf::symbols`), maps each profile function to one of BIN's with the three
+//! rules of `sediment_profile::names` (same name and file; same name, other file; same name
+//! once compiler clone suffixes are stripped), and prints how much of the profile found a home:
+//! the matched share of the self weight, the functions matched per rule, and the functions
+//! missing on each side (count, then the heaviest unmatched profile functions and the first
+//! unmatched target functions in key order).
+//!
+//! With `-o`, the profile is rewritten onto BIN's names (`sediment_profile::remap`: clones that
+//! land on one function are summed, unmatched functions and their calls dropped) and takes
+//! BIN's identity: `meta binary` is BIN as given on the command line, `build-id` and `arch` are
+//! BIN's (a build-id of the old build is removed, not kept), sizes are BIN's symbol sizes, and
+//! `meta matched-from` records the old `binary`. `total` is kept, so the weight that did not
+//! match still counts as unattributed. The file is written atomically, before the report is
+//! printed, so a closed stdout never costs the output.
+//!
+//! Turned down: refusing a target whose architecture differs from the profile's. Names, not
+//! addresses, are matched, so an x86_64 profile is a fair guide to an aarch64 build; the report
+//! header shows both architectures instead.
+
+use crate::fsio;
+use anyhow::{anyhow, Result};
+use sediment_elf::Binary;
+use sediment_profile::{match_profile, remap, FuncKey, Mapping, MatchReport, Profile};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `sediment match`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Profile recorded on another build (a `sediment-profile 1` file).
+    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    pub profile: PathBuf,
+    /// The build to match it to (a linked ELF executable or shared object with symbols).
+    #[arg(long, value_name = "BIN")]
+    pub binary: PathBuf,
+    /// Write the profile remapped onto BIN's function names here.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `sediment match`.
+pub fn run(args: Args) -> Result<()> {
+    // Read the profile and the target's function symbols.
+    let profile = read_profile(&args.profile)?;
+    let binary = read_binary(&args.binary)?;
+    if binary.from_dynsym {
+        eprintln!(
+            "sediment: warning: {} has no .symtab; matching against its exported (.dynsym) \
+             functions only",
+            args.binary.display()
+        );
+    }
+    let targets: Vec<FuncKey> = binary.functions.iter().map(|s| s.key.clone()).collect();
+
+    // Match by name, then write the remapped profile (before printing, see the module docs).
+    let (mapping, report) = match_profile(&profile, &targets);
+    if let Some(out) = &args.output {
+        let moved = retarget(&profile, &mapping, &binary, &targets, &args.binary);
+        fsio::write_atomic(out, moved.to_text().as_bytes())?;
+    }
+
+    // Print the report.
+    let text = if args.json {
+        format_json(&args, &profile, &binary, &report)
+    } else {
+        format_text(&args, &profile, &binary, &report)
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+fn read_profile(path: &Path) -> Result<Profile> {
+    let text = fsio::read_text(path)?;
+    Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+fn read_binary(path: &Path) -> Result<Binary> {
+    let data = fsio::read_bytes(path)?;
+    // The crate's errors already name the file.
+    Ok(Binary::parse(&path.display().to_string(), &data)?)
+}
+
+/// The profile rewritten onto the target's keys, with the target's identity and sizes.
+fn retarget(
+    profile: &Profile,
+    mapping: &Mapping,
+    binary: &Binary,
+    targets: &[FuncKey],
+    binary_path: &Path,
+) -> Profile {
+    let mut moved = remap(profile, mapping, targets);
+    // For duplicate keys (two locals of one name and file) `match_profile` picks the lowest
+    // index, so the size is taken from the lowest index too.
+    let mut sizes: BTreeMap<&FuncKey, u64> = BTreeMap::new();
+    for s in &binary.functions {
+        sizes.entry(&s.key).or_insert(s.size);
+    }
+    for f in &mut moved.functions {
+        // Size 0 means the symbol did not say (hand-written assembly), not an empty function.
+        f.size = sizes.get(&f.key).copied().filter(|&s| s > 0);
+    }
+    let old_binary = std::mem::take(&mut moved.meta.binary);
+    let meta = &mut moved.meta;
+    meta.binary = binary_path.display().to_string();
+    meta.build_id = binary.build_id.clone();
+    meta.arch = Some(binary.arch.clone());
+    meta.extra.insert("matched-from".to_string(), old_binary);
+    moved
+}
+
+/// The report as text: where each side came from, then the library's report.
+fn format_text(args: &Args, profile: &Profile, binary: &Binary, report: &MatchReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "profile: {} (binary {}, arch {}, {} functions)",
+        args.profile.display(),
+        profile.meta.binary,
+        profile.meta.arch.as_deref().unwrap_or("unknown"),
+        profile.functions.len()
+    );
+    let _ = writeln!(
+        s,
+        "target:  {} (arch {}, {} functions{})",
+        args.binary.display(),
+        binary.arch,
+        binary.functions.len(),
+        if binary.from_dynsym {
+            ", from .dynsym"
+        } else {
+            ""
+        }
+    );
+    s.push_str(&report.to_string());
+    s
+}
+
+/// A JSON string literal (RFC 8259 section 7: quote, backslash and control characters escaped).
+fn json_str(v: &str) -> String {
+    let mut s = String::with_capacity(v.len() + 2);
+    s.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\t' => s.push_str("\\t"),
+            '\r' => s.push_str("\\r"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+fn json_opt(v: Option<&str>) -> String {
+    v.map_or_else(|| "null".to_string(), json_str)
+}
+
+fn json_key(k: &FuncKey) -> String {
+    format!(
+        "\"name\": {}, \"file\": {}",
+        json_str(&k.name),
+        json_opt(k.file.as_deref())
+    )
+}
+
+/// The report as one JSON object (keys in a fixed order, so the bytes are deterministic).
+fn format_json(args: &Args, profile: &Profile, binary: &Binary, r: &MatchReport) -> String {
+    let mut s = String::new();
+    s.push_str("{\n");
+    let _ = writeln!(
+        s,
+        "  \"profile\": {{\"path\": {}, \"binary\": {}, \"arch\": {}, \"functions\": {}}},",
+        json_str(&args.profile.display().to_string()),
+        json_str(&profile.meta.binary),
+        json_opt(profile.meta.arch.as_deref()),
+        profile.functions.len()
+    );
+    let _ = writeln!(
+        s,
+        "  \"target\": {{\"path\": {}, \"arch\": {}, \"functions\": {}, \"from_dynsym\": {}}},",
+        json_str(&args.binary.display().to_string()),
+        json_str(&binary.arch),
+        binary.functions.len(),
+        binary.from_dynsym
+    );
+    let _ = writeln!(s, "  \"profile_weight\": {},", r.profile_weight);
+    let _ = writeln!(s, "  \"matched_weight\": {},", r.matched_weight);
+    let _ = writeln!(s, "  \"matched_share\": {},", r.matched_share());
+    let _ = writeln!(
+        s,
+        "  \"matched\": {{\"exact\": {}, \"other_file\": {}, \"normalized\": {}}},",
+        r.exact, r.other_file, r.normalized
+    );
+    let heaviest: Vec<String> = r
+        .heaviest_missing_in_target
+        .iter()
+        .map(|(k, w)| format!("{{{}, \"weight\": {w}}}", json_key(k)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "  \"missing_in_target\": {{\"count\": {}, \"heaviest\": [{}]}},",
+        r.missing_in_target,
+        heaviest.join(", ")
+    );
+    let first: Vec<String> = r
+        .first_missing_in_profile
+        .iter()
+        .map(|k| format!("{{{}}}", json_key(k)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "  \"missing_in_profile\": {{\"count\": {}, \"first\": [{}]}}",
+        r.missing_in_profile,
+        first.join(", ")
+    );
+    s.push_str("}\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Quotes, backslashes and control characters are escaped; the rest passes through.
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_str("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\u0001é\"");
+        assert_eq!(json_opt(None), "null");
+    }
+}

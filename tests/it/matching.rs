@@ -1,0 +1,374 @@
+//! `sediment match` end to end: a real callgrind profile of one build of a C program, matched to
+//! a second build whose symbols differ the way new versions do (a renamed static, a clone that
+//! disappeared, a new clone with a `.cold` part, a static that became global). Every expected
+//! number is derived from the recorded profile and the second build's symbol table, with the
+//! fate of each function known from how the program was written.
+
+use crate::common::{have_tool, sediment};
+use sediment_elf::Binary;
+use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+/// The program; `-DV2` makes the "next version". gcc 12 at -O2 names the functions of v1
+/// `scaled_sum.constprop.0`, `fold` + `fold.cold`, `mix.isra.0`, `tally` (static), and those
+/// of v2 `scaled_sum`, `fold.constprop.0` + `fold.constprop.0.cold`, `blend.isra.0`, `tally`
+/// (global); [`builds`] checks this premise before the test relies on it.
+const SOURCE: &str = r#"/* Two builds of one program; -DV2 is the "next version". */
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef V2
+#define MIX blend                              /* renamed static */
+#define SCALED_ATTR __attribute__((noipa))      /* no more .constprop clone */
+#define FOLD_ATTR __attribute__((noinline))     /* now cloned: fold.constprop.0 */
+#define TALLY_LINKAGE                          /* static became global */
+#else
+#define MIX mix
+#define SCALED_ATTR __attribute__((noinline))
+#define FOLD_ATTR __attribute__((noipa))
+#define TALLY_LINKAGE static
+#endif
+
+__attribute__((cold)) void report(const char *what, unsigned x)
+{
+    fprintf(stderr, "unexpected %s: %u\n", what, x);
+}
+
+/* Always called with scale 3: IPA-CP makes scaled_sum.constprop.0 unless noipa. */
+static SCALED_ATTR unsigned long scaled_sum(const unsigned *v, int n, int scale)
+{
+    unsigned long s = 0;
+    for (int i = 0; i < n; i++)
+        s += (unsigned long)v[i] * scale;
+    return s;
+}
+
+/* Always called with mod 7. */
+static FOLD_ATTR unsigned long fold(const unsigned *v, int n, unsigned mod)
+{
+    unsigned long s = 0;
+    for (int i = 0; i < n; i++) {
+        if (v[i] == 0xdeadbeef) {
+            report("value", v[i]);
+            report("index", (unsigned)i);
+        }
+        s += v[i] % mod;
+    }
+    return s;
+}
+
+struct pair { unsigned a, b, c, d[8]; };
+
+/* Reads two fields of a struct passed by value: IPA-SRA makes MIX.isra.0. */
+static __attribute__((noinline)) unsigned MIX(struct pair p, unsigned x)
+{
+    unsigned h = p.a * 2654435761u;
+    for (unsigned k = 0; k < 200; k++)
+        h = h * 31 + (p.b ^ (x + k));
+    return h;
+}
+
+TALLY_LINKAGE __attribute__((noinline)) unsigned long tally(const unsigned *v, int n)
+{
+    unsigned long s = 0;
+    for (int i = 0; i < n; i += 3)
+        s ^= v[i] << (i & 7);
+    return s;
+}
+
+unsigned long work(unsigned *v, int n, int rounds)
+{
+    unsigned long t = 0;
+    struct pair p = {1, 2, 3, {0}};
+    for (int r = 0; r < rounds; r++) {
+        t += scaled_sum(v, n, 3);
+        t += fold(v, n, 7);
+        t += tally(v, n);
+        p.a = (unsigned)t;
+        p.b = (unsigned)r;
+        v[r % n] = MIX(p, (unsigned)r);
+    }
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    int n = 500, rounds = argc > 1 ? atoi(argv[1]) : 200;
+    unsigned *v = malloc(n * sizeof *v);
+    if (!v)
+        return 1;
+    for (int i = 0; i < n; i++)
+        v[i] = i * 7u;
+    printf("%lu\n", work(v, n, rounds));
+    free(v);
+    return 0;
+}
+"#;
+
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn symbols(path: &Path) -> Binary {
+    let data = std::fs::read(path).unwrap();
+    Binary::parse(&path.display().to_string(), &data).unwrap()
+}
+
+fn g(n: &str) -> FuncKey {
+    FuncKey::global(n)
+}
+
+fn l(n: &str) -> FuncKey {
+    FuncKey::local(n, "b.c")
+}
+
+/// Compiles v1 and v2 in `dir` and checks the symbol names the tests rely on.
+fn builds(dir: &Path) -> (Binary, Binary) {
+    std::fs::write(dir.join("b.c"), SOURCE).unwrap();
+    run_ok(
+        Command::new("gcc")
+            .current_dir(dir)
+            .args(["-O2", "-o", "v1", "b.c"]),
+    );
+    run_ok(
+        Command::new("gcc")
+            .current_dir(dir)
+            .args(["-O2", "-DV2", "-o", "v2", "b.c"]),
+    );
+    let (v1, v2) = (symbols(&dir.join("v1")), symbols(&dir.join("v2")));
+    let has = |b: &Binary, k: &FuncKey| b.functions.iter().any(|s| &s.key == k);
+    for k in [
+        l("scaled_sum.constprop.0"),
+        l("fold"),
+        l("fold.cold"),
+        l("mix.isra.0"),
+        l("tally"),
+    ] {
+        assert!(has(&v1, &k), "v1 lacks {k}: {:?}", v1.functions);
+    }
+    for k in [
+        l("scaled_sum"),
+        l("fold.constprop.0"),
+        l("fold.constprop.0.cold"),
+        l("blend.isra.0"),
+        g("tally"),
+    ] {
+        assert!(has(&v2, &k), "v2 lacks {k}: {:?}", v2.functions);
+    }
+    (v1, v2)
+}
+
+fn stdout_of(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+// A profile of v1 carried over to v2: each function lands where the source changes say, the
+// report's numbers follow from the profile, and the output is byte-identical on a rerun.
+#[test]
+fn matches_a_callgrind_profile_to_the_next_build() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (_, v2) = builds(dir);
+    let rec = sediment(
+        dir,
+        &[
+            "record",
+            "--via",
+            "callgrind",
+            "-o",
+            "v1.sprof",
+            "--",
+            "./v1",
+        ],
+    );
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let v1p = Profile::from_text(&std::fs::read_to_string(dir.join("v1.sprof")).unwrap()).unwrap();
+
+    // The fate of each profile function, from the -DV2 changes in SOURCE.
+    let v2_keys: Vec<FuncKey> = v2.functions.iter().map(|s| s.key.clone()).collect();
+    let weight = |k: &FuncKey| {
+        let id = v1p
+            .find(k)
+            .unwrap_or_else(|| panic!("{k} not in the v1 profile"));
+        v1p.functions[id as usize].self_weight
+    };
+    let special = [
+        (l("scaled_sum.constprop.0"), Some(l("scaled_sum"))), // normalized
+        (l("fold"), Some(l("fold.constprop.0"))),             // normalized
+        (l("tally"), Some(g("tally"))),                       // other file
+        (l("mix.isra.0"), None),                              // renamed: missing
+    ];
+    let mut targets_used = BTreeSet::new();
+    let mut exact = 0;
+    for f in &v1p.functions {
+        match special.iter().find(|(k, _)| *k == f.key) {
+            Some((_, Some(t))) => {
+                targets_used.insert(t.clone());
+            }
+            Some((_, None)) => {}
+            None => {
+                assert!(v2_keys.contains(&f.key), "{} should be in v2", f.key);
+                targets_used.insert(f.key.clone());
+                exact += 1;
+            }
+        }
+    }
+    let total = v1p.self_total();
+    let missing = weight(&l("mix.isra.0"));
+    let unused: BTreeSet<&FuncKey> = v2_keys
+        .iter()
+        .filter(|k| !targets_used.contains(*k))
+        .collect();
+    let mut expected = format!(
+        "profile: v1.sprof (binary {}, arch x86_64, {} functions)\n\
+         target:  v2 (arch x86_64, {} functions)\n\
+         matched {:.1}% of the profile weight ({} of {total})\n\
+         functions matched: {exact} exact, 1 by name with another file, 2 by normalized name\n\
+         profile functions not in the target: 1\n  mix.isra.0 (b.c) ({missing})\n\
+         target functions not in the profile: {}",
+        v1p.meta.binary,
+        v1p.functions.len(),
+        v2.functions.len(),
+        (total - missing) as f64 * 100.0 / total as f64,
+        total - missing,
+        unused.len()
+    );
+    for k in unused.iter().take(5) {
+        expected.push_str(&format!("\n  {k}"));
+    }
+    expected.push('\n');
+    // The renamed static and the new cold part are on the target's side of the ledger.
+    assert!(unused.contains(&l("blend.isra.0")) && unused.contains(&l("fold.constprop.0.cold")));
+
+    let args = [
+        "match", "-p", "v1.sprof", "--binary", "v2", "-o", "v2.sprof",
+    ];
+    let report = stdout_of(&sediment(dir, &args));
+    assert_eq!(report, expected);
+
+    // The written profile: v2's identity and sizes, only v2's keys, clone weights carried over.
+    let bytes = std::fs::read(dir.join("v2.sprof")).unwrap();
+    let v2p = Profile::from_text(std::str::from_utf8(&bytes).unwrap()).unwrap();
+    assert_eq!(v2p.meta.binary, "v2");
+    assert_eq!(v2p.meta.build_id, v2.build_id);
+    assert_eq!(v2p.meta.extra.get("matched-from"), Some(&v1p.meta.binary));
+    assert_eq!(v2p.functions.len(), v1p.functions.len() - 1);
+    for f in &v2p.functions {
+        let sym = v2.functions.iter().find(|s| s.key == f.key);
+        let sym = sym.unwrap_or_else(|| panic!("{} is not a v2 function", f.key));
+        assert_eq!(f.size, (sym.size > 0).then_some(sym.size), "{}", f.key);
+    }
+    let w2 = |k: &FuncKey| v2p.functions[v2p.find(k).unwrap() as usize].self_weight;
+    assert_eq!(w2(&l("scaled_sum")), weight(&l("scaled_sum.constprop.0")));
+    assert_eq!(w2(&l("fold.constprop.0")), weight(&l("fold")));
+    assert_eq!(w2(&g("tally")), weight(&l("tally")));
+    assert_eq!(v2p.self_total(), total - missing);
+    // The calls from work: to scaled_sum, fold, tally; the one to mix is gone.
+    let work = v2p.find(&g("work")).unwrap();
+    assert_eq!(v2p.edges.iter().filter(|e| e.caller == work).count(), 3);
+
+    // Same inputs, same bytes.
+    let again = [
+        "match",
+        "-p",
+        "v1.sprof",
+        "--binary",
+        "v2",
+        "-o",
+        "again.sprof",
+    ];
+    assert_eq!(stdout_of(&sediment(dir, &again)), expected);
+    assert_eq!(std::fs::read(dir.join("again.sprof")).unwrap(), bytes);
+
+    // The JSON report carries the same numbers.
+    let json = stdout_of(&sediment(
+        dir,
+        &["match", "-p", "v1.sprof", "--binary", "v2", "--json"],
+    ));
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(j["profile_weight"], total);
+    assert_eq!(j["matched_weight"], total - missing);
+    assert_eq!(j["matched"]["exact"], exact);
+    assert_eq!(j["matched"]["other_file"], 1);
+    assert_eq!(j["matched"]["normalized"], 2);
+    assert_eq!(j["missing_in_target"]["heaviest"][0]["name"], "mix.isra.0");
+    assert_eq!(j["missing_in_target"]["heaviest"][0]["file"], "b.c");
+    assert_eq!(j["missing_in_profile"]["count"], unused.len());
+}
+
+/// Runs `sediment match` expecting failure; returns stderr after checking it is one line and
+/// that `out` was not written.
+fn fails(dir: &Path, profile: &str, binary: &str) -> String {
+    let out = sediment(
+        dir,
+        &[
+            "match",
+            "-p",
+            profile,
+            "--binary",
+            binary,
+            "-o",
+            "out.sprof",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!dir.join("out.sprof").exists());
+    err
+}
+
+// A missing binary, a stripped binary and a truncated profile are one-line errors naming the
+// file, and leave no output behind.
+#[test]
+fn bad_inputs_are_one_line_errors() {
+    if !have_tool("gcc") || !have_tool("strip") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    builds(dir);
+    run_ok(
+        Command::new("strip")
+            .current_dir(dir)
+            .args(["-o", "v2.stripped", "v2"]),
+    );
+    let mut b = ProfileBuilder::new(Meta {
+        binary: "v1".into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    b.add_self(&g("main"), 5);
+    let text = b.build().to_text();
+    std::fs::write(dir.join("ok.sprof"), &text).unwrap();
+    std::fs::write(dir.join("cut.sprof"), &text[..text.len() - 3]).unwrap();
+
+    let e = fails(dir, "ok.sprof", "absent");
+    assert!(e.starts_with("sediment: absent: cannot open"), "{e}");
+    let e = fails(dir, "ok.sprof", "v2.stripped");
+    assert_eq!(e, "sediment: v2.stripped: no symbol table (stripped?)\n");
+    let e = fails(dir, "cut.sprof", "v2");
+    assert!(e.starts_with("sediment: cut.sprof: line "), "{e}");
+    // The good pair works, so the failures above were about the bad file.
+    let ok = sediment(dir, &["match", "-p", "ok.sprof", "--binary", "v2"]);
+    assert!(stdout_of(&ok).contains("functions matched: 1 exact, 0 by name with another file"));
+}
