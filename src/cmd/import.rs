@@ -30,6 +30,11 @@ pub enum Format {
     PerfScript,
     /// BOLT `.fdata` (LBR or `no_lbr` form). Needs `--binary`: the file does not name it.
     Fdata,
+    /// gprof `gmon.out` (call arcs and histogram) of a `-pg` build. Needs `--binary`.
+    Gprof,
+    /// GCC `-fcallgraph-info` `.ci` files, one per translation unit (give them all): a static
+    /// call graph without counts, low confidence. Needs `--binary` (the program's name).
+    GccCallgraph,
 }
 
 /// Arguments of `sediment import`.
@@ -46,9 +51,10 @@ pub struct Args {
     /// (every adjacent pair of the call chain).
     #[arg(long, value_name = "MODE", default_value = "leaf", value_parser = parse_mode)]
     pub mode: Mode,
-    /// The profiler's output file.
-    #[arg(value_name = "INPUT")]
-    pub input: PathBuf,
+    /// The profiler's output file (several only for `gcc-callgraph`, one `.ci` per
+    /// translation unit).
+    #[arg(value_name = "INPUT", required = true)]
+    pub inputs: Vec<PathBuf>,
     /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: PathBuf,
@@ -61,11 +67,22 @@ pub fn parse_mode(s: &str) -> Result<Mode, String> {
 
 /// Runs `sediment import`.
 pub fn run(args: Args) -> Result<()> {
+    if args.format != Format::GccCallgraph && args.inputs.len() != 1 {
+        bail!(
+            "{}: one input file expected for this format ({} given)",
+            args.inputs[1].display(),
+            args.inputs.len()
+        );
+    }
+    let input = &args.inputs[0];
+    let binary = args.binary.as_deref();
     let imported = match args.format {
-        Format::Perf => import_perf(&args.input, args.binary.as_deref(), args.mode)?,
-        Format::Callgrind => import_callgrind(&args.input, args.binary.as_deref(), None)?,
-        Format::PerfScript => import_perf_script(&args.input, args.binary.as_deref(), args.mode)?,
-        Format::Fdata => import_fdata(&args.input, args.binary.as_deref())?,
+        Format::Perf => import_perf(input, binary, args.mode)?,
+        Format::Callgrind => import_callgrind(input, binary, None)?,
+        Format::PerfScript => import_perf_script(input, binary, args.mode)?,
+        Format::Fdata => import_fdata(input, binary)?,
+        Format::Gprof => import_gprof(input, binary)?,
+        Format::GccCallgraph => import_gcc_callgraph(&args.inputs, binary)?,
     };
     write_profiles(&args.output, imported)
 }
@@ -408,14 +425,60 @@ pub fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Re
     })
 }
 
+/// The `--binary` a format that does not name its binary needs.
+fn required_binary<'a>(input: &Path, binary: Option<&'a Path>, what: &str) -> Result<&'a Path> {
+    binary.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: {what} does not say which binary it describes: pass --binary",
+            input.display()
+        )
+    })
+}
+
+/// Imports a gprof `gmon.out` against the `-pg` binary `--binary` names.
+pub fn import_gprof(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+    let bin = required_binary(input, binary, "gmon.out")?;
+    let data = fsio::read_bytes(input)?;
+    let bin_name = bin.display().to_string();
+    let bin_bytes = fsio::read_bytes(bin)?;
+    let elf = sediment_elf::Binary::parse(&bin_name, &bin_bytes)?;
+    let profile =
+        sediment_import::gprof::read(&input.display().to_string(), &data, &bin_name, &elf)?;
+    Ok(Imported {
+        source: "gprof",
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings: Vec::new(),
+    })
+}
+
+/// Imports GCC `-fcallgraph-info` files into one static call graph for `--binary`; bound to the
+/// binary's symbols when that file exists.
+pub fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
+    let bin = required_binary(&inputs[0], binary, "a .ci file")?;
+    let texts = inputs
+        .iter()
+        .map(|p| Ok((p.display().to_string(), fsio::read_text(p)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let files: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let bin_name = bin.display().to_string();
+    let profile = sediment_import::gcc_callgraph::read(&files, &bin_name)?;
+    let mut warnings = Vec::new();
+    let profile = bind_to_file(profile, bin, &mut warnings)?;
+    Ok(Imported {
+        source: "gcc-callgraph",
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings,
+    })
+}
+
 /// Imports a BOLT `.fdata` file for the binary `--binary` names (required: fdata names no binary).
 pub fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
-    let Some(bin) = binary else {
-        bail!(
-            "{}: fdata does not say which binary it describes: pass --binary",
-            input.display()
-        );
-    };
+    let bin = required_binary(input, binary, "fdata")?;
     let text = fsio::read_text(input)?;
     let bin_name = bin.display().to_string();
     let profile = sediment_import::fdata::read(&input.display().to_string(), &text, &bin_name)?;

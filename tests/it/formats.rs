@@ -126,3 +126,102 @@ fn fdata_without_binary_is_refused() {
     );
     assert!(!dir.path().join("x.sprof").exists());
 }
+
+/// Reads a written profile's edges as (caller, callee, weight) with display names.
+fn edges_of(path: &std::path::Path) -> Vec<(String, String, u64)> {
+    let p = sediment_profile::Profile::from_text(&std::fs::read_to_string(path).unwrap()).unwrap();
+    p.edges
+        .iter()
+        .map(|e| {
+            (
+                p.functions[e.caller as usize].key.to_string(),
+                p.functions[e.callee as usize].key.to_string(),
+                e.weight,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn gprof_gmon_out_gives_exact_call_counts() {
+    // prog.c: main calls a() 1000 times and c() 10 times; a calls prog.c's static b 2000 times,
+    // c calls other.c's static b 30 times (tests/fixtures/gprof/README.md).
+    let dir = tempfile::tempdir().unwrap();
+    let (bin, gmon) = (fixture("gprof/prog"), fixture("gprof/gmon.out"));
+    let out = sediment(
+        dir.path(),
+        &[
+            "import",
+            "--format",
+            "gprof",
+            "--binary",
+            bin.to_str().unwrap(),
+            gmon.to_str().unwrap(),
+            "-o",
+            "g.sprof",
+        ],
+    );
+    ok(&out);
+    let want: Vec<(String, String, u64)> = [
+        ("a", "b (prog.c)", 2000),
+        ("c", "b (other.c)", 30),
+        ("main", "a", 1000),
+        ("main", "c", 10),
+    ]
+    .iter()
+    .map(|&(a, b, w)| (a.to_string(), b.to_string(), w))
+    .collect();
+    assert_eq!(edges_of(&dir.path().join("g.sprof")), want);
+}
+
+#[test]
+fn gcc_callgraph_info_gives_the_static_graph() {
+    // Three translation units each with a static `helper`; ring calls its own helper twice.
+    let dir = tempfile::tempdir().unwrap();
+    let cis = [
+        fixture("gcc_callgraph/main.ci"),
+        fixture("gcc_callgraph/util.ci"),
+        fixture("gcc_callgraph/sub/ring.ci"),
+    ];
+    let mut args = vec![
+        "import",
+        "--format",
+        "gcc-callgraph",
+        "--binary",
+        "/nonexistent/prog",
+        "-o",
+        "s.sprof",
+    ];
+    args.extend(cis.iter().map(|p| p.to_str().unwrap()));
+    ok(&sediment(dir.path(), &args));
+    let edges = edges_of(&dir.path().join("s.sprof"));
+    assert!(
+        edges.contains(&("ring".into(), "helper (ring.c)".into(), 2)),
+        "{edges:?}"
+    );
+    assert!(
+        edges.contains(&("work".into(), "helper (util.c)".into(), 1)),
+        "{edges:?}"
+    );
+    assert!(
+        edges.contains(&("main".into(), "helper (main.c)".into(), 1)),
+        "{edges:?}"
+    );
+    assert_eq!(edges.len(), 5, "{edges:?}");
+}
+
+#[test]
+fn one_input_only_where_the_format_takes_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture("fdata/lbr.fdata");
+    let f = f.to_str().unwrap();
+    let out = sediment(
+        dir.path(),
+        &[
+            "import", "--format", "fdata", "--binary", "x", f, f, "-o", "x.sprof",
+        ],
+    );
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    assert!(!dir.path().join("x.sprof").exists());
+}

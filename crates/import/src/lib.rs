@@ -7,6 +7,10 @@
 //!   through the recorded MMAP/MMAP2 records and the binaries' ELF symbol tables.
 //! - [`callgrind`]: a `callgrind.out` file (valgrind's text format); with instruction positions
 //!   (`--dump-instr=yes`) and the binaries, attributed by address like perf.
+//! - [`perf_script`]: `perf script` text (call graphs or `brstacksym`), when only text is shared.
+//! - [`fdata`]: BOLT `.fdata` (LBR and `no_lbr` forms), read and written.
+//! - [`gprof`]: glibc `gmon.out` call arcs and histogram of a `-pg` build.
+//! - [`gcc_callgraph`]: GCC `-fcallgraph-info` `.ci` files, a static call graph without counts.
 //! - [`bind`]: shared by importers that only know a function's name and a source-file *hint*
 //!   (callgrind's `fl=`): rewrites keys to the canonical form using the binary's symbols.
 //!
@@ -27,6 +31,8 @@
 pub mod bind;
 pub mod callgrind;
 pub mod fdata;
+pub mod gcc_callgraph;
+pub mod gprof;
 pub mod perf;
 pub mod perf_script;
 
