@@ -8,7 +8,7 @@
 //!    stranger) cannot invent linker-script text. Entries that match nothing become one
 //!    counted warning; an order of which *nothing* matches is an error, since it was almost
 //!    certainly recorded from another program.
-//! 2. The emitters in [`emit`] write one linker's input:
+//! 2. The emitters in [`mod@emit`] write one linker's input:
 //!    - **lld** `--symbol-ordering-file`: symbol names, one per line. lld identifies a
 //!      function by name only, so same-named statics of two files cannot be told apart; the
 //!      name is listed once, at its hottest position, and lld places both there.
