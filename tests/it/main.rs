@@ -10,4 +10,5 @@ mod matching;
 mod merge;
 mod order;
 mod perf;
+mod sim;
 mod stat;

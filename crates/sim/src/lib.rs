@@ -22,6 +22,7 @@
 //! - [`trace`]: a small line-oriented trace format and its streaming reader over any
 //!   [`std::io::BufRead`].
 //! - [`Machine`]: an L1i and an iTLB fed together.
+//! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once.
 //!
 //! Design constraints:
 //! - **No I/O** beyond the trace reader, which takes a `BufRead` the caller opened; no threads,
@@ -38,12 +39,14 @@
 //! inclusion policies, replacement policies other than true LRU, timing. The numbers are counts
 //! of accesses and misses; turning them into cycles is a different model.
 
+pub mod capture;
 pub mod footprint;
 pub mod layout;
 pub mod lru;
 mod machine;
 pub mod trace;
 
+pub use capture::Capture;
 pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
 pub use layout::{layout_from_order, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
