@@ -16,8 +16,9 @@ pub struct Args {
     /// Profile to order (a `sediment-profile 1` file from `record` or `import`).
     #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
     pub profile: PathBuf,
-    /// Ordering algorithm: `c3` (call-chain clustering, hfsort), `hot` (hottest first) or
-    /// `pettis-hansen` (greedy heaviest-edge chaining).
+    /// Ordering algorithm: `c3` (call-chain clustering, hfsort), `hot` (hottest first),
+    /// `pettis-hansen` (greedy heaviest-edge chaining), `ext-tsp` (chain merging maximising the
+    /// ExtTSP score) or `cdsort` (cache-directed sort).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
     /// Where to write the order file.

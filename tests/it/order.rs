@@ -124,9 +124,54 @@ fn order_missing_input_and_unknown_algorithm() {
     );
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("unknown ordering algorithm `tsp` (known: c3, hot, pettis-hansen)"),
+        stderr(&o).contains(
+            "unknown ordering algorithm `tsp` (known: c3, cdsort, ext-tsp, hot, pettis-hansen)"
+        ),
         "{}",
         stderr(&o)
     );
     assert!(!dir.path().join("x.order").exists());
+}
+
+// `ext-tsp` and `cdsort` both chain main -> work -> helper in call order, record their
+// parameters, and write byte-identical files on a rerun.
+#[test]
+fn order_ext_tsp_and_cdsort_are_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
+    for (alg, params) in [
+        (
+            "ext-tsp",
+            "fallthrough-weight=1,forward-weight=0.1,backward-weight=0.1,forward-distance=1024,\
+             backward-distance=640,max-chain-size=512,default-size=64",
+        ),
+        (
+            "cdsort",
+            "cache-entries=16,cache-size=2048,max-chain-size=128,distance-power=0.25,\
+             frequency-scale=0.25,default-size=64",
+        ),
+    ] {
+        let mut texts = Vec::new();
+        for out in ["a.order", "b.order"] {
+            let o = sediment(
+                dir.path(),
+                &["order", "-p", "p.sprof", "--algorithm", alg, "-o", out],
+            );
+            assert!(o.status.success(), "{alg}: {}", stderr(&o));
+            texts.push(fs::read(dir.path().join(out)).unwrap());
+        }
+        assert_eq!(texts[0], texts[1], "{alg}");
+        assert_eq!(
+            String::from_utf8(texts.remove(0)).unwrap(),
+            format!(
+                "sediment-order 1\n\
+                 meta algorithm {alg}\n\
+                 meta binary demo\n\
+                 meta parameters {params}\n\
+                 main -\n\
+                 work -\n\
+                 helper a.c\n"
+            )
+        );
+    }
 }

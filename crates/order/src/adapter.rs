@@ -10,7 +10,10 @@
 //! never seen are left out: the linker places them after the listed ones in its default order,
 //! which is also where every algorithm here would have put them.
 
-use crate::{c3_layout, hot_layout, pettis_hansen_layout, seen_nodes, C3Params, EdgeCount, Error};
+use crate::{
+    c3_layout, cdsort_layout, ext_tsp_layout, hot_layout, pettis_hansen_layout, seen_nodes,
+    C3Params, CdSortParams, EdgeCount, Error, ExtTspLayoutParams,
+};
 use sediment_profile::{FunctionOrder, Profile};
 
 /// Size assumed for a function whose size is unknown: 64 bytes, one cache line, about the
@@ -64,11 +67,15 @@ pub enum Algorithm {
     C3,
     /// [`crate::pettis_hansen`]: greedy heaviest-edge chaining.
     PettisHansen,
+    /// [`crate::ext_tsp`]: greedy ExtTSP chain merging with LLVM's parameters.
+    ExtTsp,
+    /// [`crate::cdsort`]: Cache-Directed Sort with LLVM's parameters.
+    CdSort,
 }
 
 impl Algorithm {
     /// Names accepted by [`Algorithm::from_name`], in the order they are listed to users.
-    pub const NAMES: &'static [&'static str] = &["c3", "hot", "pettis-hansen"];
+    pub const NAMES: &'static [&'static str] = &["c3", "cdsort", "ext-tsp", "hot", "pettis-hansen"];
 
     /// Looks an algorithm up by its command-line name.
     pub fn from_name(name: &str) -> Result<Algorithm, Error> {
@@ -76,6 +83,8 @@ impl Algorithm {
             "hot" => Ok(Algorithm::Hot),
             "c3" => Ok(Algorithm::C3),
             "pettis-hansen" => Ok(Algorithm::PettisHansen),
+            "ext-tsp" => Ok(Algorithm::ExtTsp),
+            "cdsort" => Ok(Algorithm::CdSort),
             other => Err(Error::UnknownAlgorithm(other.to_string())),
         }
     }
@@ -86,6 +95,8 @@ impl Algorithm {
             Algorithm::Hot => "hot",
             Algorithm::C3 => "c3",
             Algorithm::PettisHansen => "pettis-hansen",
+            Algorithm::ExtTsp => "ext-tsp",
+            Algorithm::CdSort => "cdsort",
         }
     }
 
@@ -95,6 +106,13 @@ impl Algorithm {
         match self {
             Algorithm::Hot | Algorithm::PettisHansen => default_size,
             Algorithm::C3 => format!("{},{default_size}", C3Params::default().describe()),
+            Algorithm::ExtTsp => {
+                format!(
+                    "{},{default_size}",
+                    ExtTspLayoutParams::default().describe()
+                )
+            }
+            Algorithm::CdSort => format!("{},{default_size}", CdSortParams::default().describe()),
         }
     }
 
@@ -104,6 +122,15 @@ impl Algorithm {
             Algorithm::Hot => hot_layout(&g.sizes, &g.counts, &g.edges),
             Algorithm::C3 => c3_layout(&g.sizes, &g.counts, &g.edges, &C3Params::default()),
             Algorithm::PettisHansen => pettis_hansen_layout(&g.sizes, &g.counts, &g.edges),
+            Algorithm::ExtTsp => ext_tsp_layout(
+                &g.sizes,
+                &g.counts,
+                &g.edges,
+                &ExtTspLayoutParams::default(),
+            ),
+            Algorithm::CdSort => {
+                cdsort_layout(&g.sizes, &g.counts, &g.edges, &CdSortParams::default())
+            }
         }
     }
 }
@@ -213,7 +240,7 @@ mod tests {
         }
         assert_eq!(
             Algorithm::from_name("tsp").unwrap_err().to_string(),
-            "unknown ordering algorithm `tsp` (known: c3, hot, pettis-hansen)"
+            "unknown ordering algorithm `tsp` (known: c3, cdsort, ext-tsp, hot, pettis-hansen)"
         );
     }
 }
