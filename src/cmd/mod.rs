@@ -8,6 +8,7 @@ pub mod import;
 pub mod link;
 pub mod matching;
 pub mod merge;
+pub mod noise;
 pub mod order;
 pub mod record;
 pub mod sim;

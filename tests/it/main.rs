@@ -8,6 +8,7 @@ mod formats;
 mod link;
 mod matching;
 mod merge;
+mod noise;
 mod order;
 mod perf;
 mod sim;

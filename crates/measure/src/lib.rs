@@ -29,6 +29,7 @@ pub mod cachegrind;
 pub mod callgrind;
 pub mod footprint;
 mod run;
+pub mod spread;
 mod table;
 
 pub use run::{measure, Options, I1_CONFIGS};
