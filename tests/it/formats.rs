@@ -85,18 +85,7 @@ fn fdata_round_trips_through_export() {
         sediment_profile::Profile::from_text(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap()
     };
     let (a, b) = (read("a.sprof"), read("b.sprof"));
-    let edges = |p: &sediment_profile::Profile| -> Vec<(String, String, u64)> {
-        p.edges
-            .iter()
-            .map(|e| {
-                (
-                    p.functions[e.caller as usize].key.to_string(),
-                    p.functions[e.callee as usize].key.to_string(),
-                    e.weight,
-                )
-            })
-            .collect()
-    };
+    let edges = sediment_profile::Profile::named_edges;
     assert_eq!(edges(&a), edges(&b));
     assert!(edges(&a).contains(&("work".into(), "helper (a.c)".into(), 300)));
     assert_eq!(a.edges.len(), 5);
@@ -129,17 +118,9 @@ fn fdata_without_binary_is_refused() {
 
 /// Reads a written profile's edges as (caller, callee, weight) with display names.
 fn edges_of(path: &std::path::Path) -> Vec<(String, String, u64)> {
-    let p = sediment_profile::Profile::from_text(&std::fs::read_to_string(path).unwrap()).unwrap();
-    p.edges
-        .iter()
-        .map(|e| {
-            (
-                p.functions[e.caller as usize].key.to_string(),
-                p.functions[e.callee as usize].key.to_string(),
-                e.weight,
-            )
-        })
-        .collect()
+    sediment_profile::Profile::from_text(&std::fs::read_to_string(path).unwrap())
+        .unwrap()
+        .named_edges()
 }
 
 #[test]

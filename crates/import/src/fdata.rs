@@ -319,16 +319,7 @@ mod tests {
     }
 
     fn edges(p: &Profile) -> Vec<(String, String, u64)> {
-        p.edges
-            .iter()
-            .map(|e| {
-                (
-                    p.functions[e.caller as usize].key.to_string(),
-                    p.functions[e.callee as usize].key.to_string(),
-                    e.weight,
-                )
-            })
-            .collect()
+        p.named_edges()
     }
 
     const FIXTURE: &str = include_str!("../../../tests/fixtures/fdata/lbr.fdata");

@@ -313,16 +313,7 @@ mod tests {
     }
 
     fn edges(p: &Profile) -> Vec<(String, String, u64)> {
-        p.edges
-            .iter()
-            .map(|e| {
-                (
-                    p.functions[e.caller as usize].key.to_string(),
-                    p.functions[e.callee as usize].key.to_string(),
-                    e.weight,
-                )
-            })
-            .collect()
+        p.named_edges()
     }
 
     #[test]

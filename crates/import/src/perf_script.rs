@@ -436,18 +436,7 @@ mod tests {
             .iter()
             .map(|f| (f.key.to_string(), f.self_weight))
             .collect();
-        let e = p
-            .edges
-            .iter()
-            .map(|e| {
-                (
-                    p.functions[e.caller as usize].key.to_string(),
-                    p.functions[e.callee as usize].key.to_string(),
-                    e.weight,
-                )
-            })
-            .collect();
-        (f, e)
+        (f, p.named_edges())
     }
 
     fn s(x: &str) -> String {

@@ -161,6 +161,21 @@ impl Profile {
             .map(|i| i as FuncId)
     }
 
+    /// The call edges spelled out as `(caller, callee, weight)` with each key's display form
+    /// (`name` or `name (file)`), in canonical edge order: for reports and tests.
+    pub fn named_edges(&self) -> Vec<(String, String, u64)> {
+        self.edges
+            .iter()
+            .map(|e| {
+                (
+                    self.functions[e.caller as usize].key.to_string(),
+                    self.functions[e.callee as usize].key.to_string(),
+                    e.weight,
+                )
+            })
+            .collect()
+    }
+
     /// Sum of all functions' self weights.
     pub fn self_total(&self) -> u64 {
         self.functions.iter().map(|f| f.self_weight).sum()
