@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// Column labels: each binary's file name, or its path as given when file names collide.
-fn labels(binaries: &[PathBuf]) -> Vec<String> {
+pub(crate) fn labels(binaries: &[PathBuf]) -> Vec<String> {
     let names: Vec<String> = binaries
         .iter()
         .map(|b| {

@@ -116,7 +116,7 @@ pub fn run(args: Args) -> Result<()> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let results = simulate_all(&args.binaries, &args.args, &args.valgrind, jobs)?;
-    let labels = labels(&args.binaries);
+    let labels = super::compare::labels(&args.binaries);
     let columns: Vec<(String, SimMetrics)> = labels.into_iter().zip(results).collect();
     let differing: Vec<&str> = columns[1..]
         .iter()
@@ -271,7 +271,7 @@ pub fn simulate(binary: &Path, args: &[OsString], valgrind: &OsString) -> Result
         misses: capture.arrays().iter().map(|a| a.stats().misses).collect(),
         pages: profile.footprint(4096)?,
         lines: profile.footprint(64)?,
-        stdout_fnv1a: fnv1a(&stdout),
+        stdout_fnv1a: sediment_measure::fnv1a(&stdout),
     })
 }
 
@@ -364,37 +364,6 @@ fn text_range(pid: u32, canon: &Path, segments: &[sediment_elf::Segment]) -> Res
         });
     }
     hull.ok_or_else(|| anyhow::anyhow!("{}: no executable segment", canon.display()))
-}
-
-/// FNV-1a 64 (Fowler, Noll, Vo) as 16 hex digits, the hash `sediment compare` reports.
-fn fnv1a(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
-/// Column labels: file names, or paths as given when file names collide.
-fn labels(binaries: &[PathBuf]) -> Vec<String> {
-    let names: Vec<String> = binaries
-        .iter()
-        .map(|b| {
-            b.file_name().map_or_else(
-                || b.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    let mut unique = names.clone();
-    unique.sort();
-    unique.dedup();
-    if unique.len() == names.len() {
-        names
-    } else {
-        binaries.iter().map(|b| b.display().to_string()).collect()
-    }
 }
 
 /// One value of the table: a count, or a ratio `num / den` (printed with three decimals).

@@ -134,7 +134,7 @@ pub struct Metrics {
 }
 
 /// FNV-1a, 64-bit (Fowler, Noll, Vo): a tiny stable hash, enough to tell outputs apart.
-pub(crate) fn fnv1a(bytes: &[u8]) -> String {
+pub fn fnv1a(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         h ^= u64::from(b);
