@@ -762,6 +762,19 @@ mod tests {
         );
     }
 
+    // Fuzz find (fuzz/README.md): a sample whose callchain length times 8 overflows makes
+    // linux-perf-event-reader panic (debug builds); it must come back as a corrupt-file error.
+    #[test]
+    fn regress_callchain_length_overflow_is_corrupt_not_panic() {
+        let data = include_bytes!("../../../tests/fixtures/perf/regress-callchain-overflow.bin");
+        let mut none = |_: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> { Ok(None) };
+        let e = read("r.data", data, Mode::Leaf, &mut none)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("r.data: offset "), "{e}");
+    }
+
     // A header pointing past the end of the file is reported with the offset of the field.
     #[test]
     fn layout_errors_name_offsets() {
