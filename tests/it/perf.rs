@@ -240,3 +240,14 @@ fn record_names_the_missing_package() {
     assert_one_line_error(&out, &["valgrind not found", "`valgrind`"]);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+// Regression (found by fuzzing): a sample whose callchain length overflows when multiplied by 8
+// is a one-line parse error, with no panic message on stderr, in any build profile.
+#[test]
+fn regress_callchain_overflow_is_a_one_line_error() {
+    import_expect_error(
+        &fixture("perf/regress-callchain-overflow.bin"),
+        &fixture("perf/hot"),
+        &["regress-callchain-overflow.bin: offset "],
+    );
+}
