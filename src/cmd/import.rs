@@ -32,6 +32,9 @@ pub enum Format {
     Fdata,
     /// gprof `gmon.out` (call arcs and histogram) of a `-pg` build. Needs `--binary`.
     Gprof,
+    /// pprof `profile.proto` (gzip or raw), as exported by Go, Parca, Pyroscope and Cloud
+    /// Profiler; the first mapping is the main executable.
+    Pprof,
     /// GCC `-fcallgraph-info` `.ci` files, one per translation unit (give them all): a static
     /// call graph without counts, low confidence. Needs `--binary` (the program's name).
     GccCallgraph,
@@ -82,6 +85,7 @@ pub fn run(args: Args) -> Result<()> {
         Format::PerfScript => import_perf_script(input, binary, args.mode)?,
         Format::Fdata => import_fdata(input, binary)?,
         Format::Gprof => import_gprof(input, binary)?,
+        Format::Pprof => import_pprof(input, args.mode)?,
         Format::GccCallgraph => import_gcc_callgraph(&args.inputs, binary)?,
     };
     write_profiles(&args.output, imported)
@@ -432,6 +436,19 @@ fn required_binary<'a>(input: &Path, binary: Option<&'a Path>, what: &str) -> Re
             "{}: {what} does not say which binary it describes: pass --binary",
             input.display()
         )
+    })
+}
+
+/// Imports a pprof profile: one profile per mapping that got weight, the first mapping first.
+pub fn import_pprof(input: &Path, mode: Mode) -> Result<Imported> {
+    let data = fsio::read_bytes(input)?;
+    let profiles = sediment_import::pprof::read(&input.display().to_string(), &data, None, mode)?;
+    let main = profiles.first().map(|p| p.meta.binary.clone());
+    Ok(Imported {
+        source: "pprof",
+        profiles,
+        main,
+        warnings: Vec::new(),
     })
 }
 

@@ -206,3 +206,30 @@ fn one_input_only_where_the_format_takes_one() {
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     assert!(!dir.path().join("x.sprof").exists());
 }
+
+#[test]
+fn pprof_profile_imports_with_exact_weights() {
+    // burn.go: burnA does twice burnB's work; both called from main.main
+    // (tests/fixtures/pprof/README.md has the `go tool pprof -raw` dump).
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture("pprof/burn.pb.gz");
+    ok(&sediment(
+        dir.path(),
+        &[
+            "import",
+            "--format",
+            "pprof",
+            input.to_str().unwrap(),
+            "-o",
+            "g.sprof",
+        ],
+    ));
+    let want: Vec<(String, String, u64)> = [
+        ("main.main", "main.burnA", 68),
+        ("main.main", "main.burnB", 34),
+    ]
+    .iter()
+    .map(|&(a, b, w)| (a.to_string(), b.to_string(), w))
+    .collect();
+    assert_eq!(edges_of(&dir.path().join("g.sprof")), want);
+}

@@ -11,6 +11,8 @@
 //! - [`fdata`]: BOLT `.fdata` (LBR and `no_lbr` forms), read and written.
 //! - [`gprof`]: glibc `gmon.out` call arcs and histogram of a `-pg` build.
 //! - [`gcc_callgraph`]: GCC `-fcallgraph-info` `.ci` files, a static call graph without counts.
+//! - [`pprof`]: pprof `profile.proto` (Go, Parca, Pyroscope, Cloud Profiler), gzipped or raw,
+//!   decoded with `prost`; one profile per mapped binary, inlined frames folded into their caller.
 //! - [`bind`]: shared by importers that only know a function's name and a source-file *hint*
 //!   (callgrind's `fl=`): rewrites keys to the canonical form using the binary's symbols.
 //!
@@ -35,6 +37,7 @@ pub mod gcc_callgraph;
 pub mod gprof;
 pub mod perf;
 pub mod perf_script;
+pub mod pprof;
 
 /// Errors of every importer in this crate.
 #[derive(Debug, thiserror::Error)]
