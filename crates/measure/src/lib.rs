@@ -100,7 +100,7 @@ pub enum Error {
 }
 
 /// Layout metrics of one binary run with one set of arguments. Counts are whole-run totals.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Metrics {
     /// The binary, as given.
     pub binary: String,

@@ -120,18 +120,7 @@ pub fn measure(
         .map(|b| Metrics {
             binary: b.display().to_string(),
             instructions: 0,
-            i1_misses_32k_8way: 0,
-            i1_misses_16k_4way: 0,
-            itlb_misses_64: 0,
-            itlb_misses_128: 0,
-            object_instructions: 0,
-            pages_99: 0,
-            pages_99_9: 0,
-            lines_99: 0,
-            lines_99_9: 0,
-            pages_touched: 0,
-            lines_touched: 0,
-            stdout_fnv1a: String::new(),
+            ..Metrics::default()
         })
         .collect();
     for (slot, &(b, sim)) in results.into_iter().zip(&jobs) {

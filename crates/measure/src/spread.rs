@@ -150,18 +150,7 @@ mod tests {
         let m = |instructions| Metrics {
             binary: "b".into(),
             instructions,
-            i1_misses_32k_8way: 0,
-            i1_misses_16k_4way: 0,
-            itlb_misses_64: 0,
-            itlb_misses_128: 0,
-            object_instructions: 0,
-            pages_99: 0,
-            pages_99_9: 0,
-            lines_99: 0,
-            lines_99_9: 0,
-            pages_touched: 0,
-            lines_touched: 0,
-            stdout_fnv1a: String::new(),
+            ..Metrics::default()
         };
         let j = format_json(
             "shift",
