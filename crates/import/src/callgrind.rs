@@ -1529,6 +1529,25 @@ mod tests {
         assert_eq!(call(p, "work", "leaf"), Some(1500));
     }
 
+    /// Applies byte edits (`kind` 0 replace, 1 insert, 2 delete at `pos`), then cuts the
+    /// result to `cut` bytes (at least one): the mutation model of the never-panic tests.
+    fn mutate(input: &[u8], edits: &[(usize, u8, u8)], cut: usize) -> Vec<u8> {
+        let mut bytes = input.to_vec();
+        for &(pos, byte, kind) in edits {
+            let pos = pos % (bytes.len() + 1);
+            match kind {
+                0 if pos < bytes.len() => bytes[pos] = byte,
+                1 => bytes.insert(pos, byte),
+                _ if pos < bytes.len() => {
+                    bytes.remove(pos);
+                }
+                _ => {}
+            }
+        }
+        bytes.truncate(cut.max(1));
+        bytes
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
         // Random byte edits of a real capture never panic: they parse or fail with an error.
@@ -1537,17 +1556,7 @@ mod tests {
             edits in proptest::collection::vec((0usize..4096, 0u8..=255, 0u8..3), 1..8),
             cut in 0usize..4200,
         ) {
-            let mut bytes = FIXTURE.as_bytes().to_vec();
-            for (pos, byte, kind) in edits {
-                let pos = pos % (bytes.len() + 1);
-                match kind {
-                    0 if pos < bytes.len() => bytes[pos] = byte,
-                    1 => bytes.insert(pos, byte),
-                    _ if pos < bytes.len() => { bytes.remove(pos); }
-                    _ => {}
-                }
-            }
-            bytes.truncate(cut.max(1));
+            let bytes = mutate(FIXTURE.as_bytes(), &edits, cut);
             let text = String::from_utf8_lossy(&bytes);
             let _ = read(&text, "fuzz.out");
         }
@@ -1559,17 +1568,7 @@ mod tests {
             edits in proptest::collection::vec((0usize..1800, 0u8..=255, 0u8..3), 1..8),
             cut in 0usize..1800,
         ) {
-            let mut bytes = TWINS.as_bytes().to_vec();
-            for (pos, byte, kind) in edits {
-                let pos = pos % (bytes.len() + 1);
-                match kind {
-                    0 if pos < bytes.len() => bytes[pos] = byte,
-                    1 => bytes.insert(pos, byte),
-                    _ if pos < bytes.len() => { bytes.remove(pos); }
-                    _ => {}
-                }
-            }
-            bytes.truncate(cut.max(1));
+            let bytes = mutate(TWINS.as_bytes(), &edits, cut);
             let text = String::from_utf8_lossy(&bytes);
             let mut resolver = |_: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> {
                 Ok(Some(TWINS_BIN.to_vec()))
