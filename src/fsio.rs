@@ -68,3 +68,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     })?;
     Ok(())
 }
+
+/// Reads and parses a Sediment profile; errors name the file.
+pub fn read_profile(path: &Path) -> Result<sediment_profile::Profile> {
+    let text = read_text(path)?;
+    sediment_profile::Profile::from_text(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Reads a linked ELF file's function symbols; errors name the file.
+pub fn read_binary(path: &Path) -> Result<sediment_elf::Binary> {
+    let data = read_bytes(path)?;
+    // The crate's errors already name the file.
+    Ok(sediment_elf::Binary::parse(
+        &path.display().to_string(),
+        &data,
+    )?)
+}

@@ -49,6 +49,8 @@ enum Command {
     Match(cmd::matching::Args),
     /// Simulate I-cache and iTLB behaviour of binaries from a streamed instruction trace.
     Sim(cmd::sim::Args),
+    /// Explain what moved between two builds' layouts, and why (shift segments, hot footprint).
+    Diff(cmd::diff::Args),
     /// Link N layouts of the same objects (shuffled or shifted) and report each metric's spread.
     Noise(cmd::noise::Args),
     /// Build the built-in example, profile, order, relink with every linker, and compare.
@@ -69,6 +71,7 @@ fn main() {
         Command::Stat(a) => cmd::stat::run(a),
         Command::Match(a) => cmd::matching::run(a),
         Command::Sim(a) => cmd::sim::run(a),
+        Command::Diff(a) => cmd::diff::run(a),
         Command::Noise(a) => cmd::noise::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };

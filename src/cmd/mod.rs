@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod demo;
+pub mod diff;
 pub mod export;
 pub mod import;
 pub mod link;

@@ -4,6 +4,7 @@
 mod callgrind;
 mod common;
 mod compare;
+mod diff;
 mod formats;
 mod link;
 mod matching;

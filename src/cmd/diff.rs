@@ -1,0 +1,238 @@
+//! `sediment diff OLD NEW [-p PROFILE] [--json] [--top N]`: why did the layout move?
+//!
+//! Reads the function symbols of two builds of one program (and optionally a profile, for
+//! weights) and prints what `sediment_explain::diff` finds: how many functions match, the
+//! *shift segments* (runs of functions that moved together by the same number of bytes, each
+//! with the cause at its start: a function that grew, functions that arrived or left, padding,
+//! or a reordering), the largest size changes, and with a profile the hot-code footprint in
+//! 64-byte lines and 4 KiB pages of each build and the hot functions whose span in cache lines
+//! changed. This is the question behind "one unrelated change swung the benchmark by 30%":
+//! the answer is usually one segment with a shift that is not a multiple of 64 under the hot
+//! code, visible here without running anything.
+//!
+//! Profile weights are bound to both builds by symbol key (name, plus source file for locals),
+//! so the profile may come from either build. Output is deterministic; the text lists are cut
+//! to `--top` rows (segments: the heaviest, then in address order), JSON lists everything.
+
+use crate::fsio;
+use anyhow::Result;
+use sediment_elf::Binary;
+use sediment_explain::{diff, LayoutDiff, Placed};
+use sediment_profile::{FuncKey, Profile};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+/// Arguments of `sediment diff`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The old build (a linked ELF file with symbols).
+    pub old: PathBuf,
+    /// The new build.
+    pub new: PathBuf,
+    /// A profile of either build, for weights (hot footprint, heaviest segments first).
+    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    pub profile: Option<PathBuf>,
+    /// Print JSON (every list complete) instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+    /// Rows per list in the text report.
+    #[arg(long, default_value_t = 15, value_name = "N")]
+    pub top: usize,
+}
+
+/// Runs `sediment diff`.
+pub fn run(args: Args) -> Result<()> {
+    let old = fsio::read_binary(&args.old)?;
+    let new = fsio::read_binary(&args.new)?;
+    let profile = args
+        .profile
+        .as_deref()
+        .map(fsio::read_profile)
+        .transpose()?;
+    let weights = profile.as_ref().map(weights_by_key).unwrap_or_default();
+    let d = diff(&placed(&old, &weights), &placed(&new, &weights));
+    let out = if args.json {
+        let mut s = serde_json::to_string_pretty(&d)?;
+        s.push('\n');
+        s
+    } else {
+        format_text(&args, &old, &new, &d)
+    };
+    std::io::stdout().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// Self weight per function key.
+fn weights_by_key(p: &Profile) -> HashMap<FuncKey, u64> {
+    p.functions
+        .iter()
+        .map(|f| (f.key.clone(), f.self_weight))
+        .collect()
+}
+
+/// A binary's functions with their display keys and weights.
+fn placed(b: &Binary, weights: &HashMap<FuncKey, u64>) -> Vec<Placed> {
+    b.functions
+        .iter()
+        .map(|s| Placed {
+            name: s.key.to_string(),
+            address: s.address,
+            size: s.size,
+            weight: weights.get(&s.key).copied().unwrap_or(0),
+        })
+        .collect()
+}
+
+fn signed(v: i64) -> String {
+    if v > 0 {
+        format!("+{v}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// The text report.
+fn format_text(args: &Args, old: &Binary, new: &Binary, d: &LayoutDiff) -> String {
+    let mut s = String::new();
+    let id = |b: &Binary| b.build_id.clone().unwrap_or_else(|| "no build-id".into());
+    let _ = writeln!(s, "old: {} ({})", args.old.display(), id(old));
+    let _ = writeln!(s, "new: {} ({})", args.new.display(), id(new));
+    let _ = writeln!(
+        s,
+        "functions: {} in both, {} only in old, {} only in new; {} changed relative order",
+        d.matched,
+        d.only_old.len(),
+        d.only_new.len(),
+        d.reordered
+    );
+    let moved: usize = d
+        .segments
+        .iter()
+        .filter(|g| g.shift != 0)
+        .map(|g| g.functions)
+        .sum();
+    let _ = writeln!(
+        s,
+        "\nshift segments: {} ({} functions moved; a segment moves as one block)",
+        d.segments.len(),
+        moved
+    );
+    let mut rows: Vec<&sediment_explain::Segment> = d.segments.iter().collect();
+    if rows.len() > args.top {
+        rows.sort_by(|a, b| {
+            b.weight
+                .cmp(&a.weight)
+                .then(a.old_address.cmp(&b.old_address))
+        });
+        rows.truncate(args.top);
+        rows.sort_by_key(|g| g.old_address);
+    }
+    let _ = writeln!(
+        s,
+        "  {:<18} {:<32} {:>9} {:>8} {:>10}  cause",
+        "old address", "first function", "functions", "shift", "weight"
+    );
+    for g in rows {
+        let cause = match &g.cause {
+            None => "start".to_string(),
+            Some(c) if c.reordered => format!("reordered after {}", c.after),
+            Some(c) => {
+                let mut parts = Vec::new();
+                if c.size_change != 0 {
+                    parts.push(format!("{} size {}", c.after, signed(c.size_change)));
+                }
+                if c.arrived > 0 {
+                    parts.push(format!(
+                        "{} arrived ({} new, {} B)",
+                        c.arrived, c.arrived_new, c.arrived_bytes
+                    ));
+                }
+                if c.left > 0 {
+                    parts.push(format!(
+                        "{} left ({} removed, {} B)",
+                        c.left, c.left_removed, c.left_bytes
+                    ));
+                }
+                if c.padding_change != 0 {
+                    parts.push(format!("padding {}", signed(c.padding_change)));
+                }
+                parts.join("; ")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "  {:<#18x} {:<32} {:>9} {:>8} {:>10}  {}",
+            g.old_address,
+            g.first,
+            g.functions,
+            signed(g.shift),
+            g.weight,
+            cause
+        );
+    }
+    if !d.size_changes.is_empty() {
+        let _ = writeln!(s, "\nsize changes: {}", d.size_changes.len());
+        for c in d.size_changes.iter().take(args.top) {
+            let _ = writeln!(
+                s,
+                "  {:<40} {:>7} -> {:<7} weight {}",
+                c.name, c.old_size, c.new_size, c.weight
+            );
+        }
+    }
+    if let Some(h) = &d.hot {
+        let _ = writeln!(s, "\nhot code (profile weights):");
+        let _ = writeln!(s, "  {:<34} {:>8} {:>8}", "", "old", "new");
+        for (label, o, n) in [
+            (
+                "executed functions",
+                h.old_executed.functions as u64,
+                h.new_executed.functions as u64,
+            ),
+            (
+                "  64-byte lines they cover",
+                h.old_executed.lines,
+                h.new_executed.lines,
+            ),
+            (
+                "  4 KiB pages they cover",
+                h.old_executed.pages,
+                h.new_executed.pages,
+            ),
+            (
+                "functions holding 99% of weight",
+                h.old_hot99.functions as u64,
+                h.new_hot99.functions as u64,
+            ),
+            (
+                "  64-byte lines they cover",
+                h.old_hot99.lines,
+                h.new_hot99.lines,
+            ),
+            (
+                "  4 KiB pages they cover",
+                h.old_hot99.pages,
+                h.new_hot99.pages,
+            ),
+        ] {
+            let _ = writeln!(s, "  {label:<34} {o:>8} {n:>8}");
+        }
+        if !d.span_changes.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nhot functions whose cache-line span changed: {}",
+                d.span_changes.len()
+            );
+            for c in d.span_changes.iter().take(args.top) {
+                let _ = writeln!(
+                    s,
+                    "  {:<40} lines {} -> {} (line offset {} -> {}), weight {}",
+                    c.name, c.old_lines, c.new_lines, c.old_offset, c.new_offset, c.weight
+                );
+            }
+        }
+    }
+    s
+}

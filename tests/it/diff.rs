@@ -1,0 +1,174 @@
+//! `sediment diff` end to end: two real gcc builds of one program, the second with one
+//! function grown (the seed's "one unrelated change moved everything after it"), compared
+//! through their ELF symbols. Expected numbers are read from the two binaries' symbol tables
+//! with `sediment_elf`, never written into the test.
+
+use crate::common::{have_tool, sediment};
+use sediment_elf::Binary;
+use sediment_profile::{FuncKey, Meta, ProfileBuilder};
+use std::path::Path;
+use std::process::Command;
+
+/// Four functions in definition order; `-DGROW` adds work to `grows` only.
+const SOURCE: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) unsigned first(unsigned x) { return x * 3 + 1; }
+__attribute__((noinline)) unsigned grows(unsigned x) {
+    unsigned s = x;
+#ifdef GROW
+    for (unsigned i = 0; i < x % 13; i++) s = s * 2654435761u + i;
+    s ^= s >> 7;
+#endif
+    return s + 5;
+}
+__attribute__((noinline)) unsigned hot_after(unsigned x) { return (x << 3) ^ (x >> 2); }
+__attribute__((noinline)) unsigned last(unsigned x) { return x - 9; }
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned s = 0;
+    for (unsigned i = 0; i < 1000; i++) s += hot_after(first(i + (unsigned)argc));
+    printf("%u\n", grows(s) + last(s));
+    return 0;
+}
+"#;
+
+fn build(dir: &Path, name: &str, grow: bool) -> Binary {
+    let src = dir.join("prog.c");
+    std::fs::write(&src, SOURCE).unwrap();
+    let out = dir.join(name);
+    let mut cc = Command::new("gcc");
+    cc.args([
+        "-O1",
+        "-fno-toplevel-reorder",
+        "-fno-inline",
+        "-fuse-ld=bfd",
+        "-o",
+    ])
+    .arg(&out)
+    .arg(&src);
+    if grow {
+        cc.arg("-DGROW");
+    }
+    let st = cc.status().unwrap();
+    assert!(st.success(), "gcc failed");
+    Binary::parse(name, &std::fs::read(&out).unwrap()).unwrap()
+}
+
+fn sym<'a>(b: &'a Binary, name: &str) -> &'a sediment_elf::Symbol {
+    b.functions
+        .iter()
+        .find(|s| s.key.name == name)
+        .unwrap_or_else(|| panic!("{name} not in the binary"))
+}
+
+#[test]
+fn diff_names_the_grown_function_as_the_cause_of_the_shift() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let old = build(dir.path(), "old", false);
+    let new = build(dir.path(), "new", true);
+    let (g_old, g_new) = (sym(&old, "grows"), sym(&new, "grows"));
+    assert!(
+        g_new.size > g_old.size,
+        "premise: -DGROW makes grows() larger"
+    );
+    let (h_old, h_new) = (sym(&old, "hot_after"), sym(&new, "hot_after"));
+    assert!(
+        h_old.address > g_old.address,
+        "premise: definition order kept"
+    );
+
+    // A profile that makes hot_after and first hot.
+    let mut pb = ProfileBuilder::new(Meta {
+        binary: "old".into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    pb.add_self(&FuncKey::global("hot_after"), 900);
+    pb.add_self(&FuncKey::global("first"), 100);
+    std::fs::write(dir.path().join("p.sprof"), pb.build().to_text()).unwrap();
+
+    let out = sediment(
+        dir.path(),
+        &["diff", "old", "new", "-p", "p.sprof", "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let segments = v["segments"].as_array().unwrap();
+    let seg = segments
+        .iter()
+        .find(|s| s["first"] == "hot_after")
+        .expect("a segment starts at the function after the grown one");
+    let shift = h_new.address as i64 - h_old.address as i64;
+    assert_eq!(seg["shift"].as_i64().unwrap(), shift);
+    let cause = &seg["cause"];
+    assert_eq!(cause["after"], "grows");
+    assert_eq!(
+        cause["size_change"].as_i64().unwrap(),
+        g_new.size as i64 - g_old.size as i64
+    );
+    // Size and padding account for the whole shift change (nothing arrived or left).
+    let before = segments
+        .iter()
+        .take_while(|s| s["first"] != "hot_after")
+        .last()
+        .unwrap();
+    assert_eq!(
+        cause["size_change"].as_i64().unwrap() + cause["padding_change"].as_i64().unwrap(),
+        shift - before["shift"].as_i64().unwrap()
+    );
+    let grown = v["size_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "grows")
+        .expect("grows is listed as a size change");
+    assert_eq!(grown["new_size"].as_u64().unwrap(), g_new.size);
+
+    // Hot footprint: lines covered by the two hot functions, computed here from the symbols.
+    let lines = |b: &Binary| {
+        let mut ls: Vec<u64> = ["hot_after", "first"]
+            .iter()
+            .flat_map(|n| {
+                let s = sym(b, n);
+                s.address / 64..=(s.address + s.size.max(1) - 1) / 64
+            })
+            .collect();
+        ls.sort_unstable();
+        ls.dedup();
+        ls.len() as u64
+    };
+    assert_eq!(
+        v["hot"]["old_executed"]["lines"].as_u64().unwrap(),
+        lines(&old)
+    );
+    assert_eq!(
+        v["hot"]["new_executed"]["lines"].as_u64().unwrap(),
+        lines(&new)
+    );
+
+    // The text report says the same in words, and the same inputs give the same bytes.
+    let text = sediment(dir.path(), &["diff", "old", "new", "-p", "p.sprof"]);
+    assert!(text.status.success());
+    let t = String::from_utf8(text.stdout.clone()).unwrap();
+    assert!(t.contains("grows size +"), "{t}");
+    let again = sediment(dir.path(), &["diff", "old", "new", "-p", "p.sprof"]);
+    assert_eq!(text.stdout, again.stdout);
+}
+
+#[test]
+fn diff_of_a_non_elf_file_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("junk"), b"not an elf file").unwrap();
+    let out = sediment(dir.path(), &["diff", "junk", "junk"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("junk"), "{err}");
+}
