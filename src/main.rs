@@ -37,6 +37,11 @@ enum Command {
     Order(cmd::order::Args),
     /// Check an order against object files and write the chosen linker's ordering input.
     Link(cmd::link::Args),
+    /// Write linker shims into a directory: with `-BDIR/` every link of a package build is
+    /// ordered from its own profile when one exists, and left unchanged when none does.
+    Wrappers(cmd::ldwrap::WrappersArgs),
+    /// Run a real linker, adding the ordering input for its output's profile (used by the shims).
+    Ld(cmd::ldwrap::LdArgs),
     /// Print the compiler-driver flags that make a linker use an ordering file.
     LinkFlags(cmd::link::FlagsArgs),
     /// Run two binaries under valgrind and compare instructions, I-cache, iTLB and page use.
@@ -65,6 +70,8 @@ fn main() {
         Command::Export(a) => cmd::export::run(a),
         Command::Order(a) => cmd::order::run(a),
         Command::Link(a) => cmd::link::run(a),
+        Command::Wrappers(a) => cmd::ldwrap::run_wrappers(a),
+        Command::Ld(a) => cmd::ldwrap::run_ld(a),
         Command::LinkFlags(a) => cmd::link::run_flags(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Merge(a) => cmd::merge::run(a),

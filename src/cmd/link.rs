@@ -104,7 +104,7 @@ pub fn run_flags(args: FlagsArgs) -> Result<()> {
 }
 
 /// Reads every object and archive; the inventory keeps command-line order.
-fn read_inventory(paths: &[PathBuf]) -> Result<Vec<sediment_elf::objects::ObjectFile>> {
+pub(crate) fn read_inventory(paths: &[PathBuf]) -> Result<Vec<sediment_elf::objects::ObjectFile>> {
     let mut all = Vec::new();
     for p in paths {
         let bytes = fsio::read_bytes(p)?;
@@ -118,7 +118,7 @@ fn read_inventory(paths: &[PathBuf]) -> Result<Vec<sediment_elf::objects::Object
 
 /// GNU ld >= 2.43 reads a section-ordering fragment; older ones get a full script made from
 /// their own default script.
-fn bfd_flavor(ld: &str, pie: PieMode) -> Result<BfdFlavor> {
+pub(crate) fn bfd_flavor(ld: &str, pie: PieMode) -> Result<BfdFlavor> {
     let version = tool_stdout(ld, &["--version"])?;
     let first = version.lines().next().unwrap_or("");
     let (major, minor) = parse_ld_version(first)

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod diff;
 pub mod export;
 pub mod import;
+pub mod ldwrap;
 pub mod link;
 pub mod matching;
 pub mod merge;

@@ -11,6 +11,7 @@ mod matching;
 mod merge;
 mod noise;
 mod order;
+mod packaging;
 mod perf;
 mod sim;
 mod stat;

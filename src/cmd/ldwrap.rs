@@ -1,0 +1,408 @@
+//! `sediment wrappers DIR` and `sediment ld --real LINKER -- ARGS`: the per-executable
+//! link-order step for package builds.
+//!
+//! A distribution builds thousands of executables with build systems Sediment does not control
+//! (make, CMake, Meson, autotools under rpmbuild or dpkg-buildpackage). The one place every one
+//! of them passes through is the compiler driver calling the linker, and both gcc and clang
+//! look for the linker (`ld`, or `ld.lld`/`ld.gold`/`ld.bfd` with `-fuse-ld=`) in the `-B`
+//! directories first. `sediment wrappers DIR` writes small shell shims of those names into DIR,
+//! each running `sediment ld --real /usr/bin/<name> -- "$@"`; a build adds `-BDIR/` to its link
+//! flags (LDFLAGS, `CMAKE_*_LINKER_FLAGS`, `c_link_args`, `%build_ldflags`) and nothing else
+//! changes. `integrations/` has the snippets for RPM, CMake, Meson and make (docs/packaging.md).
+//!
+//! At each link `sediment ld`:
+//! 1. finds the output (`-o FILE`) and the profile for it: `$SEDIMENT_PROF_DIR` (or
+//!    `$PROF_DIR`) `/<output base name>.sprof`, the naming `sediment record --prof-dir` writes;
+//! 2. **safe default**: no profile directory, no profile for this output, a response file
+//!    (`@file`), an ordering option already on the command line, or mold -> the real linker
+//!    runs with exactly the arguments it was given, so a package without profiles links
+//!    byte-identically to a build without the wrappers;
+//! 3. otherwise orders the profile (`$SEDIMENT_ALGORITHM`, default `c3`), resolves the order
+//!    against the ELF relocatable objects and archives on the command line (every argument
+//!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
+//!    objects and are skipped by their ELF type), emits the input of the linker the shim stands
+//!    for (detected from `LINKER --version`: LLD, GNU gold or GNU ld) into a private temporary
+//!    directory, and runs the real linker with the matching option appended. One line on
+//!    standard error says what was applied.
+//!
+//! A corrupt profile is an error (one line naming the file, exit 1, nothing linked), not a
+//! silent fallback: a packager who ships profiles wants to know one is broken. The real
+//! linker's exit status is passed on.
+//!
+//! Turned down: a compiler wrapper (`CC="sediment cc gcc"`): it would have to parse every
+//! driver option of two compilers to find out whether a call links; the linker's own command
+//! line, as the driver hands it over, is plain. Also turned down: writing the order file next
+//! to the output (build systems glob their build directories at install time).
+
+use crate::cmd::link::{bfd_flavor, read_inventory};
+use crate::fsio;
+use anyhow::{anyhow, bail, Context, Result};
+use sediment_link::{BfdFlavor, Linker, PieMode};
+use sediment_order::{order_profile, Algorithm};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Linker names a shim is written for, with the Debian path they usually have.
+const SHIMS: [&str; 4] = ["ld", "ld.bfd", "ld.gold", "ld.lld"];
+
+/// Arguments of `sediment wrappers`.
+#[derive(clap::Args)]
+pub struct WrappersArgs {
+    /// Directory to write the linker shims into (created if missing).
+    pub dir: PathBuf,
+    /// Profile directory baked into the shims (else `$SEDIMENT_PROF_DIR`/`$PROF_DIR` at link time).
+    #[arg(long, value_name = "DIR")]
+    pub prof_dir: Option<PathBuf>,
+}
+
+/// Arguments of `sediment ld`.
+#[derive(clap::Args)]
+pub struct LdArgs {
+    /// The real linker to run.
+    #[arg(long, value_name = "LINKER")]
+    pub real: PathBuf,
+    /// The linker's arguments, as the compiler driver passed them (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<OsString>,
+}
+
+/// Runs `sediment wrappers`.
+pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
+    let me = std::env::current_exe().context("cannot find the sediment executable")?;
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("{}: cannot create the directory", args.dir.display()))?;
+    let dir = args
+        .dir
+        .canonicalize()
+        .with_context(|| format!("{}: cannot resolve", args.dir.display()))?;
+    let prof_dir = match &args.prof_dir {
+        Some(p) => Some(
+            std::path::absolute(p).with_context(|| format!("{}: cannot resolve", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut written = Vec::new();
+    for name in SHIMS {
+        let Some(real) = find_in_path(name, &dir) else {
+            continue;
+        };
+        let mut script = String::from("#!/bin/sh\n# Written by `sediment wrappers`: orders this link from the profile of its output\n# when one exists (docs/packaging.md); otherwise runs the real linker unchanged.\n");
+        if let Some(p) = &prof_dir {
+            script.push_str(&format!(
+                "SEDIMENT_PROF_DIR={}\nexport SEDIMENT_PROF_DIR\n",
+                sh_quote(p)
+            ));
+        }
+        script.push_str(&format!(
+            "exec {} ld --real {} -- \"$@\"\n",
+            sh_quote(&me),
+            sh_quote(&real)
+        ));
+        let path = dir.join(name);
+        fsio::write_atomic(&path, script.as_bytes())?;
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("{}: cannot make executable", path.display()))?;
+        written.push(name);
+    }
+    if written.is_empty() {
+        bail!("no linker (ld, ld.bfd, ld.gold, ld.lld) found on PATH");
+    }
+    eprintln!(
+        "sediment wrappers: wrote {} to {}",
+        written.join(", "),
+        dir.display()
+    );
+    println!("-B{}/", dir.display());
+    Ok(())
+}
+
+/// Runs `sediment ld`: plans the ordering, runs the real linker, exits with its status.
+pub fn run_ld(args: LdArgs) -> Result<()> {
+    let plan = plan(&args)?;
+    let extra: Vec<OsString> = plan.as_ref().map(|p| p.extra.clone()).unwrap_or_default();
+    let status = Command::new(&args.real)
+        .args(&args.args)
+        .args(&extra)
+        .status()
+        .with_context(|| format!("{}: cannot run the linker", args.real.display()))?;
+    drop(plan);
+    // The binary, not a library, ends the process: the exit code is the linker's.
+    std::process::exit(status.code().unwrap_or(1));
+}
+
+/// What to add to the link: the options, and the directory holding the file they name.
+struct Plan {
+    extra: Vec<OsString>,
+    _dir: tempfile::TempDir,
+}
+
+/// Decides whether and how to order this link; `None` is the safe default (link unchanged).
+fn plan(args: &LdArgs) -> Result<Option<Plan>> {
+    let verbose = std::env::var_os("SEDIMENT_VERBOSE").is_some();
+    let skip = |why: &str| {
+        if verbose {
+            eprintln!("sediment ld: not ordered: {why}");
+        }
+        Ok(None)
+    };
+    let Some(prof_dir) = std::env::var_os("SEDIMENT_PROF_DIR")
+        .or_else(|| std::env::var_os("PROF_DIR"))
+        .filter(|d| !d.is_empty())
+    else {
+        return skip("no SEDIMENT_PROF_DIR or PROF_DIR");
+    };
+    let Some(output) = output_of(&args.args) else {
+        return skip("no -o on the command line");
+    };
+    let Some(base) = Path::new(&output).file_name() else {
+        return skip("the output has no file name");
+    };
+    let mut profile_name = base.to_os_string();
+    profile_name.push(".sprof");
+    let profile_path = Path::new(&prof_dir).join(profile_name);
+    if !profile_path.is_file() {
+        return skip(&format!("no profile {}", profile_path.display()));
+    }
+    if let Some(why) = why_not_ordered(&args.args) {
+        eprintln!(
+            "sediment ld: {}: not ordered: {why}",
+            Path::new(&output).display()
+        );
+        return Ok(None);
+    }
+    let linker = detect_linker(&args.real)?;
+    if linker == Linker::Mold {
+        eprintln!(
+            "sediment ld: {}: not ordered: mold cannot order functions (docs/linkers.md)",
+            Path::new(&output).display()
+        );
+        return Ok(None);
+    }
+    let bfd = if linker == Linker::Bfd {
+        let shared = args.args.iter().any(|a| a == "-shared");
+        let pie = if args
+            .args
+            .iter()
+            .any(|a| a == "-pie" || a == "--pic-executable")
+        {
+            PieMode::Pie
+        } else {
+            PieMode::NoPie
+        };
+        let flavor = bfd_flavor(&args.real.to_string_lossy(), pie)?;
+        if shared && matches!(flavor, BfdFlavor::FullScript { .. }) {
+            eprintln!(
+                "sediment ld: {}: not ordered: GNU ld before 2.43 needs a full script, which Sediment writes for executables only",
+                Path::new(&output).display()
+            );
+            return Ok(None);
+        }
+        flavor
+    } else {
+        BfdFlavor::OrderingFile
+    };
+
+    let profile = fsio::read_profile(&profile_path)?;
+    let algorithm_name = std::env::var("SEDIMENT_ALGORITHM").unwrap_or_else(|_| "c3".to_string());
+    let algorithm =
+        Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
+    let order = order_profile(&profile, algorithm)
+        .with_context(|| format!("{}: cannot order", profile_path.display()))?;
+    let inputs = relocatable_inputs(&args.args);
+    let objects = read_inventory(&inputs)?;
+    let res = sediment_link::resolve(&order, &objects)
+        .map_err(|e| anyhow!("{}: {e}", profile_path.display()))?;
+    let emitted = sediment_link::emit(linker, &res, &objects, &bfd)?;
+
+    let dir = tempfile::Builder::new()
+        .prefix("sediment-ld")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let file = dir.path().join("order");
+    fsio::write_atomic(&file, emitted.text.as_bytes())?;
+    let extra = linker_options(linker, &bfd, &file);
+    eprintln!(
+        "sediment ld: {}: ordered {} of {} profiled functions ({algorithm_name}, {linker}, {} warnings) from {}",
+        Path::new(&output).display(),
+        res.placed.len(),
+        res.total,
+        emitted.warnings.len(),
+        profile_path.display()
+    );
+    Ok(Some(Plan { extra, _dir: dir }))
+}
+
+/// The options that make `linker` read `file`.
+fn linker_options(linker: Linker, bfd: &BfdFlavor, file: &Path) -> Vec<OsString> {
+    let with = |prefix: &str| {
+        let mut s = OsString::from(prefix);
+        s.push(file);
+        s
+    };
+    match (linker, bfd) {
+        (Linker::Lld, _) => vec![
+            with("--symbol-ordering-file="),
+            "--no-warn-symbol-ordering".into(),
+        ],
+        (Linker::Bfd, BfdFlavor::FullScript { .. }) => vec!["-T".into(), file.into()],
+        _ => vec![with("--section-ordering-file=")],
+    }
+}
+
+/// The value of `-o FILE`, `-oFILE`, `--output FILE` or `--output=FILE` (the last one wins, as
+/// in the linkers).
+fn output_of(args: &[OsString]) -> Option<OsString> {
+    let mut out = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let b = a.as_bytes();
+        if b == b"-o" || b == b"--output" {
+            out = it.next().cloned();
+        } else if let Some(v) = b.strip_prefix(b"--output=") {
+            out = Some(OsStr::from_bytes(v).to_os_string());
+        } else if b.len() > 2 && b.starts_with(b"-o") {
+            out = Some(OsStr::from_bytes(&b[2..]).to_os_string());
+        }
+    }
+    out
+}
+
+/// Why this command line must be left alone, if it must.
+fn why_not_ordered(args: &[OsString]) -> Option<&'static str> {
+    for a in args {
+        let b = a.as_bytes();
+        if b.starts_with(b"@") {
+            return Some("a response file (@file) is on the command line");
+        }
+        if b.starts_with(b"--symbol-ordering-file")
+            || b.starts_with(b"--section-ordering-file")
+            || b.starts_with(b"--call-graph-ordering-file")
+        {
+            return Some("the build already passes an ordering file");
+        }
+        if is_script_option(b) {
+            return Some("the build passes its own linker script");
+        }
+        if b == b"-r" || b == b"--relocatable" {
+            return Some("a relocatable (-r) link");
+        }
+    }
+    None
+}
+
+/// `-T FILE`, `-TFILE`, `--script[=]FILE`, `-dT`/`--default-script`; not the address options
+/// `-Ttext=`, `-Tdata=`, `-Tbss=`, `-Ttext-segment=`.
+fn is_script_option(b: &[u8]) -> bool {
+    let address = [&b"-Ttext"[..], b"-Tdata", b"-Tbss"]
+        .iter()
+        .any(|p| b.starts_with(p));
+    (b.starts_with(b"-T") && !address)
+        || b.starts_with(b"--script")
+        || b.starts_with(b"-dT")
+        || b.starts_with(b"--default-script")
+}
+
+/// Arguments that name ELF relocatable objects or static archives (by their first bytes).
+fn relocatable_inputs(args: &[OsString]) -> Vec<PathBuf> {
+    args.iter()
+        .filter(|a| !a.as_bytes().starts_with(b"-"))
+        .map(PathBuf::from)
+        .filter(|p| is_relocatable_or_archive(p))
+        .collect()
+}
+
+fn is_relocatable_or_archive(p: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 18];
+    let Ok(mut f) = std::fs::File::open(p) else {
+        return false;
+    };
+    let n = f.read(&mut head).unwrap_or(0);
+    if n >= 8 && &head[..8] == b"!<arch>\n" {
+        return true;
+    }
+    // ELF, e_type at offset 16 (little or big endian): ET_REL = 1.
+    n >= 18
+        && &head[..4] == b"\x7fELF"
+        && match head[5] {
+            1 => head[16] == 1 && head[17] == 0,
+            2 => head[16] == 0 && head[17] == 1,
+            _ => false,
+        }
+}
+
+/// Which linker `real` is, from the first line of `real --version`.
+fn detect_linker(real: &Path) -> Result<Linker> {
+    let out = Command::new(real)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("{}: cannot run", real.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or("");
+    Ok(if first.contains("LLD") {
+        Linker::Lld
+    } else if first.contains("gold") {
+        Linker::Gold
+    } else if first.contains("mold") {
+        Linker::Mold
+    } else if first.starts_with("GNU ld") {
+        Linker::Bfd
+    } else {
+        bail!(
+            "{}: unknown linker `{first}` (Sediment orders for lld, gold and GNU ld)",
+            real.display()
+        )
+    })
+}
+
+/// `name` in `$PATH`, skipping `skip` (the wrapper directory itself).
+fn find_in_path(name: &str, skip: &Path) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| d.canonicalize().ok().as_deref() != Some(skip))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// `p` as one single-quoted shell word.
+fn sh_quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn output_forms() {
+        assert_eq!(output_of(&args(&["-o", "a", "x.o"])), Some("a".into()));
+        assert_eq!(output_of(&args(&["-ob"])), Some("b".into()));
+        assert_eq!(
+            output_of(&args(&["--output=c", "-o", "d"])),
+            Some("d".into())
+        );
+        assert_eq!(output_of(&args(&["x.o"])), None);
+    }
+
+    #[test]
+    fn left_alone_when_the_build_orders_or_scripts_itself() {
+        assert!(why_not_ordered(&args(&["--symbol-ordering-file=x"])).is_some());
+        assert!(why_not_ordered(&args(&["-T", "s.ld"])).is_some());
+        assert!(why_not_ordered(&args(&["-Ts.ld"])).is_some());
+        assert!(why_not_ordered(&args(&["@rsp"])).is_some());
+        assert!(why_not_ordered(&args(&["-r"])).is_some());
+        assert!(why_not_ordered(&args(&["-Ttext=0x1000", "-pie", "-o", "a"])).is_none());
+    }
+
+    #[test]
+    fn quoting_survives_quotes() {
+        assert_eq!(sh_quote(Path::new("/a b/it's")), r"'/a b/it'\''s'");
+    }
+}

@@ -1,0 +1,295 @@
+//! The package-build link step end to end: `sediment wrappers` shims found through `-B` by the
+//! real gcc, driven by real make, CMake (with `integrations/cmake/Sediment.cmake`), Meson and
+//! rpmbuild (with `integrations/rpm/macros.sediment`). One program is built twice under two
+//! names; the profile directory holds a profile for `alpha` only. `alpha` must come out with its
+//! profiled functions together in the order `sediment order` computes; `beta` (no profile)
+//! must be byte-identical to a build without the wrappers: the safe default.
+
+use crate::common::{have_tool, sediment, sediment_bin};
+use sediment_elf::Binary;
+use sediment_profile::{FuncKey, FunctionOrder, Meta, ProfileBuilder};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Eight functions in definition order; the profile makes f6, f2 and f5 hot, which the default
+/// layout (definition order) scatters.
+const PROG: &str = r#"
+#include <stdio.h>
+#define F(n, k) __attribute__((noinline)) unsigned f##n(unsigned x) { return x * k + n; }
+F(0, 3) F(1, 5) F(2, 7) F(3, 11) F(4, 13) F(5, 17) F(6, 19) F(7, 23)
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned s = (unsigned)argc;
+    for (unsigned i = 0; i < 100; i++) s = f6(s) + f2(s) + f5(i);
+    if (argc > 5) s += f0(s) + f1(s) + f3(s) + f4(s) + f7(s);
+    printf("%u\n", s);
+    return 0;
+}
+"#;
+
+const FUNCS: [&str; 9] = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "main"];
+
+/// A project directory with the program, a profile directory holding `alpha.sprof`, and the
+/// order `sediment order` computes from it (the names of the program's own functions).
+struct Project {
+    dir: tempfile::TempDir,
+    expected: Vec<String>,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("prog.c"), PROG).unwrap();
+        std::fs::create_dir(dir.path().join("prof")).unwrap();
+        let mut pb = ProfileBuilder::new(Meta {
+            binary: "alpha".into(),
+            source: "test".into(),
+            ..Meta::default()
+        });
+        let g = FuncKey::global;
+        pb.add_self(&g("f6"), 1000);
+        pb.add_self(&g("f2"), 600);
+        pb.add_self(&g("f5"), 300);
+        pb.add_self(&g("main"), 50);
+        pb.add_call(&g("main"), &g("f6"), 100);
+        pb.add_call(&g("main"), &g("f2"), 100);
+        pb.add_call(&g("main"), &g("f5"), 100);
+        std::fs::write(dir.path().join("prof/alpha.sprof"), pb.build().to_text()).unwrap();
+        let out = sediment(
+            dir.path(),
+            &["order", "-p", "prof/alpha.sprof", "-o", "alpha.order"],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let order = FunctionOrder::from_text(
+            &std::fs::read_to_string(dir.path().join("alpha.order")).unwrap(),
+        )
+        .unwrap();
+        let expected: Vec<String> = order
+            .functions
+            .iter()
+            .map(|k| k.name.clone())
+            .filter(|n| FUNCS.contains(&n.as_str()))
+            .collect();
+        assert_eq!(expected.len(), 4, "premise: four profiled functions");
+        Project { dir, expected }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes the shims with the profile directory baked in; returns the `-B` flag.
+    fn wrappers(&self) -> String {
+        let out = sediment(
+            self.path(),
+            &["wrappers", "--prof-dir", "prof", "sediment-ld"],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// True when the program's profiled functions are laid out together, in the expected order.
+    fn is_ordered(&self, binary: &Path) -> bool {
+        let b = Binary::parse("bin", &std::fs::read(binary).unwrap()).unwrap();
+        let mut placed: Vec<(u64, &str)> = b
+            .functions
+            .iter()
+            .filter(|s| FUNCS.contains(&s.key.name.as_str()))
+            .map(|s| (s.address, s.key.name.as_str()))
+            .collect();
+        placed.sort_unstable();
+        let names: Vec<&str> = placed.iter().map(|&(_, n)| n).collect();
+        names
+            .windows(self.expected.len())
+            .any(|w| w.iter().zip(&self.expected).all(|(a, b)| a == b))
+    }
+}
+
+/// PATH with the directory of the `sediment` under test first (CMake and rpm look it up).
+fn path_with_sediment() -> String {
+    let bin_dir = sediment_bin().parent().unwrap().to_path_buf();
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?} failed:\n{}\n{}",
+        cmd,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn make_orders_each_program_from_its_own_profile_with_every_linker() {
+    if !have_tool("make") || !have_tool("gcc") {
+        return;
+    }
+    let p = Project::new();
+    std::fs::write(
+        p.path().join("Makefile"),
+        "all: alpha beta\nalpha beta: prog.c\n\t$(CC) $(CFLAGS) -o $@ prog.c $(LDFLAGS)\n",
+    )
+    .unwrap();
+    let b = p.wrappers();
+    for linker in ["lld", "gold", "bfd"] {
+        let _ = std::fs::remove_file(p.path().join("alpha"));
+        let _ = std::fs::remove_file(p.path().join("beta"));
+        let cflags = format!("CFLAGS=-O1 -ffunction-sections -fuse-ld={linker}");
+        run(Command::new("make").current_dir(p.path()).args([
+            "-s",
+            &cflags,
+            &format!("LDFLAGS={b}"),
+        ]));
+        assert!(
+            p.is_ordered(&p.path().join("alpha")),
+            "{linker}: alpha ordered"
+        );
+        assert!(!p.is_ordered(&p.path().join("beta")), "{linker}: premise");
+        run(Command::new("gcc")
+            .current_dir(p.path())
+            .args(["-O1", "-ffunction-sections"])
+            .arg(format!("-fuse-ld={linker}"))
+            .args(["-o", "beta.plain", "prog.c"]));
+        assert_eq!(
+            std::fs::read(p.path().join("beta")).unwrap(),
+            std::fs::read(p.path().join("beta.plain")).unwrap(),
+            "{linker}: a link without a profile is untouched"
+        );
+    }
+}
+
+#[test]
+fn cmake_module_orders_through_the_wrappers() {
+    if !have_tool("cmake") {
+        return;
+    }
+    let p = Project::new();
+    std::fs::write(
+        p.path().join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.13)\nproject(p C)\ninclude(Sediment)\nadd_executable(alpha prog.c)\nadd_executable(beta prog.c)\n",
+    )
+    .unwrap();
+    let module_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("integrations/cmake");
+    let prof = p.path().join("prof");
+    run(Command::new("cmake")
+        .current_dir(p.path())
+        .env("PATH", path_with_sediment())
+        .args(["-S", ".", "-B", "build", "-DCMAKE_C_FLAGS=-O1"])
+        .arg(format!("-DCMAKE_MODULE_PATH={}", module_dir.display()))
+        .arg(format!("-DSEDIMENT_PROF_DIR={}", prof.display()))
+        .arg("-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld"));
+    run(Command::new("cmake")
+        .current_dir(p.path())
+        .args(["--build", "build"]));
+    assert!(p.is_ordered(&p.path().join("build/alpha")));
+    assert!(!p.is_ordered(&p.path().join("build/beta")));
+}
+
+#[test]
+fn meson_link_args_order_through_the_wrappers() {
+    if !have_tool("meson") || !have_tool("ninja") {
+        return;
+    }
+    let p = Project::new();
+    std::fs::write(
+        p.path().join("meson.build"),
+        "project('p', 'c')\nexecutable('alpha', 'prog.c')\nexecutable('beta', 'prog.c')\n",
+    )
+    .unwrap();
+    let b = p.wrappers();
+    run(Command::new("meson")
+        .current_dir(p.path())
+        .args(["setup", "build", "--buildtype=plain"])
+        .arg("-Dc_args=['-O1','-ffunction-sections']")
+        .arg(format!("-Dc_link_args=['-fuse-ld=gold','{b}']")));
+    run(Command::new("ninja")
+        .current_dir(p.path())
+        .args(["-C", "build"]));
+    assert!(p.is_ordered(&p.path().join("build/alpha")));
+    assert!(!p.is_ordered(&p.path().join("build/beta")));
+}
+
+#[test]
+fn rpm_macros_order_through_the_wrappers() {
+    if !have_tool("rpmbuild") {
+        return;
+    }
+    let p = Project::new();
+    let top = p.path().join("rpm");
+    let sources = top.join("SOURCES");
+    std::fs::create_dir_all(sources.join("sediment-profiles")).unwrap();
+    std::fs::copy(p.path().join("prog.c"), sources.join("prog.c")).unwrap();
+    std::fs::copy(
+        p.path().join("prof/alpha.sprof"),
+        sources.join("sediment-profiles/alpha.sprof"),
+    )
+    .unwrap();
+    let spec = top.join("t.spec");
+    std::fs::write(
+        &spec,
+        "Name: sedtest\nVersion: 1\nRelease: 1\nSummary: t\nLicense: MIT\n%description\nt\n%build\n%sediment_setup\nfor p in alpha beta; do gcc -O1 %{sediment_cflags} -fuse-ld=bfd -o $p %{_sourcedir}/prog.c %{sediment_ldflags}; done\n",
+    )
+    .unwrap();
+    let macros: PathBuf =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("integrations/rpm/macros.sediment");
+    run(Command::new("rpmbuild")
+        .current_dir(p.path())
+        .env("PATH", path_with_sediment())
+        .arg("--load")
+        .arg(&macros)
+        .arg("--define")
+        .arg(format!("_topdir {}", top.display()))
+        .args(["--nodeps", "-bc"])
+        .arg(&spec));
+    let build = top.join("BUILD");
+    assert!(p.is_ordered(&build.join("alpha")));
+    assert!(!p.is_ordered(&build.join("beta")));
+}
+
+#[test]
+fn a_corrupt_profile_fails_the_link_with_one_line_naming_it() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let p = Project::new();
+    let b = p.wrappers();
+    std::fs::write(
+        p.path().join("prof/alpha.sprof"),
+        "sediment-profile 1\nfn 0 x\n",
+    )
+    .unwrap();
+    let out = Command::new("gcc")
+        .current_dir(p.path())
+        .args([
+            "-O1",
+            "-ffunction-sections",
+            "-fuse-ld=lld",
+            &b,
+            "-o",
+            "alpha",
+            "prog.c",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("sediment:")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].contains("alpha.sprof"), "{err}");
+    assert!(!p.path().join("alpha").exists(), "nothing linked");
+}
