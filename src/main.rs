@@ -56,6 +56,8 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Explain what moved between two builds' layouts, and why (shift segments, hot footprint).
     Diff(cmd::diff::Args),
+    /// Draw where the executed code sits in binaries (pages x cache lines, coloured by weight) as SVG.
+    Heatmap(cmd::heatmap::Args),
     /// Link N layouts of the same objects (shuffled or shifted) and report each metric's spread.
     Noise(cmd::noise::Args),
     /// Build the built-in example, profile, order, relink with every linker, and compare.
@@ -79,6 +81,7 @@ fn main() {
         Command::Match(a) => cmd::matching::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Diff(a) => cmd::diff::run(a),
+        Command::Heatmap(a) => cmd::heatmap::run(a),
         Command::Noise(a) => cmd::noise::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };

@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// Self weight per function key.
-fn weights_by_key(p: &Profile) -> HashMap<FuncKey, u64> {
+pub(crate) fn weights_by_key(p: &Profile) -> HashMap<FuncKey, u64> {
     p.functions
         .iter()
         .map(|f| (f.key.clone(), f.self_weight))
@@ -73,7 +73,7 @@ fn weights_by_key(p: &Profile) -> HashMap<FuncKey, u64> {
 }
 
 /// A binary's functions with their display keys and weights.
-fn placed(b: &Binary, weights: &HashMap<FuncKey, u64>) -> Vec<Placed> {
+pub(crate) fn placed(b: &Binary, weights: &HashMap<FuncKey, u64>) -> Vec<Placed> {
     b.functions
         .iter()
         .map(|s| Placed {

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod demo;
 pub mod diff;
 pub mod export;
+pub mod heatmap;
 pub mod import;
 pub mod ldwrap;
 pub mod link;

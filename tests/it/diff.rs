@@ -153,6 +153,30 @@ fn diff_names_the_grown_function_as_the_cause_of_the_shift() {
         lines(&new)
     );
 
+    // The heat map of both builds marks exactly those lines as executed.
+    let out = sediment(
+        dir.path(),
+        &["heatmap", "old", "new", "-p", "p.sprof", "-o", "heat.svg"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(dir.path().join("heat.svg")).unwrap();
+    for (build, b) in [("old", &old), ("new", &new)] {
+        let said = format!("{} cells executed", lines(b));
+        assert!(svg.contains(&said), "{build}: {said} not in the SVG");
+    }
+    if have_tool("xmllint") {
+        let st = Command::new("xmllint")
+            .arg("--noout")
+            .arg(dir.path().join("heat.svg"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "heat.svg is well-formed XML");
+    }
+
     // The text report says the same in words, and the same inputs give the same bytes.
     let text = sediment(dir.path(), &["diff", "old", "new", "-p", "p.sprof"]);
     assert!(text.status.success());

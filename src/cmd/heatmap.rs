@@ -1,0 +1,44 @@
+//! `sediment heatmap BIN... [-p PROFILE] -o OUT.svg`: a picture of where the executed code
+//! sits in each binary (`sediment_explain::heatmap`): one row per 4 KiB page, one cell per
+//! 64-byte line, coloured by the profile's weight, the binaries side by side on one scale.
+//! Weights are bound to each binary's symbols by key, as in `sediment diff`, so one profile
+//! serves a default and a reordered build of the same program. Without a profile every
+//! function is grey: the picture then only shows where code is.
+
+use crate::cmd::diff::{placed, weights_by_key};
+use crate::fsio;
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// Arguments of `sediment heatmap`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The binaries to draw, left to right.
+    #[arg(required = true)]
+    pub binaries: Vec<PathBuf>,
+    /// Profile giving the weights (of any of the binaries' builds).
+    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    pub profile: Option<PathBuf>,
+    /// Where to write the SVG.
+    #[arg(short = 'o', long = "output", value_name = "SVG")]
+    pub output: PathBuf,
+}
+
+/// Runs `sediment heatmap`.
+pub fn run(args: Args) -> Result<()> {
+    let profile = args
+        .profile
+        .as_deref()
+        .map(fsio::read_profile)
+        .transpose()?;
+    let weights = profile.as_ref().map(weights_by_key).unwrap_or_default();
+    let mut panels = Vec::new();
+    for path in &args.binaries {
+        let b = fsio::read_binary(path)?;
+        panels.push((path.display().to_string(), placed(&b, &weights)));
+    }
+    fsio::write_atomic(
+        &args.output,
+        sediment_explain::heatmap::svg(&panels).as_bytes(),
+    )
+}
