@@ -58,6 +58,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Draw where the executed code sits in binaries (pages x cache lines, coloured by weight) as SVG.
     Heatmap(cmd::heatmap::Args),
+    /// Report structure layouts from DWARF: holes, padding, cache-line straddles, false sharing.
+    Structs(cmd::structs::Args),
     /// Link N layouts of the same objects (shuffled or shifted) and report each metric's spread.
     Noise(cmd::noise::Args),
     /// Build the built-in example, profile, order, relink with every linker, and compare.
@@ -82,6 +84,7 @@ fn main() {
         Command::Sim(a) => cmd::sim::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Heatmap(a) => cmd::heatmap::run(a),
+        Command::Structs(a) => cmd::structs::run(a),
         Command::Noise(a) => cmd::noise::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };

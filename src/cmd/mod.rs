@@ -16,3 +16,4 @@ pub mod order;
 pub mod record;
 pub mod sim;
 pub mod stat;
+pub mod structs;

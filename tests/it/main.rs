@@ -15,3 +15,4 @@ mod packaging;
 mod perf;
 mod sim;
 mod stat;
+mod structs;

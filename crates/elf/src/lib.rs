@@ -10,14 +10,17 @@
 //! Parsing is done by the `object` crate, which bounds-checks every header and table against the
 //! data, so hostile input yields an error, never a panic or an unbounded allocation.
 //!
-//! Non-goal: DWARF. Function identity comes from the symbol table alone (name, plus the
-//! `STT_FILE` base name for local symbols); line tables and inlining are not read.
+//! - [`types`]: structure layouts from DWARF (`gimli`), for the data-layout report.
+//!
+//! Function identity comes from the symbol table alone (name, plus the `STT_FILE` base name
+//! for local symbols); DWARF line tables and inlining are not read.
 //!
 //! References: System V ABI, *Object Files* chapter ("Symbol Table", "Program Header"), and the
 //! GNU build-id note (`NT_GNU_BUILD_ID`, ld's `--build-id`).
 
 pub mod objects;
 pub mod symbols;
+pub mod types;
 
 pub use symbols::{Binary, Segment, Symbol};
 
