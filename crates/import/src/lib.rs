@@ -36,6 +36,7 @@ pub mod fdata;
 pub mod gcc_callgraph;
 pub mod gprof;
 pub mod perf;
+mod perf_branch;
 pub mod perf_script;
 pub mod pprof;
 
