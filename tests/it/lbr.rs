@@ -590,3 +590,91 @@ fn crafted_branch_count_is_a_one_line_error_with_offset() {
         assert!(!dir.path().join("out.sprof").exists());
     }
 }
+
+/// Runs `sediment import --format perf-script --binary lbr` (relative, from the fixture
+/// directory, so the golden files name no checkout path) on a perf_script fixture.
+fn import_script(name: &str, out_dir: &Path) -> std::process::Output {
+    let out = out_dir.join("out.sprof");
+    sediment(
+        &fixture("perf"),
+        &[
+            "import",
+            "--format",
+            "perf-script",
+            "--binary",
+            "lbr",
+            fixture(&format!("perf_script/{name}.txt"))
+                .to_str()
+                .unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    )
+}
+
+// Real `perf script` text of lbr-any-call.perf.data (tests/fixtures/perf_script/README.md), in
+// each form that names symbols, imports to its golden profile: the same four calls as the
+// perf.data import.
+#[test]
+fn perf_script_brstacksym_forms_match_golden_profiles() {
+    let update = std::env::var_os("SEDIMENT_UPDATE_GOLDEN").is_some();
+    for name in [
+        "lbr.ip-sym-dso-brstacksym",
+        "lbr.default-brstacksym",
+        "lbr.ip-brstacksym",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = import_script(name, dir.path());
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = std::fs::read_to_string(dir.path().join("out.sprof")).unwrap();
+        let golden = fixture(&format!("perf_script/{name}.sprof"));
+        if update {
+            std::fs::write(&golden, &got).unwrap();
+        }
+        assert_eq!(got, std::fs::read_to_string(&golden).unwrap(), "{name}");
+        let p = Profile::from_text(&got).unwrap();
+        let leaf = FuncKey::local("leaf", "lbr.c");
+        assert_eq!(
+            edge(&p, &FuncKey::global("main"), &FuncKey::global("left")),
+            3
+        );
+        assert_eq!(edge(&p, &FuncKey::global("right"), &leaf), 2);
+        assert_eq!(p.edges.len(), 4, "{name}: {got}");
+    }
+}
+
+// Raw `-F brstack` (even with `--show-mmap-events`) and perf 6.1's glued `-F ip,sym,brstacksym`
+// are refused in one line that says what to print instead; nothing is written.
+#[test]
+fn perf_script_raw_and_glued_forms_are_refused() {
+    for (name, needles) in [
+        (
+            "lbr.brstack-mmap",
+            &[
+                "lbr.brstack-mmap.txt: every branch entry is a raw address",
+                "brstacksym",
+            ][..],
+        ),
+        (
+            "lbr.ip-sym-brstacksym",
+            &[
+                "lbr.ip-sym-brstacksym.txt: line 1: the sample's symbol is glued",
+                "dso",
+            ][..],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = import_script(name, dir.path());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{name}: `{n}` missing from {err}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{name}");
+    }
+}
