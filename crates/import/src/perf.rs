@@ -1,4 +1,5 @@
-//! Importer for `perf.data` files written by `perf record -e cpu-clock -g`.
+//! Importer for `perf.data` files written by `perf record -e cpu-clock -g`, or with LBR
+//! branch stacks by `perf record -e branches:u -j any_call`.
 //!
 //! The file is read with the `linux-perf-data` crate (format: `tools/perf/Documentation/
 //! perf.data-file-format.txt` in the Linux tree), never by running `perf script`. Records come
@@ -31,6 +32,18 @@
 //! algorithms ignore those. Edges between two binaries (the main program calling into `libc`)
 //! belong to neither profile: a linker orders one binary at a time.
 //!
+//! Branch stacks (LBR). When the event records `PERF_SAMPLE_BRANCH_STACK`, each sample's stack is
+//! decoded from the raw record by `perf_branch.rs` (the parser crate discards it), and its
+//! entries, mapped like frames through the process's map, give the sample's call edges instead
+//! of its call chain: one unit per entry whose two ends are in one binary and whose target is
+//! the first byte of a function (a call or a tail call; a loop's backward jump lands inside its
+//! own function). When the recording holds only calls (`-j any_call`, `call`, `ind_call`,
+//! `stack`), an entry is a call wherever in a function it lands, provided the function's symbol
+//! gives its size: a target in a size-less symbol's shadow is a PLT stub after `_init`, not a
+//! function. The sampled IP keeps its unit of self weight. Turned down: adding the call chain's
+//! edges as well (a sample would count its calls twice, on two scales) and weighting by the
+//! entries' cycle counts or `-j ...,counter` counters (they time branches, not call frequency).
+//!
 //! Kernel-mode samples are not attributed to the user code that made the system call: they do
 //! not execute that code, and code layout is about what executes. They are counted in the
 //! [`Stats`].
@@ -39,7 +52,9 @@
 //! `MMAP2` field, so before handing it the bytes this module checks the header, the feature
 //! section table and the event descriptions against the file size, and checks each `MMAP2`
 //! build-id length; a parser panic that slips through anyway is caught and reported as a
-//! damaged file rather than taking the process down.
+//! damaged file rather than taking the process down. Branch stacks are checked in file order
+//! before that parser runs (`perf_branch.rs`), so a crafted branch count is reported at
+//! its byte offset.
 
 use crate::perf_branch::{self, AttrSource, Attrs, RawAttr};
 use crate::Error;

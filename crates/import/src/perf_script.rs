@@ -16,8 +16,13 @@
 //!    `(dso)` when the `dso` field is selected, and the third field is `M`, `P` or `-`; perf may
 //!    append further fields, which are ignored. Raw-address entries (`-F brstack`, `0xFROM/0xTO`)
 //!    cannot be attributed without the binary and its mappings and are counted as
-//!    unsymbolized. An entry without `(dso)` belongs to the dso of its line's `ip sym (dso)`
-//!    prefix, or else to a profile named [`UNKNOWN_DSO`].
+//!    unsymbolized; a file whose entries are all raw is refused with a message saying what to
+//!    print instead. An entry without `(dso)` belongs to the dso of its line's `ip sym (dso)`
+//!    prefix, or else to a profile named [`UNKNOWN_DSO`]. perf 6.1 prints the first entry of a
+//!    line glued to the field before it (`ADDRleft+0x4/...`, `(dso)left+0x4/...`); `unglue`
+//!    puts the space back, and refuses `-F ip,sym,brstacksym`, where two symbol names touch.
+//!    A line holding only the `ip` is a sample with an empty stack. Side-band lines
+//!    (`PERF_RECORD_MMAP2 ...` of `--show-mmap-events`) are skipped.
 //!
 //! Weights. Call-graph samples follow the [`perf`](crate::perf) importer exactly, by [`Mode`]:
 //! one unit of self weight to the leaf function per sample (the period is ignored), plus one on
