@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 /// Input formats `sediment import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// `perf.data` from `perf record -e cpu-clock -g`.
+    /// `perf.data` from `perf record -e cpu-clock -g`, or with LBR branch stacks from
+    /// `perf record -e branches:u -j any_call` (see docs/branch-stacks.md).
     Perf,
     /// `callgrind.out` from `valgrind --tool=callgrind`.
     Callgrind,
@@ -180,6 +181,13 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
         warnings.push(format!(
             "{} samples matched no function symbol",
             s.unsymbolized_samples
+        ));
+    }
+    if s.branches > 0 && s.branch_calls == 0 {
+        warnings.push(format!(
+            "none of the {} branch-stack entries was a call between two functions of one \
+             binary (see docs/branch-stacks.md)",
+            s.branches
         ));
     }
     Ok(Imported {

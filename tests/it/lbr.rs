@@ -678,3 +678,31 @@ fn perf_script_raw_and_glued_forms_are_refused() {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{name}");
     }
 }
+
+// Regression: an MMAP2 page offset near 2^64 made `address - start + pgoff` overflow, a panic
+// with a backtrace in debug builds. Now the offset wraps, matches no symbol, and the import
+// says so in counted warnings.
+#[test]
+fn regress_mmap_pgoff_overflow_is_not_a_panic() {
+    let mut bytes = std::fs::read(fixture("perf/lbr-any-call.perf.data")).unwrap();
+    // The data section starts at 256 with a 24-byte COMM; the MMAP2 body follows its header:
+    // pid, tid, addr, len, then pgoff.
+    let pgoff_at = 256 + 24 + 8 + 24;
+    assert_eq!(
+        u32::from_le_bytes(bytes[280..284].try_into().unwrap()),
+        10,
+        "MMAP2"
+    );
+    bytes[pgoff_at..pgoff_at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pgoff.perf.data");
+    std::fs::write(&input, &bytes).unwrap();
+    let out = import(dir.path(), &input, &fixture("perf/lbr"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("6 samples matched no function symbol"),
+        "{err}"
+    );
+}

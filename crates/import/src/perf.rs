@@ -538,7 +538,7 @@ fn collect(
                     let map = maps.get(&pid);
                     let frame = |addr| {
                         let (s0, m) = find_mapping(map?, addr)?;
-                        Some((m.binary, addr - s0 + m.pgoff))
+                        Some((m.binary, (addr - s0).wrapping_add(m.pgoff)))
                     };
                     for b in stack {
                         if let (Some(from), Some(to)) = (frame(b.from), frame(b.to)) {
@@ -562,7 +562,9 @@ fn collect(
                 for (i, addr) in frames.into_iter().enumerate() {
                     let found = map.and_then(|m| find_mapping(m, addr));
                     match found {
-                        Some((s0, m)) => out.frames.push((m.binary, addr - s0 + m.pgoff)),
+                        Some((s0, m)) => out
+                            .frames
+                            .push((m.binary, (addr - s0).wrapping_add(m.pgoff))),
                         // The chain stops being attributable at the first unmapped frame.
                         None => {
                             if i == 0 {
