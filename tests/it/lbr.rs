@@ -679,11 +679,19 @@ fn perf_script_raw_and_glued_forms_are_refused() {
     }
 }
 
-// Regression: an MMAP2 page offset near 2^64 made `address - start + pgoff` overflow, a panic
-// with a backtrace in debug builds. Now the offset wraps, matches no symbol, and the import
-// says so in counted warnings.
+// Regression (found by the perf_data_lbr fuzz target, input
+// tests/fixtures/perf/regress-lbr-pgoff-overflow.bin): an MMAP2 page offset near 2^64 made
+// `address - start + pgoff` overflow, a panic with a backtrace in debug builds. Now the offset
+// wraps, matches no symbol, and the import says so in counted warnings.
 #[test]
 fn regress_mmap_pgoff_overflow_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let found = fixture("perf/regress-lbr-pgoff-overflow.bin");
+    let out = import(dir.path(), &found, &fixture("perf/lbr"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The same on a clean recording whose only change is that page offset.
     let mut bytes = std::fs::read(fixture("perf/lbr-any-call.perf.data")).unwrap();
     // The data section starts at 256 with a 24-byte COMM; the MMAP2 body follows its header:
     // pid, tid, addr, len, then pgoff.
@@ -694,7 +702,6 @@ fn regress_mmap_pgoff_overflow_is_not_a_panic() {
         "MMAP2"
     );
     bytes[pgoff_at..pgoff_at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
-    let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("pgoff.perf.data");
     std::fs::write(&input, &bytes).unwrap();
     let out = import(dir.path(), &input, &fixture("perf/lbr"));
