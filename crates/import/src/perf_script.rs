@@ -647,6 +647,20 @@ mod tests {
         assert_eq!(r.stats.samples, 0);
     }
 
+    // perf 6.1 glues the first entry to the field before it; the space is put back, also when
+    // the symbol starts with hex letters (the ip field has a fixed width).
+    #[test]
+    fn unglue_splits_ip_and_dso_fields() {
+        let u = unglue("     555555555064add+0x4/abc+0x0/P/-/-/0/ ", true);
+        assert_eq!(&*u, "555555555064 add+0x4/abc+0x0/P/-/-/0/");
+        assert!(u.ip_split);
+        let u = unglue("4011 f (/bin/x)g+0x1(/bin/x)/h+0x0(/bin/x)/P/-/-/0/", false);
+        assert_eq!(&*u, "4011 f (/bin/x) g+0x1(/bin/x)/h+0x0(/bin/x)/P/-/-/0/");
+        assert!(!u.ip_split);
+        // An ip followed by a space is left alone.
+        assert!(!unglue("     5555555551e8 0x1/0x2/P/-/-/0/", true).ip_split);
+    }
+
     #[test]
     fn bad_input_names_file_and_line() {
         // A line that is nothing perf script prints is a one-line error with its number.
