@@ -363,6 +363,21 @@ pub(crate) fn branch_stack(
     Ok(Some(entries))
 }
 
+/// Where a sample's event id is, when a file has several events: first with
+/// `PERF_SAMPLE_IDENTIFIER`, else after the fields before `PERF_SAMPLE_ID`. Files with several
+/// events keep it at one place for all (perf arranges that; `linux-perf-data` refuses other
+/// files), so the first event's `sample_type` tells.
+fn id_position(sample_type: u64) -> Option<u64> {
+    if sample_type & SAMPLE_IDENTIFIER != 0 {
+        return Some(0);
+    }
+    (sample_type & SAMPLE_ID != 0).then(|| {
+        8 * u64::from(
+            (sample_type & (SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_ADDR)).count_ones(),
+        )
+    })
+}
+
 /// Size of `struct perf_event_header`.
 const RECORD_HEADER_SIZE: u64 = 8;
 
@@ -405,8 +420,8 @@ pub(crate) fn check_samples(
             let attr = if attrs.attrs.len() == 1 {
                 attrs.attrs.first()
             } else {
-                // Several events: each sample starts with its id (PERF_SAMPLE_IDENTIFIER).
-                u64_at(body, 0, big)
+                id_position(attrs.attrs[0].sample_type)
+                    .and_then(|at| u64_at(body, at, big))
                     .and_then(|id| attrs.by_id.get(&id))
                     .and_then(|&i| attrs.attrs.get(i))
             };
@@ -503,6 +518,57 @@ mod tests {
         assert!(msg.contains("does not fit"), "{msg}");
         let (at, _) = branch_stack(&body[..12], &attr, false).unwrap_err();
         assert_eq!(at, 8);
+    }
+
+    // A sample's event id is at 0 with IDENTIFIER, else after ip, tid, time and addr.
+    #[test]
+    fn id_positions() {
+        assert_eq!(
+            id_position(SAMPLE_IDENTIFIER | SAMPLE_IP | SAMPLE_ID),
+            Some(0)
+        );
+        assert_eq!(
+            id_position(SAMPLE_IP | SAMPLE_TID | SAMPLE_ID | SAMPLE_CPU),
+            Some(16)
+        );
+        assert_eq!(id_position(SAMPLE_IP | SAMPLE_TID), None);
+    }
+
+    // With two events, each sample is checked against its own event (found by its id): a
+    // `cycles` sample whose bytes would read as a huge branch count is not one; a damaged
+    // branch sample is reported at the file offset of its count.
+    #[test]
+    fn check_samples_uses_each_samples_event() {
+        let branches = RawAttr {
+            sample_type: SAMPLE_IDENTIFIER | SAMPLE_IP | SAMPLE_BRANCH_STACK,
+            read_format: 0,
+            branch_sample_type: ANY_CALL,
+        };
+        let cycles = RawAttr {
+            sample_type: SAMPLE_IDENTIFIER | SAMPLE_IP,
+            ..RawAttr::default()
+        };
+        let attrs = Attrs {
+            attrs: vec![branches, cycles],
+            by_id: HashMap::from([(1, 0), (2, 1)]),
+        };
+        let sample = |body: &[u64]| {
+            let mut r = vec![9u8, 0, 0, 0, 2, 0];
+            r.extend((8 + 8 * body.len() as u16).to_le_bytes());
+            r.extend(words(body));
+            r
+        };
+        // 16 bytes of something before the data section.
+        let mut data = vec![0u8; 16];
+        data.extend(sample(&[2, 0x10, u64::MAX])); // cycles: the third word is not a count
+        data.extend(sample(&[1, 0x10, 1, 0xa, 0xb, 0])); // branches: one entry
+        let end = data.len() as u64;
+        assert_eq!(check_samples(&data, (16, end), &attrs, false), Ok(()));
+        data.extend(sample(&[1, 0x10, 5, 0xa, 0xb, 0])); // branches: 5 claimed, 1 present
+        let end2 = data.len() as u64;
+        let (at, _) = check_samples(&data, (16, end2), &attrs, false).unwrap_err();
+        // Header 8, identifier 8, ip 8 into the third record.
+        assert_eq!(at, end + 24);
     }
 
     // Only call filters make every entry a call.
