@@ -173,7 +173,8 @@ type Frame = (u32, u64);
 struct BranchFrames {
     from: Frame,
     to: Frame,
-    /// The event records only calls (`-j any_call`): the entry is a call whatever its target.
+    /// The event records only calls (`-j any_call`): the entry is a call wherever in a sized
+    /// function it lands, not only at the function's first byte.
     call: bool,
 }
 
