@@ -713,3 +713,24 @@ fn regress_mmap_pgoff_overflow_is_not_a_panic() {
         "{err}"
     );
 }
+
+// Regression (found by the perf_data_lbr fuzz target after 58,823 executions, input
+// tests/fixtures/perf/regress-attr-size-between-versions.bin): an event description whose
+// attribute says it is 119 bytes (between two attr versions) left linux-perf-data reading the
+// id count from the wrong bytes and allocating 29 GB by it. Now a one-line error at the offset
+// of that size field, and no output.
+#[test]
+fn regress_attr_size_between_versions_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture("perf/regress-attr-size-between-versions.bin");
+    let out = import(dir.path(), &input, &fixture("perf/lbr"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // HEADER_EVENT_DESC at 976: u32 nr, u32 attr_size, then the attr whose size is at +4.
+    assert!(
+        err.contains("regress-attr-size-between-versions.bin: offset 988: event description"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out.sprof").exists());
+}

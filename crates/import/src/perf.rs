@@ -352,6 +352,14 @@ fn check_layout(path: &str, data: &[u8]) -> Result<Layout, Error> {
     })
 }
 
+/// Sizes of `perf_event_attr` versions 0 to 7 (`PERF_ATTR_SIZE_VER*`); the reader also takes any
+/// size above the last one, skipping the fields it does not know.
+const ATTR_VERSION_SIZES: [u64; 8] = [64, 72, 80, 96, 104, 112, 120, 128];
+
+fn is_whole_attr_size(size: u64) -> bool {
+    ATTR_VERSION_SIZES.contains(&size) || size > ATTR_VERSION_SIZES[7]
+}
+
 /// Walks `HEADER_EVENT_DESC` (`u32 nr, u32 attr_size`, then per event: attr, `u32 nr_ids`, a
 /// string `u32 len` + bytes, `u64 ids[nr_ids]`) so that every count in it is backed by bytes.
 /// Returns the offset of the first bad field.
@@ -369,6 +377,14 @@ fn check_event_desc(data: &[u8], start: u64, end: u64, big: bool) -> Result<(), 
             .checked_add(attr_size)
             .filter(|&p| p + 4 <= end)
             .ok_or(at)?;
+        // The attribute's own size must be one `linux-perf-event-reader` reads whole: it reads
+        // the fields of the largest version not above that size, so a size between two versions
+        // would leave it mid-attribute, reading the id count from the wrong bytes (and
+        // allocating by it). Found by fuzzing: tests/fixtures/perf/regress-attr-size-between-versions.bin.
+        let own_size = u64::from(u32_at(data, at + 4, big).ok_or(at + 4)?);
+        if own_size > attr_size || !is_whole_attr_size(own_size) {
+            return Err(at + 4);
+        }
         let nr_ids = u64::from(u32_at(data, ids_at, big).ok_or(ids_at)?);
         let str_at = ids_at + 4;
         let str_len = u64::from(
