@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 /// Input formats `sediment import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// `perf.data` from `perf record -e cpu-clock -g`.
+    /// `perf.data` from `perf record -e cpu-clock -g`, or with LBR branch stacks from
+    /// `perf record -e branches:u -j any_call` (see docs/branch-stacks.md).
     Perf,
     /// `callgrind.out` from `valgrind --tool=callgrind`.
     Callgrind,
@@ -180,6 +181,13 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
         warnings.push(format!(
             "{} samples matched no function symbol",
             s.unsymbolized_samples
+        ));
+    }
+    if s.branches > 0 && s.branch_calls == 0 {
+        warnings.push(format!(
+            "none of the {} branch-stack entries was a call between two functions of one \
+             binary (see docs/branch-stacks.md)",
+            s.branches
         ));
     }
     Ok(Imported {
@@ -391,10 +399,19 @@ pub fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Re
     let result = sediment_import::perf_script::read(&input.display().to_string(), &text, mode)?;
     let mut warnings = Vec::new();
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
+    let named = |p: &Profile| override_name.as_deref() == Some(base_name(&p.meta.binary));
+    // Branch entries printed without their dso (`-F brstacksym`) belong to `--binary` when no
+    // dso of that name was printed.
+    let unknown_is_binary = !result.profiles.iter().any(named);
     let mut profiles = Vec::new();
     let mut main = None;
-    for p in result.profiles {
-        let is_main = override_name.as_deref() == Some(base_name(&p.meta.binary));
+    for mut p in result.profiles {
+        if unknown_is_binary && p.meta.binary == sediment_import::perf_script::UNKNOWN_DSO {
+            if let Some(b) = binary {
+                p.meta.binary = b.display().to_string();
+            }
+        }
+        let is_main = named(&p);
         if binary.is_some() && !is_main {
             continue;
         }

@@ -6,6 +6,7 @@ mod common;
 mod compare;
 mod diff;
 mod formats;
+mod lbr;
 mod link;
 mod matching;
 mod merge;

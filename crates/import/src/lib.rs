@@ -4,7 +4,9 @@
 //! samply's `import::perf::convert`):
 //! - [`perf`]: a `perf.data` file from `perf record -e cpu-clock -g`, read with the
 //!   `linux-perf-data` crate (never by shelling out to `perf script`), sample addresses mapped
-//!   through the recorded MMAP/MMAP2 records and the binaries' ELF symbol tables.
+//!   through the recorded MMAP/MMAP2 records and the binaries' ELF symbol tables. LBR branch
+//!   stacks (`-j any_call`) are decoded from the raw samples by the private `perf_branch`
+//!   module, which that crate's parser skips.
 //! - [`callgrind`]: a `callgrind.out` file (valgrind's text format); with instruction positions
 //!   (`--dump-instr=yes`) and the binaries, attributed by address like perf.
 //! - [`perf_script`]: `perf script` text (call graphs or `brstacksym`), when only text is shared.
@@ -36,6 +38,7 @@ pub mod fdata;
 pub mod gcc_callgraph;
 pub mod gprof;
 pub mod perf;
+mod perf_branch;
 pub mod perf_script;
 pub mod pprof;
 

@@ -1,4 +1,5 @@
-//! Importer for `perf.data` files written by `perf record -e cpu-clock -g`.
+//! Importer for `perf.data` files written by `perf record -e cpu-clock -g`, or with LBR
+//! branch stacks by `perf record -e branches:u -j any_call`.
 //!
 //! The file is read with the `linux-perf-data` crate (format: `tools/perf/Documentation/
 //! perf.data-file-format.txt` in the Linux tree), never by running `perf script`. Records come
@@ -31,6 +32,18 @@
 //! algorithms ignore those. Edges between two binaries (the main program calling into `libc`)
 //! belong to neither profile: a linker orders one binary at a time.
 //!
+//! Branch stacks (LBR). When the event records `PERF_SAMPLE_BRANCH_STACK`, each sample's stack is
+//! decoded from the raw record by `perf_branch.rs` (the parser crate discards it), and its
+//! entries, mapped like frames through the process's map, give the sample's call edges instead
+//! of its call chain: one unit per entry whose two ends are in one binary and whose target is
+//! the first byte of a function (a call or a tail call; a loop's backward jump lands inside its
+//! own function). When the recording holds only calls (`-j any_call`, `call`, `ind_call`,
+//! `stack`), an entry is a call wherever in a function it lands, provided the function's symbol
+//! gives its size: a target in a size-less symbol's shadow is a PLT stub after `_init`, not a
+//! function. The sampled IP keeps its unit of self weight. Turned down: adding the call chain's
+//! edges as well (a sample would count its calls twice, on two scales) and weighting by the
+//! entries' cycle counts or `-j ...,counter` counters (they time branches, not call frequency).
+//!
 //! Kernel-mode samples are not attributed to the user code that made the system call: they do
 //! not execute that code, and code layout is about what executes. They are counted in the
 //! [`Stats`].
@@ -39,8 +52,11 @@
 //! `MMAP2` field, so before handing it the bytes this module checks the header, the feature
 //! section table and the event descriptions against the file size, and checks each `MMAP2`
 //! build-id length; a parser panic that slips through anyway is caught and reported as a
-//! damaged file rather than taking the process down.
+//! damaged file rather than taking the process down. Branch stacks are checked in file order
+//! before that parser runs (`perf_branch.rs`), so a crafted branch count is reported at
+//! its byte offset.
 
+use crate::perf_branch::{self, AttrSource, Attrs, RawAttr};
 use crate::Error;
 use linux_perf_data::linux_perf_event_reader::constants::{
     PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PERF_RECORD_MISC_MMAP_BUILD_ID, PERF_RECORD_MMAP2,
@@ -116,6 +132,10 @@ pub struct Stats {
     pub missing_binaries: Vec<(String, u64)>,
     /// Samples in a resolved binary whose address matched no function symbol.
     pub unsymbolized_samples: u64,
+    /// Branch-stack (LBR) entries of all samples.
+    pub branches: u64,
+    /// Branch-stack entries that became a call edge (see the module docs for which do).
+    pub branch_calls: u64,
 }
 
 /// The result of [`read`].
@@ -148,6 +168,16 @@ struct BinaryInfo {
 /// A user frame resolved to a binary: (binary index, file offset).
 type Frame = (u32, u64);
 
+/// A branch-stack entry whose two ends are in file mappings of one binary.
+#[derive(Debug, Clone, Copy)]
+struct BranchFrames {
+    from: Frame,
+    to: Frame,
+    /// The event records only calls (`-j any_call`): the entry is a call wherever in a sized
+    /// function it lands, not only at the function's first byte.
+    call: bool,
+}
+
 /// Size of `struct perf_file_header`.
 const HEADER_SIZE: u64 = 104;
 /// Size of `struct perf_file_section`.
@@ -167,8 +197,22 @@ pub fn read(
     resolver: &mut dyn BinaryResolver,
 ) -> Result<PerfImport, Error> {
     let layout = check_layout(path, data)?;
+    let attrs = perf_branch::attrs(data, &layout.attrs, layout.big);
+    if let Some(attrs) = &attrs {
+        perf_branch::check_samples(
+            data,
+            (layout.data_offset, layout.data_end),
+            attrs,
+            layout.big,
+        )
+        .map_err(|(offset, message)| Error::Corrupt {
+            path: path.to_string(),
+            offset,
+            message,
+        })?;
+    }
     let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        collect(path, data, &layout)
+        collect(path, data, &layout, attrs)
     }))
     .map_err(|_| Error::Corrupt {
         path: path.to_string(),
@@ -178,10 +222,12 @@ pub fn read(
     attribute(parsed, mode, resolver)
 }
 
-/// Where the records are, checked against the file size.
+/// Where the records and the event attributes are, checked against the file size.
 struct Layout {
     data_offset: u64,
     data_end: u64,
+    big: bool,
+    attrs: AttrSource,
 }
 
 fn u64_at(data: &[u8], at: u64, big: bool) -> Option<u64> {
@@ -262,11 +308,12 @@ fn check_layout(path: &str, data: &[u8]) -> Result<Layout, Error> {
             )),
         }
     };
-    section(24, "attribute")?;
+    let attr_section = section(24, "attribute")?;
     let (data_offset, data_end) = section(40, "data")?;
     section(56, "event types")?;
     // The feature table follows the data section: one perf_file_section per feature bit set.
     let mut table = data_end;
+    let mut event_desc = None;
     for word in 0..4u64 {
         let bits = rd(72 + 8 * word);
         for bit in 0..64u32 {
@@ -288,6 +335,7 @@ fn check_layout(path: &str, data: &[u8]) -> Result<Layout, Error> {
                         "event description (HEADER_EVENT_DESC) is damaged".into(),
                     )
                 })?;
+                event_desc = Some((off, end));
             }
             table += SECTION_SIZE;
         }
@@ -295,7 +343,21 @@ fn check_layout(path: &str, data: &[u8]) -> Result<Layout, Error> {
     Ok(Layout {
         data_offset,
         data_end,
+        big,
+        attrs: AttrSource {
+            event_desc,
+            attr_section,
+            attr_entry_size: attr_size,
+        },
     })
+}
+
+/// Sizes of `perf_event_attr` versions 0 to 7 (`PERF_ATTR_SIZE_VER*`); the reader also takes any
+/// size above the last one, skipping the fields it does not know.
+const ATTR_VERSION_SIZES: [u64; 8] = [64, 72, 80, 96, 104, 112, 120, 128];
+
+fn is_whole_attr_size(size: u64) -> bool {
+    ATTR_VERSION_SIZES.contains(&size) || size > ATTR_VERSION_SIZES[7]
 }
 
 /// Walks `HEADER_EVENT_DESC` (`u32 nr, u32 attr_size`, then per event: attr, `u32 nr_ids`, a
@@ -315,6 +377,14 @@ fn check_event_desc(data: &[u8], start: u64, end: u64, big: bool) -> Result<(), 
             .checked_add(attr_size)
             .filter(|&p| p + 4 <= end)
             .ok_or(at)?;
+        // The attribute's own size must be one `linux-perf-event-reader` reads whole: it reads
+        // the fields of the largest version not above that size, so a size between two versions
+        // would leave it mid-attribute, reading the id count from the wrong bytes (and
+        // allocating by it). Found by fuzzing: tests/fixtures/perf/regress-attr-size-between-versions.bin.
+        let own_size = u64::from(u32_at(data, at + 4, big).ok_or(at + 4)?);
+        if own_size > attr_size || !is_whole_attr_size(own_size) {
+            return Err(at + 4);
+        }
         let nr_ids = u64::from(u32_at(data, ids_at, big).ok_or(ids_at)?);
         let str_at = ids_at + 4;
         let str_len = u64::from(
@@ -337,6 +407,8 @@ struct Collected {
     /// Frames of all attributable samples, flattened; `sample_ends[i]` is the end of sample `i`.
     frames: Vec<Frame>,
     sample_ends: Vec<usize>,
+    /// Branch-stack entries of all samples whose ends map to one binary.
+    branches: Vec<BranchFrames>,
     recorded_build_ids: HashMap<Vec<u8>, String>,
     main_binary: Option<u32>,
     event: Option<String>,
@@ -348,7 +420,12 @@ fn is_file_path(path: &[u8]) -> bool {
     path.starts_with(b"/") && !path.ends_with(b" (deleted)") && !path.starts_with(b"//anon")
 }
 
-fn collect(path: &str, data: &[u8], layout: &Layout) -> Result<Collected, Error> {
+fn collect(
+    path: &str,
+    data: &[u8],
+    layout: &Layout,
+    attrs: Option<Attrs>,
+) -> Result<Collected, Error> {
     let corrupt = |message: String| Error::Corrupt {
         path: path.to_string(),
         offset: layout.data_offset,
@@ -363,6 +440,20 @@ fn collect(path: &str, data: &[u8], layout: &Layout) -> Result<Collected, Error>
         message: format!("perf file header or attributes: {e}"),
     })?;
 
+    // The raw attributes read by `perf_branch`, unless they disagree with the crate's count;
+    // then the crate's parsed values (which lack only `PERF_SAMPLE_BRANCH_COUNTERS`).
+    let parsed_attrs = perf_file.event_attributes();
+    let attrs: Vec<RawAttr> = match attrs {
+        Some(a) if a.attrs.len() == parsed_attrs.len() => a.attrs,
+        _ => parsed_attrs
+            .iter()
+            .map(|d| RawAttr {
+                sample_type: d.attr.sample_format.bits(),
+                read_format: d.attr.read_format.bits(),
+                branch_sample_type: d.attr.branch_sample_format.bits(),
+            })
+            .collect(),
+    };
     let mut event_names: Vec<&str> = perf_file
         .event_attributes()
         .iter()
@@ -384,6 +475,7 @@ fn collect(path: &str, data: &[u8], layout: &Layout) -> Result<Collected, Error>
         binaries: Vec::new(),
         frames: Vec::new(),
         sample_ends: Vec::new(),
+        branches: Vec::new(),
         recorded_build_ids,
         main_binary: None,
         event,
@@ -400,7 +492,7 @@ fn collect(path: &str, data: &[u8], layout: &Layout) -> Result<Collected, Error>
             layout.data_end - layout.data_offset
         ))
     })? {
-        let PerfFileRecord::EventRecord { record, .. } = record else {
+        let PerfFileRecord::EventRecord { record, attr_index } = record else {
             continue;
         };
         if record.record_type == RecordType(PERF_RECORD_MMAP2)
@@ -454,7 +546,30 @@ fn collect(path: &str, data: &[u8], layout: &Layout) -> Result<Collected, Error>
             EventRecord::Sample(s) => {
                 out.stats.samples += 1;
                 let pid = s.pid.unwrap_or(-1);
-                let frames = user_frames(s.ip, s.callchain.as_ref(), s.cpu_mode);
+                let attr = attrs.get(attr_index).copied().unwrap_or_default();
+                let stack = perf_branch::branch_stack(&record.data.as_slice(), &attr, layout.big)
+                    .map_err(|(_, m)| corrupt(m))?;
+                if let Some(stack) = &stack {
+                    out.stats.branches += stack.len() as u64;
+                    let call = perf_branch::is_call_filter(attr.branch_sample_type);
+                    let map = maps.get(&pid);
+                    let frame = |addr| {
+                        let (s0, m) = find_mapping(map?, addr)?;
+                        Some((m.binary, (addr - s0).wrapping_add(m.pgoff)))
+                    };
+                    for b in stack {
+                        if let (Some(from), Some(to)) = (frame(b.from), frame(b.to)) {
+                            if from.0 == to.0 {
+                                out.branches.push(BranchFrames { from, to, call });
+                            }
+                        }
+                    }
+                }
+                let mut frames = user_frames(s.ip, s.callchain.as_ref(), s.cpu_mode);
+                // With a branch stack, calls come from it alone: keep only the sampled IP.
+                if let (Some(f), Some(_)) = (frames.as_mut(), &stack) {
+                    f.truncate(1);
+                }
                 let Some(frames) = frames else {
                     out.stats.kernel_samples += 1;
                     continue;
@@ -464,7 +579,9 @@ fn collect(path: &str, data: &[u8], layout: &Layout) -> Result<Collected, Error>
                 for (i, addr) in frames.into_iter().enumerate() {
                     let found = map.and_then(|m| find_mapping(m, addr));
                     match found {
-                        Some((s0, m)) => out.frames.push((m.binary, addr - s0 + m.pgoff)),
+                        Some((s0, m)) => out
+                            .frames
+                            .push((m.binary, (addr - s0).wrapping_add(m.pgoff))),
                         // The chain stops being attributable at the first unmapped frame.
                         None => {
                             if i == 0 {
@@ -598,6 +715,9 @@ fn attribute(
         }
         start = end;
     }
+    for b in &c.branches {
+        has_edges[b.from.0 as usize] = true;
+    }
     let mut stats = c.stats;
     let mut resolved: Vec<Option<Resolved>> = Vec::with_capacity(c.binaries.len());
     // Binaries are resolved in path order so that resolver calls (and their errors) are
@@ -605,9 +725,11 @@ fn attribute(
     let mut order: Vec<usize> = (0..c.binaries.len()).collect();
     order.sort_by(|&a, &b| c.binaries[a].path.cmp(&c.binaries[b].path));
     resolved.resize_with(c.binaries.len(), || None);
+    let has_branches = !c.branches.is_empty();
     for id in order {
         let info = &c.binaries[id];
-        let wanted = leaf_samples[id] > 0 || (mode == Mode::Chain && has_edges[id]);
+        let wanted =
+            leaf_samples[id] > 0 || ((mode == Mode::Chain || has_branches) && has_edges[id]);
         if !wanted {
             continue;
         }
@@ -698,6 +820,31 @@ fn attribute(
                 set_size(&mut r.builder, &bk, bsz);
             }
         }
+    }
+
+    // Branch-stack entries (see the module docs): a call edge when the target is the first byte
+    // of a function, or, when the event records only calls, anywhere inside a function whose
+    // symbol gives its size. One unit per entry.
+    for b in &c.branches {
+        let Some(r) = resolved[b.from.0 as usize].as_mut() else {
+            continue;
+        };
+        let vaddr = |off| r.elf.offset_to_vaddr(off);
+        let (Some(from), Some(to)) = (vaddr(b.from.1), vaddr(b.to.1)) else {
+            continue;
+        };
+        let (Some(caller), Some(callee)) = (r.elf.lookup(from), r.elf.lookup(to)) else {
+            continue;
+        };
+        let (a, t) = (&r.elf.functions[caller], &r.elf.functions[callee]);
+        if t.address != to && !(b.call && t.size > 0) {
+            continue;
+        }
+        let (ak, asz, tk, tsz) = (a.key.clone(), a.size, t.key.clone(), t.size);
+        r.builder.add_call(&ak, &tk, 1);
+        set_size(&mut r.builder, &ak, asz);
+        set_size(&mut r.builder, &tk, tsz);
+        stats.branch_calls += 1;
     }
 
     let mut profiles: Vec<Profile> = resolved

@@ -16,8 +16,13 @@
 //!    `(dso)` when the `dso` field is selected, and the third field is `M`, `P` or `-`; perf may
 //!    append further fields, which are ignored. Raw-address entries (`-F brstack`, `0xFROM/0xTO`)
 //!    cannot be attributed without the binary and its mappings and are counted as
-//!    unsymbolized. An entry without `(dso)` belongs to the dso of its line's `ip sym (dso)`
-//!    prefix, or else to a profile named [`UNKNOWN_DSO`].
+//!    unsymbolized; a file whose entries are all raw is refused with a message saying what to
+//!    print instead. An entry without `(dso)` belongs to the dso of its line's `ip sym (dso)`
+//!    prefix, or else to a profile named [`UNKNOWN_DSO`]. perf 6.1 prints the first entry of a
+//!    line glued to the field before it (`ADDRleft+0x4/...`, `(dso)left+0x4/...`); `unglue`
+//!    puts the space back, and refuses `-F ip,sym,brstacksym`, where two symbol names touch.
+//!    A line holding only the `ip` is a sample with an empty stack. Side-band lines
+//!    (`PERF_RECORD_MMAP2 ...` of `--show-mmap-events`) are skipped.
 //!
 //! Weights. Call-graph samples follow the [`perf`](crate::perf) importer exactly, by [`Mode`]:
 //! one unit of self weight to the leaf function per sample (the period is ignored), plus one on
@@ -196,6 +201,13 @@ pub fn read(path: &str, text: &str, mode: Mode) -> Result<PerfScriptImport, Erro
             frames.clear();
             continue;
         }
+        // Side-band events (`--show-mmap-events`, `--show-task-events`...): nothing to weigh.
+        if tokens(line)
+            .take(8)
+            .any(|(_, t)| t.starts_with("PERF_RECORD_"))
+        {
+            continue;
+        }
         if line.starts_with([' ', '\t']) {
             if let Some(f) = parse_frame(line.trim()) {
                 frames.push(f);
@@ -216,21 +228,29 @@ pub fn read(path: &str, text: &str, mode: Mode) -> Result<PerfScriptImport, Erro
                 frames.push(f);
                 continue;
             }
-            if !branch_line(&mut st, rest) {
-                return Err(syntax(
-                    path,
-                    line_no,
-                    "sample header followed by neither a frame nor branch entries",
-                ));
+            match branch_line(&mut st, &unglue(rest, false)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(syntax(
+                        path,
+                        line_no,
+                        "sample header followed by neither a frame nor branch entries",
+                    ))
+                }
+                Err(message) => return Err(syntax(path, line_no, message)),
             }
             continue;
         }
-        if !branch_line(&mut st, line.trim()) {
-            return Err(syntax(
-                path,
-                line_no,
-                "not a sample header, a frame (`addr sym (dso)`) or branch entries (`from/to/P/...`)",
-            ));
+        match branch_line(&mut st, &unglue(line, true)) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(syntax(
+                    path,
+                    line_no,
+                    "not a sample header, a frame (`addr sym (dso)`) or branch entries (`from/to/P/...`)",
+                ))
+            }
+            Err(message) => return Err(syntax(path, line_no, message)),
         }
     }
     st.finish_sample(&frames);
@@ -238,6 +258,15 @@ pub fn read(path: &str, text: &str, mode: Mode) -> Result<PerfScriptImport, Erro
         return Err(Error::Format {
             path: path.to_string(),
             message: "no samples or branch entries (not `perf script` output?)".into(),
+        });
+    }
+    if st.stats.branches > 0 && st.stats.unsymbolized_branches == st.stats.branches {
+        return Err(Error::Format {
+            path: path.to_string(),
+            message: "every branch entry is a raw address (`-F brstack`), which Sediment does not \
+                      resolve from text: print `-F ip,sym,dso,brstacksym` instead, or import the \
+                      perf.data itself (`--format perf`)"
+                .into(),
         });
     }
     let event = st.event.clone();
@@ -353,14 +382,86 @@ fn tokens(line: &str) -> impl Iterator<Item = (usize, &str)> {
         .filter(|(_, t)| !t.is_empty())
 }
 
-/// Reads a line of branch entries, optionally after an `ip sym (dso)` prefix. False when it
-/// holds no entry at all.
-fn branch_line(st: &mut State, line: &str) -> bool {
+/// Width of the `ip` field at the start of a line as perf prints it (`" %16lx"`: a separator
+/// space, then the address right-aligned in 16 columns).
+const IP_WIDTH: usize = 17;
+
+/// A line with the separators perf 6.1 leaves out put back, and whether the `ip` field was
+/// glued to the first entry.
+struct Unglued {
+    line: String,
+    ip_split: bool,
+}
+
+impl std::ops::Deref for Unglued {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.line
+    }
+}
+
+/// perf 6.1 prints the first branch entry right after the field before it, without a space:
+/// `5555555551e8left+0x4/...` (`-F ip,brstacksym`: the `ip` field, split off when
+/// `line_start`), `(/bin/prog)left+0x4(/bin/prog)/...` (any `dso` field before
+/// `brstacksym`: split after a `)` that is followed by a symbol), and `leafleft+0x4/...`
+/// (`-F ip,sym,brstacksym`: cannot be split, see [`branch_line`]).
+fn unglue(line: &str, line_start: bool) -> Unglued {
+    let mut out = String::with_capacity(line.len() + 8);
+    let mut ip_split = false;
+    let mut rest = line;
+    if line_start && line.starts_with(' ') {
+        if let (Some(field), Some(next)) = (line.get(..IP_WIDTH), line.get(IP_WIDTH..)) {
+            let digits = field.trim_start();
+            if !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_hexdigit())
+                && next.starts_with(|c: char| !c.is_whitespace())
+            {
+                out.push_str(field);
+                out.push(' ');
+                rest = next;
+                ip_split = true;
+            }
+        }
+    }
+    let mut chars = rest.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        out.push(c);
+        if c == ')' {
+            if let Some(&(_, n)) = chars.peek() {
+                if !n.is_whitespace() && n != '/' && n != ')' {
+                    out.push(' ');
+                }
+            }
+        }
+    }
+    Unglued {
+        line: out.trim().to_string(),
+        ip_split,
+    }
+}
+
+/// Reads a line of branch entries, optionally after an `ip sym (dso)` prefix. `Ok(false)` when
+/// it holds no entry at all; `Err` when the first entry cannot be told from the field before it.
+fn branch_line(st: &mut State, line: &Unglued) -> Result<bool, &'static str> {
     let toks: Vec<(usize, &str)> = tokens(line).collect();
     let Some(first) = toks.iter().position(|(_, t)| parse_entry(t).is_some()) else {
-        return false;
+        // `-F ip,brstacksym` of a sample whose stack is empty: the ip alone.
+        let lone_ip =
+            matches!(toks.as_slice(), [(_, ip)] if ip.bytes().all(|b| b.is_ascii_hexdigit()));
+        return Ok(lone_ip);
     };
     let prefix = line[..toks[first].0].trim();
+    // `ADDR symENTRY`: perf 6.1's `-F ip,sym,brstacksym` glues the sample's symbol to the first
+    // entry's source symbol, and no rule can split two names.
+    let ip_only = !prefix.is_empty() && prefix.bytes().all(|b| b.is_ascii_hexdigit());
+    if ip_only && !line.ip_split && parse_entry(toks[first].1).is_some_and(|(f, _)| f.sym.is_some())
+    {
+        return Err(
+            "the sample's symbol is glued to the first branch entry (perf prints \
+                    `-F ip,sym,brstacksym` without a space): add the `dso` field \
+                    (`-F ip,sym,dso,brstacksym`) or print `-F brstacksym` alone",
+        );
+    }
     let line_dso = if prefix.is_empty() {
         None
     } else {
@@ -369,10 +470,10 @@ fn branch_line(st: &mut State, line: &str) -> bool {
     for (_, t) in &toks[first..] {
         match parse_entry(t) {
             Some((from, to)) => st.branch(&from, &to, line_dso.as_deref()),
-            None => return false,
+            None => return Ok(false),
         }
     }
-    true
+    Ok(true)
 }
 
 /// One end of an entry: `sym+0xoff`, `0xaddr` or `[unknown]`, then optional `(dso)`, then `/`.
@@ -544,6 +645,20 @@ mod tests {
         assert_eq!(r.stats.branches, 12);
         assert_eq!(r.stats.unsymbolized_branches, 1);
         assert_eq!(r.stats.samples, 0);
+    }
+
+    // perf 6.1 glues the first entry to the field before it; the space is put back, also when
+    // the symbol starts with hex letters (the ip field has a fixed width).
+    #[test]
+    fn unglue_splits_ip_and_dso_fields() {
+        let u = unglue("     555555555064add+0x4/abc+0x0/P/-/-/0/ ", true);
+        assert_eq!(&*u, "555555555064 add+0x4/abc+0x0/P/-/-/0/");
+        assert!(u.ip_split);
+        let u = unglue("4011 f (/bin/x)g+0x1(/bin/x)/h+0x0(/bin/x)/P/-/-/0/", false);
+        assert_eq!(&*u, "4011 f (/bin/x) g+0x1(/bin/x)/h+0x0(/bin/x)/P/-/-/0/");
+        assert!(!u.ip_split);
+        // An ip followed by a space is left alone.
+        assert!(!unglue("     5555555551e8 0x1/0x2/P/-/-/0/", true).ip_split);
     }
 
     #[test]
