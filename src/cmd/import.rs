@@ -38,6 +38,9 @@ pub enum Format {
     /// GCC `-fcallgraph-info` `.ci` files, one per translation unit (give them all): a static
     /// call graph without counts, low confidence. Needs `--binary` (the program's name).
     GccCallgraph,
+    /// The historical Sediment `.gv` call graph (Graphviz DOT, one cluster per executable);
+    /// the first cluster is the main executable unless `--binary` names another.
+    Gv,
 }
 
 /// Arguments of `sediment import`.
@@ -87,6 +90,7 @@ pub fn run(args: Args) -> Result<()> {
         Format::Gprof => import_gprof(input, binary)?,
         Format::Pprof => import_pprof(input, args.mode)?,
         Format::GccCallgraph => import_gcc_callgraph(&args.inputs, binary)?,
+        Format::Gv => import_gv(input, binary)?,
     };
     write_profiles(&args.output, imported)
 }
@@ -506,5 +510,46 @@ pub fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
         profiles: vec![profile],
         main: Some(bin_name),
         warnings,
+    })
+}
+
+/// Imports a `.gv` call graph: every cluster is a profile; the main executable is the first
+/// cluster, or with `binary` the cluster of that base name (and only it is imported).
+pub fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+    let text = fsio::read_text(input)?;
+    let mut profiles = sediment_import::gv::read(&input.display().to_string(), &text)?;
+    let mut main = profiles.first().map(|p| p.meta.binary.clone());
+    if let Some(bin) = binary {
+        let name = base_name(&bin.to_string_lossy()).to_string();
+        profiles.retain(|p| base_name(&p.meta.binary) == name);
+        if profiles.is_empty() {
+            bail!(
+                "{}: no cluster for a binary named `{name}` in {}",
+                bin.display(),
+                input.display()
+            );
+        }
+        main = Some(profiles[0].meta.binary.clone());
+    }
+    if main.is_none() {
+        bail!("{}: the graph has no cluster", input.display());
+    }
+    // Two clusters of one binary name would be one file twice: merge is the tool for that.
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &profiles {
+        if !seen.insert(p.meta.binary.clone()) {
+            bail!(
+                "{}: two clusters are labelled `{}`",
+                input.display(),
+                p.meta.binary
+            );
+        }
+    }
+    profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
+    Ok(Imported {
+        source: sediment_import::gv::SOURCE,
+        profiles,
+        main,
+        warnings: Vec::new(),
     })
 }

@@ -5,6 +5,7 @@ mod callgrind;
 mod common;
 mod compare;
 mod formats;
+mod gv;
 mod link;
 mod matching;
 mod merge;
