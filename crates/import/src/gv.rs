@@ -112,17 +112,23 @@ pub fn apportion(weights: &[u64]) -> Vec<u64> {
     for &(_, i) in rema.iter().take(left as usize) {
         units[i] += 1;
     }
-    // Every observed edge keeps at least one unit, taken from the currently largest edge.
+    // Every observed edge keeps at least one unit, taken from the currently largest edge (a
+    // heap, so a graph of many tiny edges costs O(n log n), not O(n^2)).
+    let mut heap: std::collections::BinaryHeap<(u64, std::cmp::Reverse<usize>)> = units
+        .iter()
+        .enumerate()
+        .map(|(i, &u)| (u, std::cmp::Reverse(i)))
+        .collect();
     for i in 0..units.len() {
         if weights[i] > 0 && units[i] == 0 {
-            let (big, _) = units
-                .iter()
-                .enumerate()
-                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
-                .expect("non-empty");
-            if units[big] > 1 {
-                units[big] -= 1;
-                units[i] = 1;
+            match heap.pop() {
+                Some((u, std::cmp::Reverse(big))) if u > 1 => {
+                    units[big] = u - 1;
+                    heap.push((u - 1, std::cmp::Reverse(big)));
+                    units[i] = 1;
+                }
+                // Cannot happen below 10^9 edges; leave the rest at zero then.
+                _ => break,
             }
         }
     }
@@ -527,6 +533,10 @@ mod tests {
         );
         assert_eq!(apportion(&[u64::MAX, 1]), vec![EDGE_SCALE - 1, 1]);
         assert_eq!(apportion(&[]), Vec::<u64>::new());
+        assert_eq!(
+            apportion(&[u64::MAX, 1, 1, u64::MAX]),
+            vec![EDGE_SCALE / 2 - 1, 1, 1, EDGE_SCALE / 2 - 1]
+        );
         // Already in units: unchanged (what makes the round trip exact).
         assert_eq!(
             apportion(&[600_000_000, 400_000_000]),
