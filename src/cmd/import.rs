@@ -58,7 +58,7 @@ pub struct Args {
     #[arg(long, value_name = "MODE", default_value = "leaf", value_parser = parse_mode)]
     pub mode: Mode,
     /// The profiler's output file (several only for `gcc-callgraph`, one `.ci` per
-    /// translation unit).
+    /// translation unit, and `callgrind`, one file per thread or process, summed).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
     /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
@@ -73,7 +73,8 @@ pub fn parse_mode(s: &str) -> Result<Mode, String> {
 
 /// Runs `sediment import`.
 pub fn run(args: Args) -> Result<()> {
-    if args.format != Format::GccCallgraph && args.inputs.len() != 1 {
+    let many = matches!(args.format, Format::GccCallgraph | Format::Callgrind);
+    if !many && args.inputs.len() != 1 {
         bail!(
             "{}: one input file expected for this format ({} given)",
             args.inputs[1].display(),
@@ -83,8 +84,8 @@ pub fn run(args: Args) -> Result<()> {
     let input = &args.inputs[0];
     let binary = args.binary.as_deref();
     let imported = match args.format {
-        Format::Perf => import_perf(input, binary, args.mode)?,
-        Format::Callgrind => import_callgrind(input, binary, None)?,
+        Format::Perf => import_perf(input, binary, args.mode, false)?,
+        Format::Callgrind => import_callgrind(&args.inputs, binary, None, false)?,
         Format::PerfScript => import_perf_script(input, binary, args.mode)?,
         Format::Fdata => import_fdata(input, binary)?,
         Format::Gprof => import_gprof(input, binary)?,
@@ -123,8 +124,44 @@ fn read_binary(path: &Path) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-/// Imports a perf.data file; `binary` replaces the recorded binary of the same base name.
-pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Imported> {
+/// Reads a binary for an importer when `skip_stripped` is set (whole-package recording): a
+/// binary without a symbol table (a stripped `/bin/sh`) is left out, and its path noted in
+/// `skipped`, instead of failing the whole recording.
+fn read_symbolized(
+    path: &Path,
+    skip_stripped: bool,
+    skipped: &mut Vec<String>,
+) -> Result<Option<Vec<u8>>, String> {
+    let bytes = read_binary(path)?;
+    if let (true, Some(b)) = (skip_stripped, &bytes) {
+        let name = path.display().to_string();
+        if let Err(sediment_elf::Error::NoSymbols { .. }) = sediment_elf::Binary::parse(&name, b) {
+            skipped.push(name);
+            return Ok(None);
+        }
+    }
+    Ok(bytes)
+}
+
+/// The warning for binaries left out by [`read_symbolized`].
+fn stripped_warning(skipped: &[String]) -> Option<String> {
+    skipped.first().map(|first| {
+        format!(
+            "{} binaries have no symbol table and get no profile (first: {first})",
+            skipped.len()
+        )
+    })
+}
+
+/// Imports a perf.data file; `binary` replaces the recorded binary of the same base name;
+/// `skip_stripped` leaves out binaries without a symbol table instead of failing.
+pub fn import_perf(
+    input: &Path,
+    binary: Option<&Path>,
+    mode: Mode,
+    skip_stripped: bool,
+) -> Result<Imported> {
+    let mut skipped = Vec::new();
     let data = fsio::read_bytes(input)?;
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     let mut overridden: Option<String> = None;
@@ -142,7 +179,7 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
             // be the ones that were recorded.
             return Ok(None);
         }
-        read_binary(Path::new(path))
+        read_symbolized(Path::new(path), skip_stripped, &mut skipped)
     };
     let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
     let mut main = result.main_binary;
@@ -159,7 +196,7 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
         }
     }
     let s = &result.stats;
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
     if s.kernel_samples > 0 {
         warnings.push(format!(
             "{} of {} samples were in the kernel and are not attributed",
@@ -194,17 +231,28 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
     })
 }
 
-/// Imports a callgrind.out file against each object's binary: by instruction address when the
-/// file has instruction positions (`--dump-instr=yes`), else bound by name (see
-/// `sediment_import::callgrind::import`). `binary` replaces the object of the same base name;
-/// `command` (from `record`) names the main executable, else the file's `cmd:` header does.
+/// Imports callgrind.out files against each object's binary: by instruction address when the
+/// files have instruction positions (`--dump-instr=yes`), else bound by name (see
+/// `sediment_import::callgrind::import`). Several files (one per thread from
+/// `--separate-threads=yes`, one per process from `--trace-children=yes`) are summed per object.
+/// `binary` replaces the object of the same base name; `command` (from `record`) names the main
+/// executable, else the first file's `cmd:` header does. `skip_stripped`: objects without a
+/// symbol table are named by callgrind's names instead of failing the import.
 pub fn import_callgrind(
-    input: &Path,
+    inputs: &[PathBuf],
     binary: Option<&Path>,
     command: Option<&Path>,
+    skip_stripped: bool,
 ) -> Result<Imported> {
-    let text = fsio::read_text(input)?;
-    let path = input.display().to_string();
+    let mut skipped = Vec::new();
+    let mut texts = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        texts.push((input.display().to_string(), fsio::read_text(input)?));
+    }
+    let Some((_, text)) = texts.first() else {
+        bail!("no callgrind output to import");
+    };
+    let input = &inputs[0];
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     // The main executable: --binary, else the recorded command, else the `cmd:` header.
     let main_name = override_name.clone().or_else(|| {
@@ -234,17 +282,17 @@ pub fn import_callgrind(
                     .map_err(|e| format!("{e:#}"));
             }
         }
-        let bytes = read_binary(Path::new(object))?;
-        if bytes.is_none() {
+        let bytes = read_symbolized(Path::new(object), skip_stripped, &mut skipped)?;
+        if bytes.is_none() && !skipped.iter().any(|s| s == object) {
             unreadable.push(object.to_string());
         }
         Ok(bytes)
     };
-    let input_text = callgrind::Input {
-        path: &path,
-        text: &text,
-    };
-    let result = callgrind::import(&[input_text], &mut resolver)?;
+    let input_texts: Vec<callgrind::Input<'_>> = texts
+        .iter()
+        .map(|(path, text)| callgrind::Input { path, text })
+        .collect();
+    let result = callgrind::import(&input_texts, &mut resolver)?;
     let mut main = None;
     let mut profiles = Vec::with_capacity(result.profiles.len());
     for p in result.profiles {
@@ -264,7 +312,7 @@ pub fn import_callgrind(
         );
     }
     let s = &result.stats;
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
     if !s.no_base.is_empty() {
         warnings.push(format!(
             "{} objects have instruction positions but no load base could be established; \

@@ -12,5 +12,6 @@ mod merge;
 mod noise;
 mod order;
 mod perf;
+mod prof_dir;
 mod sim;
 mod stat;
