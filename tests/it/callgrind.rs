@@ -424,8 +424,11 @@ fn import_files(dir: &std::path::Path, files: &[String], out: &str) -> Profile {
     Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
 }
 
+/// Self weights by function, and call weights by edge, as key texts.
+type Weights = (Vec<(String, u64)>, Vec<(String, String, u64)>);
+
 /// Self weight per function and weight per edge, by key text, for comparing profiles.
-fn weights(p: &Profile) -> (Vec<(String, u64)>, Vec<(String, String, u64)>) {
+fn weights(p: &Profile) -> Weights {
     let fns = p
         .functions
         .iter()
