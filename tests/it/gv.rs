@@ -119,6 +119,31 @@ fn gv_renders_with_dot_and_round_trips() {
     let lib = Profile::from_text(&std::fs::read_to_string(&side).unwrap()).unwrap();
     assert_eq!(keys(&lib), keys(&hostile_profile()));
 
+    // `--binary` picks one cluster by base name; a name no cluster has is an error.
+    ok(&sediment(
+        d,
+        &[
+            "import",
+            "--format",
+            "gv",
+            "--binary",
+            "lib\"odd\".so",
+            "a.gv",
+            "-o",
+            "one.sprof",
+        ],
+    ));
+    let one = Profile::from_text(&std::fs::read_to_string(d.join("one.sprof")).unwrap()).unwrap();
+    assert_eq!(keys(&one), keys(&hostile_profile()));
+    let none = sediment(
+        d,
+        &[
+            "import", "--format", "gv", "--binary", "nope", "a.gv", "-o", "x.sprof",
+        ],
+    );
+    assert!(!none.status.success());
+    assert!(!d.join("x.sprof").exists());
+
     // Export again from what was imported: the same bytes.
     let side_name = side.file_name().unwrap().to_str().unwrap().to_string();
     ok(&sediment(

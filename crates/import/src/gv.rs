@@ -60,7 +60,7 @@
 
 use crate::Error;
 use sediment_profile::{escape, unescape, FuncKey, Meta, Profile, ProfileBuilder};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// Value of `meta source` in profiles read from a `.gv` file.
@@ -322,7 +322,10 @@ fn decode(v: &str, what: &str) -> Result<String, String> {
 struct Cluster {
     meta: Meta,
     builder: ProfileBuilder,
+    /// Node id -> function.
     keys: HashMap<String, FuncKey>,
+    /// Functions declared so far (a function may not be declared under two ids).
+    declared: HashSet<FuncKey>,
 }
 
 /// Reads a `.gv` file held in `text`; `path` names it in errors. Returns one canonical profile
@@ -396,6 +399,7 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Profile>, Error> {
                     },
                     builder: ProfileBuilder::default(),
                     keys: HashMap::new(),
+                    declared: HashSet::new(),
                 });
                 continue;
             }
@@ -451,7 +455,7 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Profile>, Error> {
                 };
                 let self_weight = number("self")?.unwrap_or(0);
                 let size = number("size")?;
-                if c.keys.values().any(|k| *k == key) {
+                if !c.declared.insert(key.clone()) {
                     return Err(err(n, format!("function `{key}` declared twice")));
                 }
                 if c.keys.insert(id.clone(), key.clone()).is_some() {
@@ -597,6 +601,8 @@ mod tests {
         );
         let edge = "digraph a {\n subgraph c {\n \"a\" [label=\"a\"];\n \"a\" -> \"b\" [label=\"1\"];\n }\n}\n";
         assert_eq!(msg(edge), "x.gv: line 4: edge names undeclared node `b`");
+        let twice = "digraph a {\n subgraph c {\n a [label=\"f\"];\n b [label=\"f\"];\n }\n}\n";
+        assert_eq!(msg(twice), "x.gv: line 4: function `f` declared twice");
     }
 
     // Hand-written DOT of the old style: bare ids, short labels, comments.
