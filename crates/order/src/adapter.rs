@@ -232,6 +232,9 @@ pub fn fill_order(
     filled
         .meta
         .insert("fill-depth".into(), params.max_depth.to_string());
+    if !params.callers {
+        filled.meta.insert("fill-callers".into(), "no".into());
+    }
     Ok((filled, added))
 }
 
@@ -323,7 +326,10 @@ mod tests {
         b.add_call(&g("helper"), &g("log"), 1);
         b.add_call(&g("log"), &g("deep"), 1);
         let graph = b.build();
-        let p = crate::fill::FillParams { max_depth: 1 };
+        let p = crate::fill::FillParams {
+            max_depth: 1,
+            callers: true,
+        };
         let (f, added) = fill_order(&o, &graph, &p).unwrap();
         let names: Vec<String> = f.functions.iter().map(|k| k.to_string()).collect();
         assert_eq!(

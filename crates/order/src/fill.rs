@@ -15,7 +15,8 @@
 //!    a measurement. This prefix is the hot region, and it stays as dense as it was.
 //! 2. Level 0 is the placed functions, in their order. Level `d + 1` is made by walking level
 //!    `d` in order and, for each function, appending its static callees (in node-index order),
-//!    then its static callers (in node-index order), that are not placed yet.
+//!    then its static callers (in node-index order; unless [`FillParams::callers`] is off),
+//!    that are not placed yet.
 //! 3. After `max_depth` levels the search stops; everything else keeps the linker's default.
 //!
 //! The filled functions follow the hot region, in discovery order: callees of the hottest
@@ -43,11 +44,16 @@ pub struct FillParams {
     /// Levels of static edges to follow from the placed functions (1: direct neighbours only).
     /// 2 was the best of 1..=4 on SQLite speedtest1 (`docs/merge.md`).
     pub max_depth: u32,
+    /// Follow static edges backwards too (callers of placed functions), not only to callees.
+    pub callers: bool,
 }
 
 impl Default for FillParams {
     fn default() -> Self {
-        FillParams { max_depth: 2 }
+        FillParams {
+            max_depth: 2,
+            callers: true,
+        }
     }
 }
 
@@ -105,7 +111,12 @@ pub fn fill_layout(
     for _ in 0..params.max_depth {
         let mut next = Vec::new();
         for &v in &level {
-            for &w in callees[v as usize].iter().chain(&callers[v as usize]) {
+            let up: &[u32] = if params.callers {
+                &callers[v as usize]
+            } else {
+                &[]
+            };
+            for &w in callees[v as usize].iter().chain(up) {
                 if !done[w as usize] {
                     done[w as usize] = true;
                     next.push(w);
@@ -134,18 +145,20 @@ mod tests {
     #[test]
     fn fills_by_level_after_the_sampled_order() {
         let edges = [e(3, 5), e(1, 3), e(0, 2), e(5, 4), e(4, 6), e(0, 3)];
-        let p = FillParams { max_depth: 2 };
-        assert_eq!(
-            fill_layout(7, &[3, 0], &edges, &p).unwrap(),
-            [3, 0, 5, 1, 2, 4]
-        );
-        let p1 = FillParams { max_depth: 1 };
-        assert_eq!(
-            fill_layout(7, &[3, 0], &edges, &p1).unwrap(),
-            [3, 0, 5, 1, 2]
-        );
-        let p0 = FillParams { max_depth: 0 };
-        assert_eq!(fill_layout(7, &[3, 0], &edges, &p0).unwrap(), [3, 0]);
+        let depth = |max_depth| FillParams {
+            max_depth,
+            callers: true,
+        };
+        let fill = |p: &FillParams| fill_layout(7, &[3, 0], &edges, p).unwrap();
+        assert_eq!(fill(&depth(2)), [3, 0, 5, 1, 2, 4]);
+        assert_eq!(fill(&depth(1)), [3, 0, 5, 1, 2]);
+        assert_eq!(fill(&depth(0)), [3, 0]);
+        // Callees only: 1 (a caller of 3) is never reached.
+        let down = FillParams {
+            callers: false,
+            ..depth(2)
+        };
+        assert_eq!(fill(&down), [3, 0, 5, 2, 4]);
     }
 
     // Static edges between sampled functions never reorder them.
@@ -173,7 +186,10 @@ mod tests {
         let edges: Vec<EdgeCount> = (0..50u32)
             .flat_map(|i| [e(i, (i * 7 + 3) % 50), e((i * 11) % 50, i)])
             .collect();
-        let p = FillParams { max_depth: 4 };
+        let p = FillParams {
+            max_depth: 4,
+            callers: true,
+        };
         let a = fill_layout(50, &[10, 20], &edges, &p).unwrap();
         let mut s = a.clone();
         s.sort_unstable();
