@@ -34,9 +34,9 @@ pub struct Args {
     /// With `--fill-from`: how many levels of static edges to follow.
     #[arg(long, value_name = "N", default_value_t = FillParams::default().max_depth)]
     pub fill_depth: u32,
-    /// With `--fill-from`: follow static edges to callees only, not back to callers.
+    /// With `--fill-from`: follow static edges back to callers too, not only to callees.
     #[arg(long)]
-    pub fill_callees_only: bool,
+    pub fill_callers: bool,
     /// Where to write the order file.
     #[arg(short = 'o', long = "output", value_name = "ORDER")]
     pub output: PathBuf,
@@ -58,7 +58,7 @@ pub fn run(args: Args) -> Result<()> {
         let graph = Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         let params = FillParams {
             max_depth: args.fill_depth,
-            callers: !args.fill_callees_only,
+            callers: args.fill_callers,
         };
         let sampled = order.functions.len();
         let (filled, added) = fill_order(&order, &graph, &params)

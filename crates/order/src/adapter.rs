@@ -232,8 +232,8 @@ pub fn fill_order(
     filled
         .meta
         .insert("fill-depth".into(), params.max_depth.to_string());
-    if !params.callers {
-        filled.meta.insert("fill-callers".into(), "no".into());
+    if params.callers {
+        filled.meta.insert("fill-callers".into(), "yes".into());
     }
     Ok((filled, added))
 }
