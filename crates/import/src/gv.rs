@@ -321,6 +321,8 @@ fn decode(v: &str, what: &str) -> Result<String, String> {
 /// A cluster being read.
 struct Cluster {
     meta: Meta,
+    /// Whether the cluster's `label` (the binary) was given.
+    labelled: bool,
     builder: ProfileBuilder,
     /// Node id -> function.
     keys: HashMap<String, FuncKey>,
@@ -381,6 +383,12 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Profile>, Error> {
         }
         if toks == [Tok::Punct('}')] {
             match cluster.take() {
+                Some(c) if !c.labelled => {
+                    return Err(err(
+                        n,
+                        "cluster has no label (the binary it describes)".into(),
+                    ));
+                }
                 Some(c) => {
                     let mut b = c.builder;
                     *b.meta_mut() = c.meta;
@@ -397,6 +405,7 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Profile>, Error> {
                         source: SOURCE.to_string(),
                         ..Meta::default()
                     },
+                    labelled: false,
                     builder: ProfileBuilder::default(),
                     keys: HashMap::new(),
                     declared: HashSet::new(),
@@ -417,7 +426,10 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Profile>, Error> {
                 let v = decode(v, k).map_err(|m| err(n, m))?;
                 let m = &mut c.meta;
                 match k.as_str() {
-                    "label" => m.binary = v,
+                    "label" => {
+                        m.binary = v;
+                        c.labelled = true;
+                    }
                     "build_id" => m.build_id = Some(v),
                     "arch" => m.arch = Some(v),
                     "event" => m.event = Some(v),
@@ -599,8 +611,13 @@ mod tests {
         assert!(
             msg("digraph a {\n  subgraph \"c\" {\n    \"x [label=\"a\"];\n").contains("line 3")
         );
-        let edge = "digraph a {\n subgraph c {\n \"a\" [label=\"a\"];\n \"a\" -> \"b\" [label=\"1\"];\n }\n}\n";
-        assert_eq!(msg(edge), "x.gv: line 4: edge names undeclared node `b`");
+        let edge = "digraph a {\n subgraph c {\n label=x;\n \"a\" [label=\"a\"];\n \"a\" -> \"b\" [label=\"1\"];\n }\n}\n";
+        assert_eq!(msg(edge), "x.gv: line 5: edge names undeclared node `b`");
+        let unlabelled = "digraph a {\n subgraph c {\n }\n}\n";
+        assert_eq!(
+            msg(unlabelled),
+            "x.gv: line 3: cluster has no label (the binary it describes)"
+        );
         let twice = "digraph a {\n subgraph c {\n a [label=\"f\"];\n b [label=\"f\"];\n }\n}\n";
         assert_eq!(msg(twice), "x.gv: line 4: function `f` declared twice");
     }
