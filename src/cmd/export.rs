@@ -1,10 +1,15 @@
-//! `sediment export --format fdata -p PROFILE -o OUT`: writes a profile in another tool's format,
-//! so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`) and old users can move between
-//! the two. Only call edges are exported: fdata has no way to state self weight that BOLT would
-//! not read as a branch (see `sediment_import::fdata::write`).
+//! `sediment export --format fdata|gv -p PROFILE... -o OUT`: writes profiles in another tool's
+//! format, so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`) or Graphviz, and old
+//! users can move between them.
+//!
+//! - `fdata` (one profile): only call edges are exported, since fdata has no way to state self
+//!   weight that BOLT would not read as a branch (see `sediment_import::fdata::write`).
+//! - `gv` (one or more profiles): the historical Sediment call graph, one DOT cluster per
+//!   profile in the order given, edge labels as fractions (see `sediment_import::gv`). Several
+//!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
 
 use crate::fsio;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use sediment_profile::Profile;
 use std::path::PathBuf;
 
@@ -13,6 +18,8 @@ use std::path::PathBuf;
 pub enum Format {
     /// BOLT `.fdata`, LBR form: one `caller -> callee` branch line per call edge.
     Fdata,
+    /// The historical Sediment `.gv` call graph: Graphviz DOT, one cluster per profile.
+    Gv,
 }
 
 /// Arguments of `sediment export`.
@@ -21,9 +28,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum)]
     pub format: Format,
-    /// The Sediment profile to export.
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
-    pub profile: PathBuf,
+    /// The Sediment profile to export (`gv`: repeat for one cluster per profile).
+    #[arg(short = 'p', long = "profile", value_name = "PROFILE", required = true)]
+    pub profile: Vec<PathBuf>,
     /// Where to write the result.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: PathBuf,
@@ -31,22 +38,45 @@ pub struct Args {
 
 /// Runs `sediment export`.
 pub fn run(args: Args) -> Result<()> {
-    let text = fsio::read_text(&args.profile)?;
-    let profile = Profile::from_text(&text).with_context(|| args.profile.display().to_string())?;
-    let written = match args.format {
-        Format::Fdata => sediment_import::fdata::write(&profile),
-    };
-    if written.skipped_edges > 0 {
-        eprintln!(
-            "sediment: warning: {} call edges have names fdata cannot spell (whitespace, `/`) and were left out",
-            written.skipped_edges
-        );
+    let mut profiles = Vec::with_capacity(args.profile.len());
+    for path in &args.profile {
+        let text = fsio::read_text(path)?;
+        profiles.push(Profile::from_text(&text).with_context(|| path.display().to_string())?);
     }
-    fsio::write_atomic(&args.output, written.text.as_bytes())?;
-    eprintln!(
-        "sediment: wrote {} ({} call edges)",
-        args.output.display(),
-        profile.edges.len() - written.skipped_edges
-    );
+    match args.format {
+        Format::Fdata => {
+            if profiles.len() != 1 {
+                bail!(
+                    "{}: fdata describes one binary; give one profile ({} given)",
+                    args.profile[1].display(),
+                    profiles.len()
+                );
+            }
+            let profile = &profiles[0];
+            let written = sediment_import::fdata::write(profile);
+            if written.skipped_edges > 0 {
+                eprintln!(
+                    "sediment: warning: {} call edges have names fdata cannot spell (whitespace, `/`) and were left out",
+                    written.skipped_edges
+                );
+            }
+            fsio::write_atomic(&args.output, written.text.as_bytes())?;
+            eprintln!(
+                "sediment: wrote {} ({} call edges)",
+                args.output.display(),
+                profile.edges.len() - written.skipped_edges
+            );
+        }
+        Format::Gv => {
+            let text = sediment_import::gv::write(&profiles);
+            fsio::write_atomic(&args.output, text.as_bytes())?;
+            let edges: usize = profiles.iter().map(|p| p.edges.len()).sum();
+            eprintln!(
+                "sediment: wrote {} ({} clusters, {edges} call edges)",
+                args.output.display(),
+                profiles.len()
+            );
+        }
+    }
     Ok(())
 }

@@ -39,6 +39,9 @@ pub enum Format {
     /// GCC `-fcallgraph-info` `.ci` files, one per translation unit (give them all): a static
     /// call graph without counts, low confidence. Needs `--binary` (the program's name).
     GccCallgraph,
+    /// The historical Sediment `.gv` call graph (Graphviz DOT, one cluster per executable);
+    /// the first cluster is the main executable unless `--binary` names another.
+    Gv,
 }
 
 /// Arguments of `sediment import`.
@@ -56,7 +59,7 @@ pub struct Args {
     #[arg(long, value_name = "MODE", default_value = "leaf", value_parser = parse_mode)]
     pub mode: Mode,
     /// The profiler's output file (several only for `gcc-callgraph`, one `.ci` per
-    /// translation unit).
+    /// translation unit, and `callgrind`, one file per thread or process, summed).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
     /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
@@ -71,7 +74,8 @@ pub fn parse_mode(s: &str) -> Result<Mode, String> {
 
 /// Runs `sediment import`.
 pub fn run(args: Args) -> Result<()> {
-    if args.format != Format::GccCallgraph && args.inputs.len() != 1 {
+    let many = matches!(args.format, Format::GccCallgraph | Format::Callgrind);
+    if !many && args.inputs.len() != 1 {
         bail!(
             "{}: one input file expected for this format ({} given)",
             args.inputs[1].display(),
@@ -81,13 +85,14 @@ pub fn run(args: Args) -> Result<()> {
     let input = &args.inputs[0];
     let binary = args.binary.as_deref();
     let imported = match args.format {
-        Format::Perf => import_perf(input, binary, args.mode)?,
-        Format::Callgrind => import_callgrind(input, binary, None)?,
+        Format::Perf => import_perf(input, binary, args.mode, false)?,
+        Format::Callgrind => import_callgrind(&args.inputs, binary, None, false)?,
         Format::PerfScript => import_perf_script(input, binary, args.mode)?,
         Format::Fdata => import_fdata(input, binary)?,
         Format::Gprof => import_gprof(input, binary)?,
         Format::Pprof => import_pprof(input, args.mode)?,
         Format::GccCallgraph => import_gcc_callgraph(&args.inputs, binary)?,
+        Format::Gv => import_gv(input, binary)?,
     };
     write_profiles(&args.output, imported)
 }
@@ -120,8 +125,44 @@ fn read_binary(path: &Path) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-/// Imports a perf.data file; `binary` replaces the recorded binary of the same base name.
-pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Imported> {
+/// Reads a binary for an importer when `skip_stripped` is set (whole-package recording): a
+/// binary without a symbol table (a stripped `/bin/sh`) is left out, and its path noted in
+/// `skipped`, instead of failing the whole recording.
+fn read_symbolized(
+    path: &Path,
+    skip_stripped: bool,
+    skipped: &mut Vec<String>,
+) -> Result<Option<Vec<u8>>, String> {
+    let bytes = read_binary(path)?;
+    if let (true, Some(b)) = (skip_stripped, &bytes) {
+        let name = path.display().to_string();
+        if let Err(sediment_elf::Error::NoSymbols { .. }) = sediment_elf::Binary::parse(&name, b) {
+            skipped.push(name);
+            return Ok(None);
+        }
+    }
+    Ok(bytes)
+}
+
+/// The warning for binaries left out by [`read_symbolized`].
+fn stripped_warning(skipped: &[String]) -> Option<String> {
+    skipped.first().map(|first| {
+        format!(
+            "{} binaries have no symbol table and get no profile (first: {first})",
+            skipped.len()
+        )
+    })
+}
+
+/// Imports a perf.data file; `binary` replaces the recorded binary of the same base name;
+/// `skip_stripped` leaves out binaries without a symbol table instead of failing.
+pub fn import_perf(
+    input: &Path,
+    binary: Option<&Path>,
+    mode: Mode,
+    skip_stripped: bool,
+) -> Result<Imported> {
+    let mut skipped = Vec::new();
     let data = fsio::read_bytes(input)?;
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     let mut overridden: Option<String> = None;
@@ -139,7 +180,7 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
             // be the ones that were recorded.
             return Ok(None);
         }
-        read_binary(Path::new(path))
+        read_symbolized(Path::new(path), skip_stripped, &mut skipped)
     };
     let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
     let mut main = result.main_binary;
@@ -156,7 +197,7 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
         }
     }
     let s = &result.stats;
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
     if s.kernel_samples > 0 {
         warnings.push(format!(
             "{} of {} samples were in the kernel and are not attributed",
@@ -198,17 +239,28 @@ pub fn import_perf(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Im
     })
 }
 
-/// Imports a callgrind.out file against each object's binary: by instruction address when the
-/// file has instruction positions (`--dump-instr=yes`), else bound by name (see
-/// `sediment_import::callgrind::import`). `binary` replaces the object of the same base name;
-/// `command` (from `record`) names the main executable, else the file's `cmd:` header does.
+/// Imports callgrind.out files against each object's binary: by instruction address when the
+/// files have instruction positions (`--dump-instr=yes`), else bound by name (see
+/// `sediment_import::callgrind::import`). Several files (one per thread from
+/// `--separate-threads=yes`, one per process from `--trace-children=yes`) are summed per object.
+/// `binary` replaces the object of the same base name; `command` (from `record`) names the main
+/// executable, else the first file's `cmd:` header does. `skip_stripped`: objects without a
+/// symbol table are named by callgrind's names instead of failing the import.
 pub fn import_callgrind(
-    input: &Path,
+    inputs: &[PathBuf],
     binary: Option<&Path>,
     command: Option<&Path>,
+    skip_stripped: bool,
 ) -> Result<Imported> {
-    let text = fsio::read_text(input)?;
-    let path = input.display().to_string();
+    let mut skipped = Vec::new();
+    let mut texts = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        texts.push((input.display().to_string(), fsio::read_text(input)?));
+    }
+    let Some((_, text)) = texts.first() else {
+        bail!("no callgrind output to import");
+    };
+    let input = &inputs[0];
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     // The main executable: --binary, else the recorded command, else the `cmd:` header.
     let main_name = override_name.clone().or_else(|| {
@@ -238,17 +290,17 @@ pub fn import_callgrind(
                     .map_err(|e| format!("{e:#}"));
             }
         }
-        let bytes = read_binary(Path::new(object))?;
-        if bytes.is_none() {
+        let bytes = read_symbolized(Path::new(object), skip_stripped, &mut skipped)?;
+        if bytes.is_none() && !skipped.iter().any(|s| s == object) {
             unreadable.push(object.to_string());
         }
         Ok(bytes)
     };
-    let input_text = callgrind::Input {
-        path: &path,
-        text: &text,
-    };
-    let result = callgrind::import(&[input_text], &mut resolver)?;
+    let input_texts: Vec<callgrind::Input<'_>> = texts
+        .iter()
+        .map(|(path, text)| callgrind::Input { path, text })
+        .collect();
+    let result = callgrind::import(&input_texts, &mut resolver)?;
     let mut main = None;
     let mut profiles = Vec::with_capacity(result.profiles.len());
     for p in result.profiles {
@@ -268,7 +320,7 @@ pub fn import_callgrind(
         );
     }
     let s = &result.stats;
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
     if !s.no_base.is_empty() {
         warnings.push(format!(
             "{} objects have instruction positions but no load base could be established; \
@@ -523,5 +575,46 @@ pub fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
         profiles: vec![profile],
         main: Some(bin_name),
         warnings,
+    })
+}
+
+/// Imports a `.gv` call graph: every cluster is a profile; the main executable is the first
+/// cluster, or with `binary` the cluster of that base name (and only it is imported).
+pub fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+    let text = fsio::read_text(input)?;
+    let mut profiles = sediment_import::gv::read(&input.display().to_string(), &text)?;
+    let mut main = profiles.first().map(|p| p.meta.binary.clone());
+    if let Some(bin) = binary {
+        let name = base_name(&bin.to_string_lossy()).to_string();
+        profiles.retain(|p| base_name(&p.meta.binary) == name);
+        if profiles.is_empty() {
+            bail!(
+                "{}: no cluster for a binary named `{name}` in {}",
+                bin.display(),
+                input.display()
+            );
+        }
+        main = Some(profiles[0].meta.binary.clone());
+    }
+    if main.is_none() {
+        bail!("{}: the graph has no cluster", input.display());
+    }
+    // Two clusters of one binary name would be one file twice: merge is the tool for that.
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &profiles {
+        if !seen.insert(p.meta.binary.clone()) {
+            bail!(
+                "{}: two clusters are labelled `{}`",
+                input.display(),
+                p.meta.binary
+            );
+        }
+    }
+    profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
+    Ok(Imported {
+        source: sediment_import::gv::SOURCE,
+        profiles,
+        main,
+        warnings: Vec::new(),
     })
 }

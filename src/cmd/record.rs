@@ -12,10 +12,35 @@
 //! The raw recording goes to a temporary directory that is removed afterwards; the profiles
 //! are then imported exactly as `sediment import` would (main executable -> OUT, every other
 //! binary with samples -> `OUT.<basename>.sprof`), written atomically.
+//!
+//! **Whole packages** (`--prof-dir DIR`, or the environment variable `PROF_DIR` when neither
+//! `-o` nor `--prof-dir` is given): one recording of a test suite or script that runs many
+//! programs writes one profile per executable or shared library it touched, under a name a
+//! build can find: `DIR/<basename>.sprof` (`DIR/sqlite3.sprof`, `DIR/libz.so.1.sprof`).
+//! perf follows child processes by itself; callgrind is run with `--trace-children=yes` and one
+//! output file per process (`callgrind.out.%p.%n`), which are summed per binary. The naming rules:
+//! - Two *different* binaries of one base name in one recording (same name, other build-id;
+//!   without build-ids, other paths) each go to `DIR/<basename>.<build-id>.sprof` (or, without
+//!   a build-id, the path with `/` spelled `%2F`), so neither is mistaken for the other. Copies
+//!   of one build (same build-id) at two paths are one binary: their weights are summed. (GNU
+//!   ld's build-id hashes the loaded sections only, so two programs that differ only in symbol
+//!   names share one; such twins are summed too.)
+//! - An existing `DIR/<basename>.sprof` of the same binary is merged with the new recording
+//!   (`sediment_profile::merge`), each recording counting once: the file's `meta recordings`
+//!   (1 if absent) is its weight, the new recording's is 1, and the result says one more.
+//! - An existing file that describes another build (merge refuses: build-id or architecture
+//!   differ) is left alone; the new profile goes to `DIR/<basename>.<build-id>.sprof` instead,
+//!   with a warning.
+//!
+//! Every file is computed first and written (atomically) after all inputs were read and merged,
+//! so a failure leaves DIR as it was.
 
 use crate::cmd::import::{self, parse_mode};
-use anyhow::{bail, Context, Result};
+use crate::fsio;
+use anyhow::{anyhow, bail, Context, Result};
 use sediment_import::perf::Mode;
+use sediment_profile::{base_name, merge, Error as ProfileError, Profile};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -33,7 +58,12 @@ pub enum Via {
 pub struct Args {
     /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
+    /// Whole-package mode: one profile per executable or shared library the command (and its
+    /// children) touched, as `DIR/<basename>.sprof`, merged into existing ones. Default: the
+    /// environment variable `PROF_DIR`, when `-o` is not given.
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    pub prof_dir: Option<PathBuf>,
     /// The profiler to run the command under.
     #[arg(long, value_enum, default_value = "perf")]
     pub via: Via,
@@ -92,8 +122,23 @@ fn program_path(program: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(program))
 }
 
+/// Where `sediment record` writes: one file for the main executable, or a profile directory.
+enum Target {
+    Output(PathBuf),
+    ProfDir(PathBuf),
+}
+
 /// Runs `sediment record`.
 pub fn run(args: Args) -> Result<()> {
+    let target = match (&args.output, &args.prof_dir) {
+        (Some(o), _) => Target::Output(o.clone()),
+        (None, Some(d)) => Target::ProfDir(d.clone()),
+        (None, None) => match std::env::var_os("PROF_DIR") {
+            Some(d) if !d.is_empty() => Target::ProfDir(PathBuf::from(d)),
+            _ => bail!("no output: give -o OUT or --prof-dir DIR (or set PROF_DIR)"),
+        },
+    };
+    let whole = matches!(target, Target::ProfDir(_));
     let (program, rest) = args
         .command
         .split_first()
@@ -113,11 +158,16 @@ pub fn run(args: Args) -> Result<()> {
                 .arg(program)
                 .args(rest);
             run_profiler(cmd, "perf record", &data)?;
-            import::import_perf(&data, None, args.mode)?
+            import::import_perf(&data, None, args.mode, whole)?
         }
         Via::Callgrind => {
             require_tool("valgrind", "valgrind")?;
-            let out = tmp.path().join("callgrind.out");
+            // One file per process when children are traced (`%p` is the process id).
+            let out = tmp.path().join(if whole {
+                "callgrind.out.%p"
+            } else {
+                "callgrind.out"
+            });
             let mut flag = std::ffi::OsString::from("--callgrind-out-file=");
             flag.push(&out);
             let mut cmd = Command::new("valgrind");
@@ -126,15 +176,168 @@ pub fn run(args: Args) -> Result<()> {
                 "--tool=callgrind",
                 "--demangle=no",
                 "--dump-instr=yes",
-            ])
-            .arg(flag)
-            .arg(program)
-            .args(rest);
-            run_profiler(cmd, "valgrind", &out)?;
+            ]);
+            if whole {
+                cmd.arg("--trace-children=yes");
+            }
+            cmd.arg(flag).arg(program).args(rest);
+            let status = cmd.status().context("cannot run valgrind")?;
+            let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
+                .context("cannot list the recording directory")?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("callgrind.out"))
+                })
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                bail!("valgrind failed ({status}) and wrote no recording");
+            }
+            if !status.success() {
+                eprintln!(
+                    "sediment: warning: valgrind exited with {status}; importing what it recorded"
+                );
+            }
             let main = program_path(program);
             let main = std::fs::canonicalize(&main).unwrap_or(main);
-            import::import_callgrind(&out, None, Some(&main))?
+            import::import_callgrind(&files, None, Some(&main), whole)?
         }
     };
-    import::write_profiles(&args.output, imported)
+    match target {
+        Target::Output(out) => import::write_profiles(&out, imported),
+        Target::ProfDir(dir) => write_prof_dir(&dir, imported),
+    }
+}
+
+/// Metadata key counting the recordings merged into a profile-directory file.
+pub const RECORDINGS: &str = "recordings";
+
+/// Writes one profile per binary into `dir` by the naming scheme of the module docs.
+fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
+    for w in &imported.warnings {
+        eprintln!("sediment: warning: {w}");
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    // Base names used by more than one binary of this recording.
+    let mut by_name: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in &imported.profiles {
+        by_name
+            .entry(base_name(&p.meta.binary).to_string())
+            .or_default()
+            .insert(identity(p));
+    }
+    // Copies of one build at two paths (same build-id: a build tree and an install) are one
+    // binary: their costs in this recording are summed before anything is merged.
+    let mut builds: BTreeMap<(String, String), Profile> = BTreeMap::new();
+    for p in imported.profiles {
+        let slot = (base_name(&p.meta.binary).to_string(), identity(&p));
+        match builds.remove(&slot) {
+            Some(first) => builds.insert(slot, sum(first, &p)),
+            None => builds.insert(slot, p),
+        };
+    }
+    let mut files: BTreeMap<PathBuf, Profile> = BTreeMap::new();
+    for (_, mut p) in builds {
+        let name = base_name(&p.meta.binary).to_string();
+        p.meta.extra.insert(RECORDINGS.into(), "1".into());
+        let plain = dir.join(format!("{name}.sprof"));
+        let distinct = dir.join(format!("{name}.{}.sprof", identity(&p)));
+        let mut path = if by_name[&name].len() > 1 {
+            distinct.clone()
+        } else {
+            plain
+        };
+        let mut merged = merge_existing(&path, &p)?;
+        if merged.is_none() && path != distinct {
+            eprintln!(
+                "sediment: warning: {} describes another build of {name}; writing {}",
+                path.display(),
+                distinct.display()
+            );
+            path = distinct;
+            merged = merge_existing(&path, &p)?;
+        }
+        let Some(profile) = merged else {
+            bail!(
+                "{}: describes another build of {name} and cannot be merged",
+                path.display()
+            );
+        };
+        files.insert(path, profile);
+    }
+    for (path, p) in &files {
+        fsio::write_atomic(path, p.to_text().as_bytes())?;
+        eprintln!(
+            "sediment: wrote {} ({}: {} {}, {} functions, {} calls, {} recordings)",
+            path.display(),
+            p.meta.binary,
+            p.meta.total,
+            p.meta.event.as_deref().unwrap_or("weight"),
+            p.functions.len(),
+            p.edges.len(),
+            p.meta.extra.get(RECORDINGS).map_or("1", String::as_str)
+        );
+    }
+    Ok(())
+}
+
+/// `a` with the weights of `b` (another copy of the same build in the same recording) added.
+fn sum(a: Profile, b: &Profile) -> Profile {
+    let total = a.meta.total.saturating_add(b.meta.total);
+    let mut builder = sediment_profile::ProfileBuilder::from(a);
+    builder.meta_mut().total = total;
+    for f in &b.functions {
+        builder.add_self(&f.key, f.self_weight);
+        if let Some(size) = f.size {
+            builder.set_size(&f.key, size);
+        }
+    }
+    for e in &b.edges {
+        let (caller, callee) = (
+            &b.functions[e.caller as usize],
+            &b.functions[e.callee as usize],
+        );
+        builder.add_call(&caller.key, &callee.key, e.weight);
+    }
+    builder.build()
+}
+
+/// What tells two binaries of one base name apart in a file name: the build-id, else the path.
+fn identity(p: &Profile) -> String {
+    match &p.meta.build_id {
+        Some(id) => id.clone(),
+        None => p.meta.binary.replace('%', "%25").replace('/', "%2F"),
+    }
+}
+
+/// `new` merged into the profile at `path` when that file exists (`Ok(None)` when it describes
+/// another build), else `new` itself.
+fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
+    if !path.exists() {
+        return Ok(Some(new.clone()));
+    }
+    let text = fsio::read_text(path)?;
+    let old = Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let count = |p: &Profile| -> Result<u64> {
+        p.meta.extra.get(RECORDINGS).map_or(Ok(1), |v| {
+            v.parse().map_err(|_| {
+                anyhow!(
+                    "{}: meta {RECORDINGS} `{v}` is not a number",
+                    path.display()
+                )
+            })
+        })
+    };
+    let n_old = count(&old)?;
+    match merge(&[(n_old as f64, &old), (1.0, new)]) {
+        Ok(mut m) => {
+            m.meta
+                .extra
+                .insert(RECORDINGS.into(), (n_old + 1).to_string());
+            Ok(Some(m))
+        }
+        Err(ProfileError::Mismatch { .. }) => Ok(None),
+        Err(e) => Err(anyhow!("{}: {e}", path.display())),
+    }
 }

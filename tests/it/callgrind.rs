@@ -413,3 +413,119 @@ fn record_splits_header_statics() {
     check_twins(&p);
     assert!(p.meta.build_id.is_some());
 }
+
+/// Profiles in `dir/<out>` after `sediment import --format callgrind FILES -o <out>`.
+fn import_files(dir: &std::path::Path, files: &[String], out: &str) -> Profile {
+    let mut args = vec!["import", "--format", "callgrind"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["-o", out]);
+    let o = sediment(dir, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
+}
+
+/// Self weights by function, and call weights by edge, as key texts.
+type Weights = (Vec<(String, u64)>, Vec<(String, String, u64)>);
+
+/// Self weight per function and weight per edge, by key text, for comparing profiles.
+fn weights(p: &Profile) -> Weights {
+    let fns = p
+        .functions
+        .iter()
+        .map(|f| (f.key.to_string(), f.self_weight))
+        .collect();
+    (fns, p.named_edges())
+}
+
+// A fresh pthread program under `--separate-threads=yes --dump-every-bb=N` (one file per thread
+// and part): importing every file gives the sum of importing each alone, and the very profile
+// of a run recorded in one piece.
+#[test]
+fn live_threads_and_parts_sum_to_one_run() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    run(Command::new("gcc")
+        .args(["-O2", "-g", "-pthread", "-o"])
+        .arg(d.join("threads"))
+        .arg(fixture("callgrind/threads.c")));
+    let cg = |extra: &[&str], out: &str| {
+        run(Command::new("valgrind")
+            .current_dir(d)
+            .args([
+                "-q",
+                "--tool=callgrind",
+                "--demangle=no",
+                "--dump-instr=yes",
+            ])
+            .args(extra)
+            .arg(format!("--callgrind-out-file={out}"))
+            .arg("./threads"));
+    };
+    cg(&[], "whole.out");
+    std::fs::create_dir(d.join("split")).unwrap();
+    cg(
+        &["--separate-threads=yes", "--dump-every-bb=40000"],
+        "split/cg.out",
+    );
+    // Non-empty files only: with separate threads, `cg.out` itself stays empty.
+    let mut files: Vec<String> = std::fs::read_dir(d.join("split"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| std::fs::metadata(p).unwrap().len() > 0)
+        .map(|p| format!("split/{}", p.file_name().unwrap().to_str().unwrap()))
+        .collect();
+    files.sort();
+    let thread_files = files.iter().filter(|f| f.ends_with("-02")).count();
+    assert!(thread_files >= 1, "no worker-thread file: {files:?}");
+    assert!(
+        files.len() > 2 * thread_files.min(1) + 1,
+        "not several parts: {files:?}"
+    );
+
+    // Every file at once, through the CLI (addresses against the binary).
+    let whole = import_files(d, &["whole.out".to_string()], "whole.sprof");
+    let split = import_files(d, &files, "split.sprof");
+    assert_eq!(weights(&split), weights(&whole));
+    assert_eq!(split.meta.total, whole.meta.total);
+    assert_eq!(calls(&split, "worker", "work"), 500);
+    assert_eq!(calls(&split, "work", "leaf"), 1500);
+
+    // ... is the sum of the files imported one by one.
+    let bin = d.join("threads").display().to_string();
+    let mut self_sum = std::collections::BTreeMap::<String, u64>::new();
+    let mut edge_sum = std::collections::BTreeMap::<(String, String), u64>::new();
+    let mut total = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(d.join(f)).unwrap();
+        let ps = callgrind::read(&text, f).unwrap();
+        let Some(p) = ps.iter().find(|p| p.meta.binary == bin) else {
+            continue;
+        };
+        total += p.meta.total;
+        for (k, w) in weights(p).0 {
+            *self_sum.entry(k).or_default() += w;
+        }
+        for (a, b, w) in p.named_edges() {
+            *edge_sum.entry((a, b)).or_default() += w;
+        }
+    }
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|f| (f.clone(), std::fs::read_to_string(d.join(f)).unwrap()))
+        .collect();
+    let inputs: Vec<Input<'_>> = texts
+        .iter()
+        .map(|(path, text)| Input { path, text })
+        .collect();
+    let all = callgrind::read_all(&inputs).unwrap();
+    let merged = object(&all, &bin);
+    assert_eq!(merged.meta.total, total);
+    let (fns, edges) = weights(merged);
+    assert_eq!(fns, self_sum.into_iter().collect::<Vec<_>>());
+    let edge_sum: Vec<(String, String, u64)> =
+        edge_sum.into_iter().map(|((a, b), w)| (a, b, w)).collect();
+    assert_eq!(edges, edge_sum);
+}

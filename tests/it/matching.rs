@@ -372,3 +372,110 @@ fn bad_inputs_are_one_line_errors() {
     let ok = sediment(dir, &["match", "-p", "ok.sprof", "--binary", "v2"]);
     assert!(stdout_of(&ok).contains("functions matched: 1 exact, 0 by name with another file"));
 }
+
+/// Two translation units with a static `helper` each (the `STT_FILE` symbol is all that tells
+/// them apart); `-DV2` adds a third in `c.c`.
+const TWIN_A: &str = r#"
+static __attribute__((noinline)) unsigned helper(unsigned x) { return x * 2654435761u; }
+__attribute__((noinline)) unsigned run_a(unsigned n) {
+    unsigned s = 0;
+    for (unsigned i = 0; i < n; i++) s += helper(i);
+    return s;
+}
+unsigned run_b(unsigned n);
+unsigned run_c(unsigned n);
+int main(void) {
+    unsigned s = run_a(300) + run_b(700);
+#ifdef V2
+    s += run_c(50);
+#endif
+    return (int)(s & 1);
+}
+"#;
+const TWIN_B: &str = r#"
+static __attribute__((noinline)) unsigned helper(unsigned x) { return (x ^ 0x9e3779b9u) * 31u + 7u; }
+__attribute__((noinline)) unsigned run_b(unsigned n) {
+    unsigned s = 0;
+    for (unsigned i = 0; i < n; i++) s ^= helper(i);
+    return s;
+}
+"#;
+const TWIN_C: &str = r#"
+static __attribute__((noinline)) unsigned helper(unsigned x) { return x + 1u; }
+__attribute__((noinline)) unsigned run_c(unsigned n) {
+    unsigned s = 0;
+    for (unsigned i = 0; i < n; i++) s += helper(i);
+    return s;
+}
+"#;
+
+// Same-named statics: the profile of v1 keeps `helper (a.c)` and `helper (b.c)` apart, and
+// `match` carries each to the helper of the same source file in v2, although v2 links the files
+// in the other order (other addresses) and has a third `helper` in `c.c`.
+#[test]
+fn same_named_statics_match_by_source_file() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for (name, text) in [("a.c", TWIN_A), ("b.c", TWIN_B), ("c.c", TWIN_C)] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let gcc = |args: &[&str]| run_ok(Command::new("gcc").current_dir(dir).args(args));
+    gcc(&["-O2", "-o", "v1", "a.c", "b.c"]);
+    gcc(&["-O2", "-DV2", "-o", "v2", "c.c", "b.c", "a.c"]);
+    let helper = |f: &str| FuncKey::local("helper", f);
+    let v2 = symbols(&dir.join("v2"));
+    for f in ["a.c", "b.c", "c.c"] {
+        assert!(
+            v2.functions.iter().any(|s| s.key == helper(f)),
+            "v2 lacks helper ({f})"
+        );
+    }
+    let rec = sediment(
+        dir,
+        &[
+            "record",
+            "--via",
+            "callgrind",
+            "-o",
+            "v1.sprof",
+            "--",
+            "./v1",
+        ],
+    );
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let v1p = Profile::from_text(&std::fs::read_to_string(dir.join("v1.sprof")).unwrap()).unwrap();
+    let calls_to = |p: &Profile, caller: &str, f: &str| {
+        let (a, b) = (p.find(&g(caller)).unwrap(), p.find(&helper(f)).unwrap());
+        p.edges
+            .iter()
+            .find(|e| e.caller == a && e.callee == b)
+            .map_or(0, |e| e.weight)
+    };
+    assert_eq!(calls_to(&v1p, "run_a", "a.c"), 300);
+    assert_eq!(calls_to(&v1p, "run_b", "b.c"), 700);
+
+    let out = sediment(
+        dir,
+        &[
+            "match", "-p", "v1.sprof", "--binary", "v2", "-o", "v2.sprof",
+        ],
+    );
+    let report = stdout_of(&out);
+    assert!(report.contains(" 0 by name with another file"), "{report}");
+    assert!(report.contains("\n  helper (c.c)\n"), "{report}");
+    let v2p = Profile::from_text(&std::fs::read_to_string(dir.join("v2.sprof")).unwrap()).unwrap();
+    let w = |p: &Profile, f: &str| p.functions[p.find(&helper(f)).unwrap() as usize].self_weight;
+    assert_eq!(w(&v2p, "a.c"), w(&v1p, "a.c"));
+    assert_eq!(w(&v2p, "b.c"), w(&v1p, "b.c"));
+    assert_ne!(w(&v1p, "a.c"), w(&v1p, "b.c"));
+    assert!(v2p.find(&helper("c.c")).is_none());
+    assert_eq!(calls_to(&v2p, "run_a", "a.c"), 300);
+    assert_eq!(calls_to(&v2p, "run_b", "b.c"), 700);
+}

@@ -175,3 +175,110 @@ fn order_ext_tsp_and_cdsort_are_deterministic() {
         );
     }
 }
+
+/// A program whose static call graph reaches past the sampled functions: `work` calls
+/// `lukewarm`, which calls `deep`; `caller_only` calls `work`; `cold` is called by nobody.
+const FILL_SOURCE: &str = r#"
+__attribute__((noinline)) int deep(int x) { return x * 7; }
+__attribute__((noinline)) int lukewarm(int x) { return deep(x) + 1; }
+__attribute__((noinline)) int work(int x) { return x > 1000000 ? lukewarm(x) : x + 2; }
+__attribute__((noinline)) int caller_only(int x) { return work(x) - 1; }
+__attribute__((noinline)) int cold(int x) { return x - 3; }
+int main(int argc, char **argv) { (void)argv; return work(argc); }
+"#;
+
+/// The function names of an order file.
+fn order_names(path: &std::path::Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("sediment-order") && !l.starts_with("meta "))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect()
+}
+
+// A real -fcallgraph-info graph fills the sampled order: the sampled `main`, `work` keep their
+// places, callees follow level by level, callers only with --fill-callers, `cold` never.
+#[test]
+fn fill_from_gcc_callgraph() {
+    if !crate::common::have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("prog.c"), FILL_SOURCE).unwrap();
+    let gcc = std::process::Command::new("gcc")
+        .current_dir(d)
+        .args(["-O2", "-fcallgraph-info", "-c", "prog.c", "-o", "prog.o"])
+        .output()
+        .unwrap();
+    assert!(gcc.status.success(), "{}", stderr(&gcc));
+    let run = |args: &[&str]| {
+        let o = sediment(d, args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    run(&[
+        "import",
+        "--format",
+        "gcc-callgraph",
+        "--binary",
+        "prog",
+        "prog.ci",
+        "-o",
+        "static.sprof",
+    ]);
+    // The sampled profile saw only main -> work.
+    let sampled = "sediment-profile 1\nmeta binary prog\nmeta source perf\nmeta total 10\n\
+                   fn 0 2 - main -\nfn 1 8 - work -\ncall 0 1 2\n";
+    fs::write(d.join("p.sprof"), sampled).unwrap();
+    run(&["order", "-p", "p.sprof", "-o", "plain.order"]);
+    assert_eq!(order_names(&d.join("plain.order")), ["main", "work"]);
+    let log = run(&[
+        "order",
+        "-p",
+        "p.sprof",
+        "--fill-from",
+        "static.sprof",
+        "-o",
+        "f.order",
+    ]);
+    assert_eq!(
+        order_names(&d.join("f.order")),
+        ["main", "work", "lukewarm", "deep"]
+    );
+    assert!(
+        log.contains("2 functions ordered from the profile, 2 added"),
+        "{log}"
+    );
+    run(&[
+        "order",
+        "-p",
+        "p.sprof",
+        "--fill-from",
+        "static.sprof",
+        "--fill-depth",
+        "1",
+        "-o",
+        "f1.order",
+    ]);
+    assert_eq!(
+        order_names(&d.join("f1.order")),
+        ["main", "work", "lukewarm"]
+    );
+    run(&[
+        "order",
+        "-p",
+        "p.sprof",
+        "--fill-from",
+        "static.sprof",
+        "--fill-callers",
+        "-o",
+        "fc.order",
+    ]);
+    // Level 1 from work: its callee lukewarm, then its other caller caller_only; level 2: deep.
+    assert_eq!(
+        order_names(&d.join("fc.order")),
+        ["main", "work", "lukewarm", "caller_only", "deep"]
+    );
+}

@@ -12,6 +12,8 @@
 //! - [`perf_script`]: `perf script` text (call graphs or `brstacksym`), when only text is shared.
 //! - [`fdata`]: BOLT `.fdata` (LBR and `no_lbr` forms), read and written.
 //! - [`gprof`]: glibc `gmon.out` call arcs and histogram of a `-pg` build.
+//! - [`gv`]: the historical Sediment `.gv` call graph (Graphviz DOT, a cluster per executable),
+//!   read and written.
 //! - [`gcc_callgraph`]: GCC `-fcallgraph-info` `.ci` files, a static call graph without counts.
 //! - [`pprof`]: pprof `profile.proto` (Go, Parca, Pyroscope, Cloud Profiler), gzipped or raw,
 //!   decoded with `prost`; one profile per mapped binary, inlined frames folded into their caller.
@@ -37,6 +39,7 @@ pub mod callgrind;
 pub mod fdata;
 pub mod gcc_callgraph;
 pub mod gprof;
+pub mod gv;
 pub mod perf;
 mod perf_branch;
 pub mod perf_script;

@@ -160,6 +160,84 @@ pub fn order_profile(profile: &Profile, algorithm: Algorithm) -> Result<Function
     Ok(order)
 }
 
+/// Extends `order` (from a sampled profile) with functions of the static call graph `graph`
+/// that [`crate::fill::fill_layout`] reaches from it; returns the new order and how many
+/// functions were added.
+///
+/// Keys are matched exactly; a static function whose key is not in the order but whose *name*
+/// is the name of exactly one ordered function and of exactly one static function is taken to
+/// be that function (a static whose source file one side could not tell). The order's metadata
+/// gains `fill-from` (the graph's `binary`) and `fill-depth`.
+pub fn fill_order(
+    order: &FunctionOrder,
+    graph: &Profile,
+    params: &crate::fill::FillParams,
+) -> Result<(FunctionOrder, usize), Error> {
+    use std::collections::BTreeMap;
+    // Node ids: the ordered functions first (0..placed), then the graph's other functions.
+    let mut ids: BTreeMap<&sediment_profile::FuncKey, u32> = BTreeMap::new();
+    let mut keys: Vec<&sediment_profile::FuncKey> = Vec::new();
+    for k in &order.functions {
+        ids.entry(k).or_insert_with(|| {
+            keys.push(k);
+            (keys.len() - 1) as u32
+        });
+    }
+    let placed: Vec<u32> = (0..keys.len() as u32).collect();
+    let count_names = |it: &mut dyn Iterator<Item = &str>| {
+        let mut m: BTreeMap<String, usize> = BTreeMap::new();
+        for n in it {
+            *m.entry(n.to_string()).or_default() += 1;
+        }
+        m
+    };
+    let ordered_names = count_names(&mut order.functions.iter().map(|k| k.name.as_str()));
+    let graph_names = count_names(&mut graph.functions.iter().map(|f| f.key.name.as_str()));
+    let by_name: BTreeMap<&str, u32> = order
+        .functions
+        .iter()
+        .filter(|k| ordered_names[&k.name] == 1)
+        .map(|k| (k.name.as_str(), ids[k]))
+        .collect();
+    let mut node_of = Vec::with_capacity(graph.functions.len());
+    for f in &graph.functions {
+        let id = match ids.get(&f.key) {
+            Some(&id) => id,
+            None => match by_name.get(f.key.name.as_str()) {
+                Some(&id) if graph_names[&f.key.name] == 1 => id,
+                _ => {
+                    keys.push(&f.key);
+                    (keys.len() - 1) as u32
+                }
+            },
+        };
+        node_of.push(id);
+    }
+    let edges: Vec<EdgeCount> = graph
+        .edges
+        .iter()
+        .map(|e| EdgeCount {
+            src: node_of[e.caller as usize],
+            dst: node_of[e.callee as usize],
+            count: e.weight,
+        })
+        .collect();
+    let layout = crate::fill::fill_layout(keys.len(), &placed, &edges, params)?;
+    let added = layout.len() - placed.len();
+    let mut filled = order.clone();
+    filled.functions = layout.iter().map(|&v| keys[v as usize].clone()).collect();
+    filled
+        .meta
+        .insert("fill-from".into(), graph.meta.binary.clone());
+    filled
+        .meta
+        .insert("fill-depth".into(), params.max_depth.to_string());
+    if params.callers {
+        filled.meta.insert("fill-callers".into(), "yes".into());
+    }
+    Ok((filled, added))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +308,36 @@ mod tests {
         let ph = order_profile(&profile(), Algorithm::PettisHansen).unwrap();
         let names: Vec<&str> = ph.functions.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names, ["helper", "work", "main"]);
+    }
+
+    // The sampled order main, work, helper(a.c) keeps its place; the static graph adds `parse`
+    // (called by work) and `init` (calls main). `helper` without a file in the graph is the
+    // ordered `helper (a.c)`, so its callee `log` is reached at depth 1 too.
+    #[test]
+    fn fills_an_order_from_a_static_graph() {
+        let o = order_profile(&profile(), Algorithm::C3).unwrap();
+        let mut b = ProfileBuilder::new(Meta {
+            binary: "demo".into(),
+            ..Default::default()
+        });
+        let g = FuncKey::global;
+        b.add_call(&g("work"), &g("parse"), 1);
+        b.add_call(&g("init"), &g("main"), 1);
+        b.add_call(&g("helper"), &g("log"), 1);
+        b.add_call(&g("log"), &g("deep"), 1);
+        let graph = b.build();
+        let p = crate::fill::FillParams {
+            max_depth: 1,
+            callers: true,
+        };
+        let (f, added) = fill_order(&o, &graph, &p).unwrap();
+        let names: Vec<String> = f.functions.iter().map(|k| k.to_string()).collect();
+        assert_eq!(
+            names,
+            ["main", "work", "helper (a.c)", "init", "parse", "log"]
+        );
+        assert_eq!(added, 3);
+        assert_eq!(f.meta["fill-depth"], "1");
     }
 
     // Names round-trip and unknown ones list the known.

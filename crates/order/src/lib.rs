@@ -34,6 +34,8 @@
 //! - [`pettis_hansen`]: Pettis & Hansen's greedy heaviest-edge chaining (PLDI 1990).
 //! - [`ext_tsp`]: greedy chain merging maximising the ExtTSP score (Newell & Pupyrev, as LLVM).
 //! - [`cdsort`]: Cache-Directed Sort, the same merging under a cache model (as LLVM and BOLT).
+//! - [`fill`]: not a layout of its own: extends a sampled order with the functions a static
+//!   call graph reaches from it, after the hot ones.
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 
@@ -41,14 +43,16 @@ pub mod adapter;
 pub mod c3;
 pub mod cdsort;
 pub mod ext_tsp;
+pub mod fill;
 pub mod hot;
 pub mod pettis_hansen;
 pub mod score;
 
-pub use adapter::{order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE};
+pub use adapter::{fill_order, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE};
 pub use c3::{c3_clusters, c3_layout, C3Params};
 pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
+pub use fill::{fill_layout, FillParams};
 pub use hot::hot_layout;
 pub use pettis_hansen::pettis_hansen_layout;
 pub use score::{ext_tsp_score, page_locality_score, ExtTspParams, PAGE_SIZE};

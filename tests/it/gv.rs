@@ -1,0 +1,201 @@
+//! The historical `.gv` call graph end to end: `sediment export --format gv` writes DOT that the
+//! real Graphviz `dot` renders, `sediment import --format gv` reads it back, and a second export
+//! is byte-identical to the first.
+
+use crate::common::{fixture, sediment};
+use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
+use std::path::Path;
+use std::process::Command;
+
+fn ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A profile of a second binary whose names need escaping: a quote, a newline, a backslash
+/// sequence Graphviz would expand (`\N`), and a `main` that clashes with the first binary's.
+fn hostile_profile() -> Profile {
+    let mut b = ProfileBuilder::new(Meta {
+        binary: "/usr/lib/lib\"odd\".so".into(),
+        source: "perf".into(),
+        event: Some("cpu-clock".into()),
+        total: 77,
+        ..Meta::default()
+    });
+    let quote = FuncKey::global("say\"hi\"");
+    let newline = FuncKey::local("two\nlines", "x y.c");
+    let label = FuncKey::global("esc\\N\\l");
+    b.add_self(&FuncKey::global("main"), 1);
+    b.add_self(&quote, 40);
+    b.add_call(&FuncKey::global("main"), &quote, 5);
+    b.add_call(&quote, &newline, 3);
+    b.add_call(&newline, &label, 1);
+    b.build()
+}
+
+fn write(dir: &Path, name: &str, p: &Profile) {
+    std::fs::write(dir.join(name), p.to_text()).unwrap();
+}
+
+// Two real profiles in one graph: `dot -Tsvg` accepts it and draws every function of both
+// clusters; import gives the same functions and self weights, and re-export is byte-identical.
+#[test]
+fn gv_renders_with_dot_and_round_trips() {
+    // `dot` answers `-V`, not `--version`: check it the same strict way as `have_tool`.
+    let dot = Command::new("dot").arg("-V").output();
+    assert!(
+        dot.is_ok_and(|o| o.status.success()),
+        "dot is not installed: run scripts/setup (Debian package graphviz)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(fixture("callgrind/twins.golden"), d.join("twins.sprof")).unwrap();
+    let twins =
+        Profile::from_text(&std::fs::read_to_string(d.join("twins.sprof")).unwrap()).unwrap();
+    write(d, "lib.sprof", &hostile_profile());
+    ok(&sediment(
+        d,
+        &[
+            "export",
+            "--format",
+            "gv",
+            "-p",
+            "twins.sprof",
+            "-p",
+            "lib.sprof",
+            "-o",
+            "a.gv",
+        ],
+    ));
+    let gv = std::fs::read_to_string(d.join("a.gv")).unwrap();
+
+    // The real Graphviz reads it without complaint and draws two clusters and every node.
+    let out = Command::new("dot")
+        .arg("-Tsvg")
+        .arg(d.join("a.gv"))
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(svg.matches("class=\"cluster\"").count(), 2, "{svg}");
+    let nodes = twins.functions.len() + hostile_profile().functions.len();
+    assert_eq!(svg.matches("class=\"node\"").count(), nodes, "{svg}");
+    assert_eq!(svg.matches("class=\"edge\"").count(), twins.edges.len() + 3);
+
+    // Import: the first cluster is the main executable, the other goes beside it.
+    ok(&sediment(
+        d,
+        &["import", "--format", "gv", "a.gv", "-o", "back.sprof"],
+    ));
+    let back = Profile::from_text(&std::fs::read_to_string(d.join("back.sprof")).unwrap()).unwrap();
+    assert_eq!(back.meta.binary, twins.meta.binary);
+    assert_eq!(back.meta.source, "gv");
+    let keys = |p: &Profile| -> Vec<(FuncKey, u64, Option<u64>)> {
+        p.functions
+            .iter()
+            .map(|f| (f.key.clone(), f.self_weight, f.size))
+            .collect()
+    };
+    assert_eq!(keys(&back), keys(&twins));
+    // Edge weights are the labels' shares of 10^9: run_b -> twin (b.c) had 700 of 1002 calls.
+    let w: u64 = back.edges.iter().map(|e| e.weight).sum();
+    assert_eq!(w, 1_000_000_000);
+    let heavy = back
+        .named_edges()
+        .into_iter()
+        .find(|(a, b, _)| a == "run_b" && b == "twin (b.c)")
+        .unwrap();
+    // 700/1002 of 10^9 has the smallest remainder of the four shares, so it is not rounded up.
+    assert_eq!(heavy.2, 700 * 1_000_000_000 / 1002);
+    let side = d.join("back.sprof.lib\"odd\".so.sprof");
+    let lib = Profile::from_text(&std::fs::read_to_string(&side).unwrap()).unwrap();
+    assert_eq!(keys(&lib), keys(&hostile_profile()));
+
+    // `--binary` picks one cluster by base name; a name no cluster has is an error.
+    ok(&sediment(
+        d,
+        &[
+            "import",
+            "--format",
+            "gv",
+            "--binary",
+            "lib\"odd\".so",
+            "a.gv",
+            "-o",
+            "one.sprof",
+        ],
+    ));
+    let one = Profile::from_text(&std::fs::read_to_string(d.join("one.sprof")).unwrap()).unwrap();
+    assert_eq!(keys(&one), keys(&hostile_profile()));
+    let none = sediment(
+        d,
+        &[
+            "import", "--format", "gv", "--binary", "nope", "a.gv", "-o", "x.sprof",
+        ],
+    );
+    assert!(!none.status.success());
+    assert!(!d.join("x.sprof").exists());
+
+    // Export again from what was imported: the same bytes.
+    let side_name = side.file_name().unwrap().to_str().unwrap().to_string();
+    ok(&sediment(
+        d,
+        &[
+            "export",
+            "--format",
+            "gv",
+            "-p",
+            "back.sprof",
+            "-p",
+            &side_name,
+            "-o",
+            "b.gv",
+        ],
+    ));
+    assert_eq!(std::fs::read_to_string(d.join("b.gv")).unwrap(), gv);
+}
+
+// A damaged graph: one line naming the file and the line, non-zero exit, no output written.
+#[test]
+fn gv_damaged_input_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "lib.sprof", &hostile_profile());
+    ok(&sediment(
+        d,
+        &["export", "--format", "gv", "-p", "lib.sprof", "-o", "a.gv"],
+    ));
+    let gv = std::fs::read_to_string(d.join("a.gv")).unwrap();
+    let cases = [
+        // Cut inside the cluster.
+        (gv[..gv.find("->").unwrap()].to_string(), "truncated"),
+        // A share above 1.
+        (
+            gv.replacen("[label=\"0.", "[label=\"3.", 1),
+            "not a fraction",
+        ),
+        // An edge to a node nobody declared.
+        (gv.replacen("-> \"0:", "-> \"0:ghost", 1), "undeclared node"),
+    ];
+    for (text, what) in cases {
+        std::fs::write(d.join("bad.gv"), &text).unwrap();
+        let out = sediment(
+            d,
+            &["import", "--format", "gv", "bad.gv", "-o", "out.sprof"],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("bad.gv: line "), "{stderr}");
+        assert!(stderr.contains(what), "{what}: {stderr}");
+        assert!(!d.join("out.sprof").exists());
+    }
+}

@@ -1,0 +1,205 @@
+//! `sediment record --prof-dir DIR` (and `PROF_DIR`): one recording of a shell script that runs
+//! two gcc-built executables sharing a shared library gives one profile per binary, named
+//! `DIR/<basename>.sprof`, merged into on the next recording.
+
+use crate::common::{have_tool, sediment_bin};
+use sediment_profile::Profile;
+use std::path::Path;
+use std::process::Command;
+
+const LIB: &str = r#"
+static __attribute__((noinline)) int lib_helper(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int shared_work(int x) { return lib_helper(x) ^ lib_helper(x + 1); }
+"#;
+
+/// `NAME_work` is called N times (argv[1]), and calls `shared_work` once per call. `mul` makes
+/// the code of two programs differ (GNU ld's build-id does not hash symbol names).
+fn program(name: &str, mul: u32) -> String {
+    format!(
+        r#"
+#include <stdlib.h>
+int shared_work(int);
+volatile int sink;
+__attribute__((noinline)) int {name}_work(int i) {{ return shared_work(i) + i * {mul}; }}
+int main(int argc, char **argv) {{
+    long n = argc > 1 ? atol(argv[1]) : 1;
+    for (long i = 0; i < n; i++) sink += {name}_work((int)i);
+    return 0;
+}}
+"#
+    )
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Builds `libshared.so`, `a` and `b` (and `sub/a`, another program named `a`) in `d`.
+fn build(d: &Path) {
+    std::fs::write(d.join("lib.c"), LIB).unwrap();
+    std::fs::write(d.join("a.c"), program("a", 3)).unwrap();
+    std::fs::write(d.join("b.c"), program("b", 5)).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    run(Command::new("gcc")
+        .current_dir(d)
+        .args(["-O2", "-fPIC", "-shared", "-fno-omit-frame-pointer"])
+        .args(["-o", "libshared.so", "lib.c"]));
+    for (src, out) in [("a.c", "a"), ("b.c", "b"), ("b.c", "sub/a")] {
+        run(Command::new("gcc")
+            .current_dir(d)
+            .args(["-O2", "-fno-omit-frame-pointer", "-o", out, src])
+            .args([
+                "-L.",
+                "-lshared",
+                "-Wl,-rpath,$ORIGIN",
+                "-Wl,-rpath,$ORIGIN/..",
+            ]));
+    }
+}
+
+fn record(d: &Path, args: &[&str], env_dir: Option<&str>) -> String {
+    let mut cmd = Command::new(sediment_bin());
+    cmd.current_dir(d).arg("record").args(args);
+    cmd.env_remove("PROF_DIR");
+    if let Some(dir) = env_dir {
+        cmd.env("PROF_DIR", dir);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+fn load(path: &Path) -> Profile {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Profile::from_text(&text).unwrap()
+}
+
+fn calls(p: &Profile, caller: &str, callee: &str) -> u64 {
+    p.named_edges()
+        .into_iter()
+        .find(|(a, b, _)| a == caller && b == callee)
+        .map_or(0, |e| e.2)
+}
+
+// callgrind with --trace-children: exact call counts land in each binary's own file; the
+// library's file sums both programs; a second recording (through PROF_DIR) merges, each
+// recording counting once.
+#[test]
+fn prof_dir_callgrind_one_profile_per_binary() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    build(d);
+    std::fs::write(d.join("run.sh"), "./a 100\n./b 300\n").unwrap();
+    let args = [
+        "--via",
+        "callgrind",
+        "--prof-dir",
+        "profs",
+        "--",
+        "sh",
+        "run.sh",
+    ];
+    record(d, &args, None);
+    let a = load(&d.join("profs/a.sprof"));
+    let b = load(&d.join("profs/b.sprof"));
+    let lib = load(&d.join("profs/libshared.so.sprof"));
+    assert_eq!(calls(&a, "main", "a_work"), 100);
+    assert_eq!(calls(&b, "main", "b_work"), 300);
+    // Each shared_work calls lib_helper twice: (100 + 300) * 2 calls from both processes.
+    assert_eq!(calls(&lib, "shared_work", "lib_helper (lib.c)"), 800);
+    assert_eq!(lib.meta.extra["recordings"], "1");
+    // The shell was touched too, and libc: every binary gets its file.
+    assert!(d.join("profs/libc.so.6.sprof").exists());
+    assert!(a.functions.iter().all(|f| f.key.name != "b_work"));
+
+    // Again, through the environment variable: merged, two recordings, same proportions.
+    let again = ["--via", "callgrind", "--", "sh", "run.sh"];
+    record(d, &again, Some("profs"));
+    let lib2 = load(&d.join("profs/libshared.so.sprof"));
+    assert_eq!(lib2.meta.extra["recordings"], "2");
+    assert_eq!(lib2.meta.source, "merge");
+    let (s1, s2) = (
+        lib.functions.iter().map(|f| f.self_weight).sum::<u64>() as f64,
+        lib2.functions.iter().map(|f| f.self_weight).sum::<u64>() as f64,
+    );
+    let share =
+        |p: &Profile, total: f64| calls(p, "shared_work", "lib_helper (lib.c)") as f64 / total;
+    assert!((share(&lib, s1) - share(&lib2, s2)).abs() < 1e-6);
+
+    // Two different programs both named `a` in one recording: build-ids keep them apart.
+    std::fs::write(d.join("two.sh"), "./a 10\n./sub/a 20\n").unwrap();
+    let two = [
+        "--via",
+        "callgrind",
+        "--prof-dir",
+        "two",
+        "--",
+        "sh",
+        "two.sh",
+    ];
+    let log = record(d, &two, None);
+    assert!(!d.join("two/a.sprof").exists(), "{log}");
+    let mut named: Vec<(u64, u64)> = std::fs::read_dir(d.join("two"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("a.") && n != "a.sprof")
+        .map(|n| {
+            let p = load(&d.join("two").join(&n));
+            let id = p.meta.build_id.clone().unwrap();
+            assert_eq!(n, format!("a.{id}.sprof"));
+            (calls(&p, "main", "a_work"), calls(&p, "main", "b_work"))
+        })
+        .collect();
+    named.sort();
+    assert_eq!(named, vec![(0, 20), (10, 0)]);
+}
+
+// perf follows the children by itself: sampled profiles of both programs and the library.
+#[test]
+fn prof_dir_perf_one_profile_per_binary() {
+    if !have_tool("gcc") || !have_tool("perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    build(d);
+    std::fs::write(d.join("run.sh"), "./a 30000000\n./b 30000000\n").unwrap();
+    record(d, &["--prof-dir", "profs", "--", "sh", "run.sh"], None);
+    for name in ["a", "b", "libshared.so"] {
+        let p = load(&d.join(format!("profs/{name}.sprof")));
+        assert_eq!(p.meta.source, "perf");
+        assert!(p.self_total() > 0, "{name}: no samples");
+    }
+    let lib = load(&d.join("profs/libshared.so.sprof"));
+    assert!(lib
+        .functions
+        .iter()
+        .any(|f| f.key.name == "shared_work" && f.self_weight > 0));
+}
+
+// Neither -o, --prof-dir nor PROF_DIR: a one-line error, nothing run.
+#[test]
+fn record_without_output_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(sediment_bin())
+        .current_dir(dir.path())
+        .env_remove("PROF_DIR")
+        .args(["record", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr.trim_end(),
+        "sediment: no output: give -o OUT or --prof-dir DIR (or set PROF_DIR)"
+    );
+}
