@@ -97,7 +97,10 @@ impl Relayout {
     /// From parallel arrays of old starts, sizes and new starts. Zero-sized functions are
     /// dropped; overlapping old ranges, or a new range past `u64::MAX`, are errors.
     pub fn new(old_starts: &[u64], sizes: &[u64], new_starts: &[u64]) -> Result<Self, Error> {
-        for (what, other) in [("old starts vs sizes", sizes.len()), ("old starts vs new starts", new_starts.len())] {
+        for (what, other) in [
+            ("old starts vs sizes", sizes.len()),
+            ("old starts vs new starts", new_starts.len()),
+        ] {
             if other != old_starts.len() {
                 return Err(Error::LengthMismatch {
                     what,
