@@ -34,9 +34,11 @@
 //!   16), then every other function in address order (lld's input order for a default link).
 //!   Code outside every function symbol (`.init`, the PLT, padding) and `_init`/`_fini`
 //!   (their own sections, which an ordering file does not move) keep their addresses.
-//!   Order entries resolve like `sediment link` resolves them: an entry with a source file
-//!   names that local symbol; one without names the global of that name, else the only
-//!   local of that name. Unresolved entries are one counted warning.
+//!   Entries resolve as lld resolves a symbol-ordering file, by name alone: every function
+//!   of that name (statics of other files too) takes the position of the name's first entry,
+//!   ties kept in address order. This is what `sediment link --linker lld` output gives
+//!   (it warns about such shared names), so a prediction is checked against a real relink.
+//!   Entries naming no function of the binary are one counted warning.
 //!
 //! Output is deterministic: every number is a simulation count; wall time is not printed.
 
@@ -501,30 +503,31 @@ impl<'a> Units<'a> {
         label: &str,
     ) -> Result<Placement> {
         use std::collections::HashMap;
-        let mut by_key: HashMap<&sediment_profile::FuncKey, u32> = HashMap::new();
-        let mut locals: HashMap<&str, Vec<u32>> = HashMap::new();
+        // lld's rule: a symbol name's priority is its first position in the file, and every
+        // section defining a symbol of that name gets it, statics of other files included.
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        for (pos, key) in order.functions.iter().enumerate() {
+            first.entry(key.name.as_str()).or_insert(pos);
+        }
+        let mut ranked: Vec<(usize, u32)> = Vec::new();
+        let mut found: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for (u, &i) in self.index.iter().enumerate() {
-            let key = &self.elf.functions[i].key;
-            let u = u32::try_from(u).context("too many functions")?;
-            by_key.entry(key).or_insert(u);
-            if key.file.is_some() {
-                locals.entry(key.name.as_str()).or_default().push(u);
+            let name = self.elf.functions[i].key.name.as_str();
+            if let Some(&pos) = first.get(name) {
+                let u = u32::try_from(u).context("too many functions")?;
+                ranked.push((pos, u));
+                found.insert(name);
             }
         }
-        let mut idx = Vec::with_capacity(order.functions.len());
-        let mut missing: Vec<String> = Vec::new();
-        for key in &order.functions {
-            let hit = by_key.get(key).copied().or_else(|| {
-                match (&key.file, locals.get(key.name.as_str())) {
-                    (None, Some(l)) if l.len() == 1 => Some(l[0]),
-                    _ => None,
-                }
-            });
-            match hit {
-                Some(u) => idx.push(u),
-                None => missing.push(key.to_string()),
-            }
-        }
+        // Equal priorities keep address order (lld keeps input order), so the sort is total.
+        ranked.sort_unstable();
+        let idx: Vec<u32> = ranked.into_iter().map(|(_, u)| u).collect();
+        let missing: Vec<String> = order
+            .functions
+            .iter()
+            .filter(|k| !found.contains(k.name.as_str()))
+            .map(|k| k.to_string())
+            .collect();
         if idx.is_empty() && !order.functions.is_empty() {
             bail!(
                 "{label}: none of its {} functions is in {} (order made for another program?)",
