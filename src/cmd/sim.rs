@@ -863,7 +863,7 @@ pub fn format_table(columns: &[(String, Vec<SimMetrics>)], only: Option<&[&str]>
 /// VALUE, ...}}]}`, base first; counts are integers (the median over the shifts: a number
 /// with one decimal when two middle values are averaged), ratios numbers with three decimals
 /// (or null). With more than one shift each column also has `"min"` and `"max"` objects of the
-/// same keys.
+/// same keys, and `"per_shift"`: one object of the same keys per shift, in shift order.
 pub fn format_json(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> String {
     let mut s = String::from("{\n");
     let base = columns.first().map_or("", |(l, _)| l.as_str());
@@ -901,6 +901,21 @@ pub fn format_json(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> Str
                 ",\n      \"min\": {{\n{}\n      }},\n      \"max\": {{\n{}\n      }}",
                 object(&|c| c.values.map(|v| v.1), false),
                 object(&|c| c.values.map(|v| v.2), false)
+            );
+            let each: Vec<String> = shifted
+                .iter()
+                .map(|m| {
+                    let fields: Vec<String> = summarise(std::slice::from_ref(m))
+                        .iter()
+                        .map(|(k, _, c)| format!("{}: {}", json_str(k), c.json(c.median())))
+                        .collect();
+                    format!("        {{{}}}", fields.join(", "))
+                })
+                .collect();
+            let _ = write!(
+                s,
+                ",\n      \"per_shift\": [\n{}\n      ]",
+                each.join(",\n")
             );
         }
         s.push_str("\n    }");
