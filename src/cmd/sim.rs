@@ -628,12 +628,15 @@ fn text_range(pid: u32, canon: &Path, segments: &[sediment_elf::Segment]) -> Res
     for line in maps.lines() {
         // start-end perms offset dev inode path (the path may contain spaces).
         let mut f = line.splitn(6, ' ');
-        let (Some(range), Some(_perms), Some(off), _, _, Some(path)) =
+        let (Some(range), Some(perms), Some(off), _, _, Some(path)) =
             (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             continue;
         };
-        if Path::new(path.trim_start()) != canon {
+        // Only executable mappings: a read-only mapping of the preceding segment can cover
+        // the code segment's file offset too (lld leaves the code at a vaddr one page past
+        // its file offset, so the read-only mapping's last page holds the same file bytes).
+        if Path::new(path.trim_start()) != canon || !perms.contains('x') {
             continue;
         }
         let Some((s, e)) = range.split_once('-') else {
