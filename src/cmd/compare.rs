@@ -3,6 +3,15 @@
 //! ratio of each NEW to BASE. The measuring is `sediment_measure::measure`; this file only
 //! labels the columns and prints.
 //!
+//! `--shifts K` answers "is this difference more than layout luck?" for the I1 rows: every
+//! binary is also simulated once more by `sediment sim` (valgrind lackey, streamed), with its
+//! code virtually shifted by 0, STEP, ..., (K-1)*STEP bytes in the same pass
+//! (`sediment_sim::capture` views), and the I1 misses are then reported only as
+//! `median [min-max]` over those K layouts, beside the iTLB and page rows over the same
+//! shifts, so that a gain can be read against the spread. The cachegrind table keeps its
+//! exact rows except the I1 ones. The lackey run costs about 25 times a cachegrind run
+//! (docs/simulator.md); the shifts themselves add only array lookups to it.
+//!
 //! More than one NEW is accepted (the contract names one) so that `sediment demo` can measure
 //! the default link once and every relinked binary beside it in one table.
 
@@ -26,15 +35,38 @@ pub struct Args {
     /// Simulations to run at once (default: the number of cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Also report I1 misses over this many layouts shifted by STEP bytes, as median
+    /// [min-max] (one extra `sediment sim` run per binary).
+    #[arg(long, default_value_t = 1)]
+    pub shifts: u64,
+    /// Bytes between consecutive shifts.
+    #[arg(long, default_value_t = super::noise::DEFAULT_SHIFT_STEP)]
+    pub shift_step: u64,
     /// Arguments passed to every binary (after `--`).
     #[arg(last = true)]
     pub args: Vec<OsString>,
 }
 
+/// Cachegrind rows that `--shifts` replaces by their spread over shifted layouts.
+const I1_ROWS: [&str; 2] = ["I1 misses 32K/8-way", "I1 misses 16K/4-way"];
+
+/// `sediment sim` rows printed over the shifted layouts (JSON keys).
+const SHIFTED_ROWS: [&str; 8] = [
+    "i1_misses_32k_8way",
+    "i1_misses_16k_4way",
+    "itlb_misses_64",
+    "itlb_misses_128",
+    "pages_99",
+    "pages_99_to_bound",
+    "pages_99_9",
+    "lines_99",
+];
+
 /// Runs `sediment compare`.
 pub fn run(args: Args) -> Result<()> {
     let mut binaries = vec![args.base.clone()];
     binaries.extend(args.new.iter().cloned());
+    let plan = super::sim::Plan::with_shifts(args.shifts, args.shift_step)?;
     let mut opts = sediment_measure::Options::default();
     if let Some(j) = args.jobs {
         opts.jobs = j.max(1);
@@ -59,7 +91,35 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
 
-    let text = if args.json {
+    let text = if plan.shifts.len() > 1 {
+        let shifted = super::sim::simulate_all(
+            &binaries,
+            &args.args,
+            &OsString::from("valgrind"),
+            opts.jobs,
+            &plan,
+        )
+        .context("sediment compare --shifts")?;
+        let sim_columns: Vec<(String, Vec<super::sim::SimMetrics>)> = columns
+            .iter()
+            .map(|(l, _)| l.clone())
+            .zip(shifted.into_iter().filter_map(|l| l.into_iter().next()))
+            .collect();
+        if args.json {
+            format!(
+                "{{\n\"cachegrind\": {},\n\"shifted\": {}}}\n",
+                sediment_measure::format_json(&columns).trim_end(),
+                super::sim::format_json(&sim_columns, &plan.shifts).trim_end()
+            )
+        } else {
+            format!(
+                "{}\n# {} (sediment sim)\n{}",
+                sediment_measure::format_table_without(&columns, &I1_ROWS),
+                plan.describe_shifts().unwrap_or_default(),
+                super::sim::format_table(&sim_columns, Some(&SHIFTED_ROWS))
+            )
+        }
+    } else if args.json {
         sediment_measure::format_json(&columns)
     } else {
         sediment_measure::format_table(&columns)

@@ -24,7 +24,11 @@
 //! - `shift`: variant `k` (0-based) is linked with the driver's default linker and a pad object
 //!   first on the line, whose only content is a `.text.0sediment_pad` section of `k * STEP`
 //!   zero bytes. Sediment writes the pad as a two-line assembler file and compiles it with
-//!   `CC -c`, so no C is needed. Every function of the objects that lands after the pad in
+//!   `CC -c`, so no C is needed. When a `--link-arg` names an ordering file (an lld
+//!   symbol-ordering file, a gold section-ordering file, a GNU ld script or fragment, as
+//!   `sediment link-flags` prints them), each variant links with a copy that lists the pad
+//!   first, so that the pad lands before the ordered code rather than after it (see
+//!   `pad_first`). Every function of the objects that lands after the pad in
 //!   `.text` moves by the same amount; the code itself is unchanged. The default step,
 //!   [`DEFAULT_SHIFT_STEP`], is 80 bytes.
 //!
@@ -203,7 +207,13 @@ fn link_variants(args: &Args, variants: &[Variant], dir: &Path) -> Result<Vec<Pa
             link.push(write_pad(&args.cc, dir, i, bytes)?.into_os_string());
         }
         link.extend(args.objects.iter().map(|o| o.as_os_str().to_owned()));
-        link.extend(args.link_args.iter().map(OsString::from));
+        if v.pad.is_some() {
+            for a in &args.link_args {
+                link.push(pad_first(a, dir, i)?.into());
+            }
+        } else {
+            link.extend(args.link_args.iter().map(OsString::from));
+        }
         link.extend(v.flags.iter().map(OsString::from));
         let binary = dir.join(format!("layout-{i:04}"));
         link.push("-o".into());
@@ -215,15 +225,69 @@ fn link_variants(args: &Args, variants: &[Variant], dir: &Path) -> Result<Vec<Pa
     Ok(binaries)
 }
 
+/// A link argument with every ordering file it names replaced by a copy in `dir` that puts
+/// the pad first; other arguments are returned unchanged.
+///
+/// Without this the pad would move nothing when an order is in use: lld and gold place the
+/// listed sections first and the unlisted pad after them, and a GNU ld script lists the
+/// ordered sections before the `.text.*` catch-all that takes the pad. So an lld
+/// `--symbol-ordering-file` gets the pad's symbol as its first line, a gold
+/// `--section-ordering-file` the pad's section, and a GNU ld script or 2.43 ordering fragment
+/// (`-T`, `--section-ordering-file` with a `.text :` block, as `sediment link` writes them) a
+/// `*(.text.0sediment_pad)` line at the top of its `.text` block. Arguments are read the way
+/// `sediment link-flags` prints them: `-Wl,` followed by comma-separated linker arguments.
+fn pad_first(arg: &str, dir: &Path, variant: usize) -> Result<String> {
+    let Some(list) = arg.strip_prefix("-Wl,") else {
+        return Ok(arg.to_string());
+    };
+    let mut items: Vec<String> = list.split(',').map(str::to_string).collect();
+    let mut n = 0;
+    for j in 0..items.len() {
+        let (prefix, file) = if let Some(f) = items[j].strip_prefix("--symbol-ordering-file=") {
+            ("--symbol-ordering-file=", f.to_string())
+        } else if let Some(f) = items[j].strip_prefix("--section-ordering-file=") {
+            ("--section-ordering-file=", f.to_string())
+        } else if j > 0 && items[j - 1] == "-T" {
+            ("", items[j].clone())
+        } else {
+            continue;
+        };
+        let text = fsio::read_text(Path::new(&file))?;
+        let padded = if prefix == "--symbol-ordering-file=" {
+            format!("{PAD_SYMBOL}\n{text}")
+        } else if let Some(at) = text.find(".text :\n  {\n") {
+            let at = at + ".text :\n  {\n".len();
+            format!("{}    *({PAD_SECTION})\n{}", &text[..at], &text[at..])
+        } else if prefix.is_empty() {
+            bail!("{file}: a linker script without a `.text :` block; cannot place the pad before the ordered code");
+        } else {
+            format!("{PAD_SECTION}\n{text}")
+        };
+        let copy = dir.join(format!("order-{variant:04}-{n}"));
+        n += 1;
+        fsio::write_atomic(&copy, padded.as_bytes())?;
+        items[j] = format!("{prefix}{}", copy.display());
+    }
+    Ok(format!("-Wl,{}", items.join(",")))
+}
+
+/// Name of the pad's section: sorts before every `.text.NAME` of a C program, so that GNU ld's
+/// default `*(.text .text.*)` takes it first.
+const PAD_SECTION: &str = ".text.0sediment_pad";
+
+/// The pad's global symbol, for lld's symbol-ordering file.
+const PAD_SYMBOL: &str = "sediment_pad";
+
 /// Writes and assembles the pad object of variant `i`: one `.text.0sediment_pad` section of
-/// `bytes` zero bytes (alignment 1, so the shift is exact), and a non-executable stack note so
-/// that the pad does not make the program's stack executable.
+/// `bytes` zero bytes (alignment 1, so the shift is exact) with the global symbol
+/// `sediment_pad` at its start, and a non-executable stack note so that the pad does not make
+/// the program's stack executable.
 fn write_pad(cc: &str, dir: &Path, i: usize, bytes: u64) -> Result<PathBuf> {
     let source = dir.join(format!("pad-{i:04}.s"));
     let object = dir.join(format!("pad-{i:04}.o"));
     let text = format!(
-        ".section .text.0sediment_pad,\"ax\",@progbits\n.skip {bytes}\n\
-         .section .note.GNU-stack,\"\",@progbits\n"
+        ".section {PAD_SECTION},\"ax\",@progbits\n.globl {PAD_SYMBOL}\n{PAD_SYMBOL}:\n\
+         .skip {bytes}\n.section .note.GNU-stack,\"\",@progbits\n"
     );
     fsio::write_atomic(&source, text.as_bytes())?;
     let args: Vec<OsString> = vec![
@@ -358,4 +422,59 @@ fn format_json(args: &Args, variants: &[Variant], metrics: &[Metrics]) -> String
         .map(|(v, m)| (v.label.clone(), m.clone()))
         .collect();
     sediment_measure::spread::format_json(&args.mode, &describe(args), &columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Each ordering file named by a link argument is copied with the pad first: the symbol
+    // for lld, the section for gold, a line at the top of the `.text` block for a GNU ld
+    // script; other arguments pass through.
+    #[test]
+    fn ordering_files_get_the_pad_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sym = d.join("a.sym");
+        std::fs::write(&sym, "hot\nwarm\n").unwrap();
+        let sec = d.join("a.sec");
+        std::fs::write(&sec, ".text.hot\n").unwrap();
+        let script = d.join("a.ld");
+        std::fs::write(
+            &script,
+            "# x\nSECTIONS\n{\n  .text :\n  {\n    *(.text.hot)\n",
+        )
+        .unwrap();
+        let read = |arg: &str| {
+            let path = arg.rsplit([',', '=']).next().unwrap();
+            std::fs::read_to_string(path).unwrap()
+        };
+        let a = pad_first(
+            &format!("-Wl,--symbol-ordering-file={}", sym.display()),
+            d,
+            3,
+        )
+        .unwrap();
+        assert!(a.starts_with("-Wl,--symbol-ordering-file=") && a.ends_with("order-0003-0"));
+        assert_eq!(read(&a), "sediment_pad\nhot\nwarm\n");
+        let a = pad_first(
+            &format!("-Wl,--section-ordering-file={}", sec.display()),
+            d,
+            1,
+        )
+        .unwrap();
+        assert_eq!(read(&a), ".text.0sediment_pad\n.text.hot\n");
+        let a = pad_first(&format!("-Wl,-T,{}", script.display()), d, 2).unwrap();
+        assert_eq!(
+            read(&a),
+            "# x\nSECTIONS\n{\n  .text :\n  {\n    *(.text.0sediment_pad)\n    *(.text.hot)\n"
+        );
+        assert_eq!(pad_first("-fuse-ld=lld", d, 0).unwrap(), "-fuse-ld=lld");
+        assert_eq!(
+            pad_first("-Wl,--gc-sections", d, 0).unwrap(),
+            "-Wl,--gc-sections"
+        );
+        std::fs::write(&script, "SECTIONS {}\n").unwrap();
+        assert!(pad_first(&format!("-Wl,-T,{}", script.display()), d, 4).is_err());
+    }
 }

@@ -20,6 +20,26 @@
 //! in a window (wrong when the program's first executed code is not at the segment start) and
 //! valgrind's `-v` messages (they do not print load addresses).
 //!
+//! Other layouts in the same run (`sediment_sim::capture` views):
+//! - `--shifts K [--shift-step S]`: every layout is also simulated with the binary's code
+//!   moved by `S, 2S, ... (K-1)S` bytes, as a pad before the code would move it, and each
+//!   cell becomes `median [min-max]` over the K shifts. I1 miss counts move a lot with
+//!   addresses alone (docs/noise.md), so a single I1 figure is layout luck; the median over
+//!   shifts is what `sediment compare --shifts` reports.
+//! - `--order FILE` (one binary only, repeatable): a proposed function order is replayed
+//!   without relinking. Each executed address of the binary's code is mapped to (function,
+//!   offset) through the binary's function symbols, and the functions are placed the way lld
+//!   places a `--symbol-ordering-file` link: the ordered functions first from the start of
+//!   the first function, each aligned to `--align` bytes (gcc's `-O2` function alignment is
+//!   16), then every other function in address order (lld's input order for a default link).
+//!   Code outside every function symbol (`.init`, the PLT, padding) and `_init`/`_fini`
+//!   (their own sections, which an ordering file does not move) keep their addresses.
+//!   Entries resolve as lld resolves a symbol-ordering file, by name alone: every function
+//!   of that name (statics of other files too) takes the position of the name's first entry,
+//!   ties kept in address order. This is what `sediment link --linker lld` output gives
+//!   (it warns about such shared names), so a prediction is checked against a real relink.
+//!   Entries naming no function of the binary are one counted warning.
+//!
 //! Output is deterministic: every number is a simulation count; wall time is not printed.
 
 use std::ffi::OsString;
@@ -31,7 +51,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
-use sediment_sim::{Capture, Footprint, SetAssocLru};
+use sediment_sim::{Capture, Footprint, Relayout, SetAssocLru, TextMap};
 
 /// Arguments of `sediment sim`.
 #[derive(clap::Args)]
@@ -48,6 +68,20 @@ pub struct Args {
     /// The `valgrind` executable.
     #[arg(long, default_value = "valgrind")]
     pub valgrind: OsString,
+    /// Layouts per column: the code as linked and shifted by STEP, 2*STEP, ... bytes; cells
+    /// become `median [min-max]` over them.
+    #[arg(long, default_value_t = 1)]
+    pub shifts: u64,
+    /// Bytes between consecutive shifts.
+    #[arg(long, default_value_t = super::noise::DEFAULT_SHIFT_STEP)]
+    pub shift_step: u64,
+    /// A proposed function order (`sediment order` output) to replay without relinking, as
+    /// an extra column; repeatable; needs exactly one binary.
+    #[arg(long = "order")]
+    pub orders: Vec<PathBuf>,
+    /// Alignment in bytes of each function placed by `--order`.
+    #[arg(long, default_value_t = 16)]
+    pub align: u64,
     /// Arguments passed to every binary (after `--`).
     #[arg(last = true)]
     pub args: Vec<OsString>,
@@ -90,6 +124,65 @@ pub const ARRAYS: [(&str, &str, u64, u64, u64); 6] = [
     ),
 ];
 
+/// Most shifts one run may ask for: each is one more set of arrays fed every fetch.
+pub const MAX_SHIFTS: u64 = 64;
+
+/// Largest total shift, as `sediment noise` allows for its pad: far beyond any cache or TLB.
+const MAX_SHIFT_BYTES: u64 = 64 << 20;
+
+/// Most `--order` files (each is `--shifts` more sets of arrays).
+const MAX_ORDERS: usize = 16;
+
+/// The layouts simulated from each run besides the binary as linked.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Shifts in bytes, the first 0.
+    pub shifts: Vec<u64>,
+    /// Proposed orders: (column label, order).
+    pub orders: Vec<(String, sediment_profile::FunctionOrder)>,
+    /// Alignment of functions placed by an order.
+    pub align: u64,
+}
+
+impl Plan {
+    /// Only the layout as linked.
+    pub fn as_linked() -> Self {
+        Self {
+            shifts: vec![0],
+            orders: Vec::new(),
+            align: 16,
+        }
+    }
+
+    /// Shifts `0, step, ..., (k-1)*step`, checked against [`MAX_SHIFTS`] and the largest pad.
+    pub fn with_shifts(k: u64, step: u64) -> Result<Self> {
+        if k == 0 || k > MAX_SHIFTS {
+            bail!("--shifts must be between 1 and {MAX_SHIFTS}, not {k}");
+        }
+        match (k - 1).checked_mul(step) {
+            Some(m) if m <= MAX_SHIFT_BYTES => {}
+            _ => bail!(
+                "--shifts {k} --shift-step {step}: the largest shift exceeds {MAX_SHIFT_BYTES} bytes"
+            ),
+        }
+        Ok(Self {
+            shifts: (0..k).map(|i| i * step).collect(),
+            ..Self::as_linked()
+        })
+    }
+
+    /// A description of the shifts for a table header, or `None` for one layout.
+    pub fn describe_shifts(&self) -> Option<String> {
+        let (k, last) = (self.shifts.len(), *self.shifts.last()?);
+        (k > 1).then(|| {
+            format!(
+                "{k} layouts per column: code as linked and shifted by up to {last} bytes in steps of {}; cells: median [min-max]",
+                self.shifts[1]
+            )
+        })
+    }
+}
+
 /// Everything `sediment sim` reports for one binary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimMetrics {
@@ -115,12 +208,43 @@ pub fn run(args: Args) -> Result<()> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let results = simulate_all(&args.binaries, &args.args, &args.valgrind, jobs)?;
-    let labels = super::compare::labels(&args.binaries);
-    let columns: Vec<(String, SimMetrics)> = labels.into_iter().zip(results).collect();
+    let mut plan = Plan::with_shifts(args.shifts, args.shift_step)?;
+    plan.align = args.align;
+    if !args.orders.is_empty() {
+        if args.binaries.len() != 1 {
+            bail!("--order replays proposed orders of one binary; give exactly one binary");
+        }
+        if args.orders.len() > MAX_ORDERS {
+            bail!("at most {MAX_ORDERS} --order files");
+        }
+        if args.align == 0 || args.align > 4096 {
+            bail!("--align must be between 1 and 4096, not {}", args.align);
+        }
+        let labels = super::compare::labels(&args.orders);
+        for (path, label) in args.orders.iter().zip(labels) {
+            let text = crate::fsio::read_text(path)?;
+            let order = sediment_profile::FunctionOrder::from_text(&text)
+                .with_context(|| format!("{}: not a sediment order file", path.display()))?;
+            plan.orders.push((label, order));
+        }
+    }
+    let results = simulate_all(&args.binaries, &args.args, &args.valgrind, jobs, &plan)?;
+    let mut columns: Vec<(String, Vec<SimMetrics>)> = Vec::new();
+    for (label, layouts) in super::compare::labels(&args.binaries)
+        .into_iter()
+        .zip(results)
+    {
+        let mut layouts = layouts.into_iter();
+        if let Some(linked) = layouts.next() {
+            columns.push((label.clone(), linked));
+        }
+        for ((order_label, _), m) in plan.orders.iter().zip(layouts) {
+            columns.push((format!("{label}@{order_label}"), m));
+        }
+    }
     let differing: Vec<&str> = columns[1..]
         .iter()
-        .filter(|(_, m)| m.stdout_fnv1a != columns[0].1.stdout_fnv1a)
+        .filter(|(_, m)| m[0].stdout_fnv1a != columns[0].1[0].stdout_fnv1a)
         .map(|(l, _)| l.as_str())
         .collect();
     if !differing.is_empty() {
@@ -131,9 +255,13 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let text = if args.json {
-        format_json(&columns)
+        format_json(&columns, &plan.shifts)
     } else {
-        format_table(&columns)
+        let mut t = plan
+            .describe_shifts()
+            .map_or_else(String::new, |d| format!("# {d}\n"));
+        t.push_str(&format_table(&columns, None));
+        t
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -141,31 +269,35 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// The metrics of one binary: per layout (as linked, then each order of the plan), per shift.
+pub type Layouts = Vec<Vec<SimMetrics>>;
+
 /// Simulates every binary, `jobs` at a time. Each result lands in its binary's slot, so the
 /// output does not depend on scheduling; on failure the error of the first failing binary (in
 /// argument order) is returned.
-fn simulate_all(
+pub fn simulate_all(
     binaries: &[PathBuf],
     args: &[OsString],
     valgrind: &OsString,
     jobs: usize,
-) -> Result<Vec<SimMetrics>> {
+    plan: &Plan,
+) -> Result<Vec<Layouts>> {
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Result<SimMetrics>>>> =
+    let slots: Vec<Mutex<Option<Result<Layouts>>>> =
         binaries.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..jobs.min(binaries.len()) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(b) = binaries.get(i) else { break };
-                let r = simulate(b, args, valgrind);
+                let r = simulate(b, args, valgrind, plan);
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some(r);
                 }
             });
         }
     });
-    let mut out = Vec::with_capacity(binaries.len());
+    let mut out: Vec<Layouts> = Vec::with_capacity(binaries.len());
     for (slot, b) in slots.into_iter().zip(binaries) {
         match slot.into_inner().ok().flatten() {
             Some(r) => out.push(r?),
@@ -175,8 +307,13 @@ fn simulate_all(
     Ok(out)
 }
 
-/// Runs one binary under lackey and replays its trace.
-pub fn simulate(binary: &Path, args: &[OsString], valgrind: &OsString) -> Result<SimMetrics> {
+/// Runs one binary under lackey and replays its trace under every layout of `plan`.
+pub fn simulate(
+    binary: &Path,
+    args: &[OsString],
+    valgrind: &OsString,
+    plan: &Plan,
+) -> Result<Layouts> {
     let canon = std::fs::canonicalize(binary)
         .with_context(|| format!("{}: no such executable file", binary.display()))?;
     let data = crate::fsio::read_bytes(&canon)?;
@@ -191,6 +328,13 @@ pub fn simulate(binary: &Path, args: &[OsString], valgrind: &OsString) -> Result
     if exec_segments.is_empty() {
         bail!("{}: no executable PT_LOAD segment", binary.display());
     }
+    let relayouts = plan
+        .orders
+        .iter()
+        .map(|(label, order)| {
+            Units::of(&elf, &exec_segments).place(order, plan.align, &canon, label)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
     let out_file = tmp.path().join("stdout");
     let err_file = tmp.path().join("stderr");
@@ -220,7 +364,7 @@ pub fn simulate(binary: &Path, args: &[OsString], valgrind: &OsString) -> Result
     let Some(pipe) = child.stdout.take() else {
         bail!("{}: no pipe to valgrind", binary.display());
     };
-    let replayed = replay(pipe, pid, &canon, &exec_segments);
+    let replayed = replay(pipe, pid, &canon, &exec_segments, &plan.shifts, &relayouts);
     if replayed.is_err() {
         // Stop a run whose trace we no longer read; it would block on the full pipe.
         let _ = child.kill();
@@ -260,34 +404,170 @@ pub fn simulate(binary: &Path, args: &[OsString], valgrind: &OsString) -> Result
             binary.display()
         );
     }
-    let profile = capture
-        .exec_profile()
-        .with_context(|| format!("{}: footprint", binary.display()))?;
-    let stdout = std::fs::read(&out_file).unwrap_or_default();
-    Ok(SimMetrics {
-        instructions: capture.instructions(),
-        object_instructions: capture.text_instructions(),
-        fetches: capture.fetches(),
-        misses: capture.arrays().iter().map(|a| a.stats().misses).collect(),
-        pages: profile.footprint(4096)?,
-        lines: profile.footprint(64)?,
-        stdout_fnv1a: sediment_measure::fnv1a(&stdout),
-    })
+    let stdout = sediment_measure::fnv1a(&std::fs::read(&out_file).unwrap_or_default());
+    // View `v` is layout `v / shifts`, shift `v % shifts`, with the base arrays standing in
+    // for view "-1" (as linked, shift 0); see `replay`.
+    let k = plan.shifts.len();
+    let metrics =
+        |arrays: &[SetAssocLru], profile: sediment_sim::ExecProfile| -> Result<SimMetrics> {
+            Ok(SimMetrics {
+                instructions: capture.instructions(),
+                object_instructions: capture.text_instructions(),
+                fetches: capture.fetches(),
+                misses: arrays.iter().map(|a| a.stats().misses).collect(),
+                pages: profile.footprint(4096)?,
+                lines: profile.footprint(64)?,
+                stdout_fnv1a: stdout.clone(),
+            })
+        };
+    let mut out: Layouts = Vec::with_capacity(1 + relayouts.len());
+    for layout in 0..=relayouts.len() {
+        let mut per_shift = Vec::with_capacity(k);
+        for shift in 0..k {
+            let m = match (layout * k + shift).checked_sub(1) {
+                None => metrics(capture.arrays(), capture.exec_profile()?),
+                Some(v) => metrics(capture.view_arrays(v), capture.view_profile(v)?),
+            }
+            .with_context(|| format!("{}: footprint", binary.display()))?;
+            per_shift.push(m);
+        }
+        out.push(per_shift);
+    }
+    Ok(out)
+}
+
+/// Arrays of one layout, one per entry of [`ARRAYS`].
+fn new_arrays() -> Result<Vec<SetAssocLru>> {
+    Ok(ARRAYS
+        .iter()
+        .map(|&(_, _, block, entries, ways)| SetAssocLru::new(block, entries, ways))
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The functions an order can move: function symbols with a size inside the executable
+/// segments, except `_init` and `_fini` (they live in `.init`/`.fini`, which no ordering file
+/// moves), in address order, sizes clipped so that none overlaps the next.
+struct Units<'a> {
+    elf: &'a sediment_elf::Binary,
+    /// Indices into `elf.functions`.
+    index: Vec<usize>,
+    start: Vec<u64>,
+    size: Vec<u64>,
+}
+
+/// A proposed order in link-time addresses: (old starts, sizes, new starts).
+pub struct Placement {
+    old: Vec<u64>,
+    size: Vec<u64>,
+    new: Vec<u64>,
+}
+
+impl<'a> Units<'a> {
+    fn of(elf: &'a sediment_elf::Binary, exec: &[sediment_elf::Segment]) -> Self {
+        let in_exec = |a: u64, n: u64| {
+            exec.iter().any(|s| {
+                a >= s.vaddr && a - s.vaddr < s.mem_size && n <= s.mem_size - (a - s.vaddr)
+            })
+        };
+        let mut u = Units {
+            elf,
+            index: Vec::new(),
+            start: Vec::new(),
+            size: Vec::new(),
+        };
+        for (i, f) in elf.functions.iter().enumerate() {
+            if f.size == 0 || matches!(f.key.name.as_str(), "_init" | "_fini") {
+                continue;
+            }
+            if !in_exec(f.address, f.size) {
+                continue;
+            }
+            // `functions` is sorted by address: clip the previous one at this start.
+            if let (Some(ps), Some(pz)) = (u.start.last(), u.size.last_mut()) {
+                *pz = (*pz).min(f.address - ps);
+            }
+            u.index.push(i);
+            u.start.push(f.address);
+            u.size.push(f.size);
+        }
+        u
+    }
+
+    /// Where `order` puts every unit: [`sediment_sim::layout_from_order`] from the first
+    /// unit's address. Errors when no entry of the order names a function of the binary.
+    fn place(
+        &self,
+        order: &sediment_profile::FunctionOrder,
+        align: u64,
+        binary: &Path,
+        label: &str,
+    ) -> Result<Placement> {
+        use std::collections::HashMap;
+        // lld's rule: a symbol name's priority is its first position in the file, and every
+        // section defining a symbol of that name gets it, statics of other files included.
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        for (pos, key) in order.functions.iter().enumerate() {
+            first.entry(key.name.as_str()).or_insert(pos);
+        }
+        let mut ranked: Vec<(usize, u32)> = Vec::new();
+        let mut found: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for (u, &i) in self.index.iter().enumerate() {
+            let name = self.elf.functions[i].key.name.as_str();
+            if let Some(&pos) = first.get(name) {
+                let u = u32::try_from(u).context("too many functions")?;
+                ranked.push((pos, u));
+                found.insert(name);
+            }
+        }
+        // Equal priorities keep address order (lld keeps input order), so the sort is total.
+        ranked.sort_unstable();
+        let idx: Vec<u32> = ranked.into_iter().map(|(_, u)| u).collect();
+        let missing: Vec<String> = order
+            .functions
+            .iter()
+            .filter(|k| !found.contains(k.name.as_str()))
+            .map(|k| k.to_string())
+            .collect();
+        if idx.is_empty() && !order.functions.is_empty() {
+            bail!(
+                "{label}: none of its {} functions is in {} (order made for another program?)",
+                order.functions.len(),
+                binary.display()
+            );
+        }
+        if !missing.is_empty() {
+            let first: Vec<&str> = missing.iter().take(5).map(String::as_str).collect();
+            eprintln!(
+                "sediment sim: warning: {label}: {} of {} functions not in {} (first: {})",
+                missing.len(),
+                order.functions.len(),
+                binary.display(),
+                first.join(", ")
+            );
+        }
+        let base = self.start.first().copied().unwrap_or(0);
+        Ok(Placement {
+            old: self.start.clone(),
+            size: self.size.clone(),
+            new: sediment_sim::layout_from_order(&idx, &self.size, align, base),
+        })
+    }
 }
 
 /// Reads the trace from `pipe`: the lines up to the first instruction, then the text range
 /// from `/proc/PID/maps`, then the rest of the stream.
+///
+/// Views are added in the order layout-major, shift-minor, skipping (as linked, shift 0),
+/// which the base arrays are: view `v` is layout `(v + 1) / shifts`, shift `(v + 1) % shifts`.
 fn replay(
     pipe: impl Read,
     pid: u32,
     canon: &Path,
     segments: &[sediment_elf::Segment],
+    shifts: &[u64],
+    relayouts: &[Placement],
 ) -> Result<Capture> {
-    let arrays = ARRAYS
-        .iter()
-        .map(|&(_, _, block, entries, ways)| SetAssocLru::new(block, entries, ways))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut capture = Capture::new(arrays);
+    let mut capture = Capture::new(new_arrays()?);
     let mut reader = BufReader::with_capacity(1 << 20, pipe);
     // Valgrind messages before the first instruction (none with -q, unless it warns): bounded
     // by the line count so that a stream with no instruction cannot grow this buffer forever.
@@ -310,6 +590,27 @@ fn replay(
     if first_insn {
         let (s, e) = text_range(pid, canon, segments)?;
         capture.set_text(s, e)?;
+        // Run-time minus link-time address of the code (the PIE load bias; 0 otherwise).
+        let link_start = segments.iter().map(|g| g.vaddr).min().unwrap_or(0);
+        let bias = s.wrapping_sub(link_start);
+        for &d in shifts.iter().skip(1) {
+            capture.add_view(TextMap::Shift(d), new_arrays()?);
+        }
+        for p in relayouts {
+            let old: Vec<u64> = p.old.iter().map(|a| a.wrapping_add(bias)).collect();
+            for &d in shifts {
+                let new: Vec<u64> = p
+                    .new
+                    .iter()
+                    .map(|a| a.wrapping_add(bias).saturating_add(d))
+                    .collect();
+                let r = Relayout::new(&old, &p.size, &new)
+                    .with_context(|| format!("{}: placing an order", canon.display()))?;
+                capture.add_view(TextMap::Relayout(r), new_arrays()?);
+            }
+        }
+    } else if shifts.len() > 1 || !relayouts.is_empty() {
+        bail!("{}: the trace has no instruction", canon.display());
     }
     capture
         .replay(head.as_slice().chain(reader))
@@ -327,12 +628,15 @@ fn text_range(pid: u32, canon: &Path, segments: &[sediment_elf::Segment]) -> Res
     for line in maps.lines() {
         // start-end perms offset dev inode path (the path may contain spaces).
         let mut f = line.splitn(6, ' ');
-        let (Some(range), Some(_perms), Some(off), _, _, Some(path)) =
+        let (Some(range), Some(perms), Some(off), _, _, Some(path)) =
             (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             continue;
         };
-        if Path::new(path.trim_start()) != canon {
+        // Only executable mappings: a read-only mapping of the preceding segment can cover
+        // the code segment's file offset too (lld leaves the code at a vaddr one page past
+        // its file offset, so the read-only mapping's last page holds the same file bytes).
+        if Path::new(path.trim_start()) != canon || !perms.contains('x') {
             continue;
         }
         let Some((s, e)) = range.split_once('-') else {
@@ -379,13 +683,6 @@ impl Cell {
             Cell::Count(n) => Some(n as f64),
             Cell::Ratio(_, 0) => None,
             Cell::Ratio(n, d) => Some(n as f64 / d as f64),
-        }
-    }
-
-    fn text(self) -> String {
-        match self {
-            Cell::Count(n) => n.to_string(),
-            Cell::Ratio(..) => self.value().map_or("-".into(), |v| format!("{v:.3}")),
         }
     }
 }
@@ -440,10 +737,85 @@ fn rows(m: &SimMetrics) -> Vec<(String, String, Cell)> {
     r
 }
 
-/// Text table: one row per metric, one column per binary, then NEW/BASE ratio columns
-/// (three decimals, `-` when the base is 0). Right-aligned to the widest cell.
-pub fn format_table(columns: &[(String, SimMetrics)]) -> String {
-    let Some((base_label, base)) = columns.first() else {
+/// One cell of the table over K shifts: median, minimum and maximum of the row's values
+/// (`None` when no shift had a value, e.g. a ratio to a bound of 0). The median of an even
+/// count is the mean of the two middle values, as in `sediment_measure::spread`.
+#[derive(Clone, Copy)]
+struct Summary {
+    count: bool,
+    values: Option<(f64, f64, f64)>,
+}
+
+impl Summary {
+    fn of(cells: &[Cell]) -> Self {
+        let mut v: Vec<f64> = cells.iter().filter_map(|c| c.value()).collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let values = (n > 0).then(|| {
+            let med = if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                v[n / 2 - 1] / 2.0 + v[n / 2] / 2.0
+            };
+            (med, v[0], v[n - 1])
+        });
+        Self {
+            count: cells.first().is_some_and(|c| matches!(c, Cell::Count(_))),
+            values,
+        }
+    }
+
+    fn median(self) -> Option<f64> {
+        self.values.map(|(m, ..)| m)
+    }
+
+    fn num(self, v: f64) -> String {
+        if !self.count {
+            format!("{v:.3}")
+        } else if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    }
+
+    /// `value`, or `median [min-max]` when the shifts disagree.
+    fn text(self) -> String {
+        match self.values {
+            None => "-".into(),
+            Some((m, lo, hi)) if lo == hi => self.num(m),
+            Some((m, lo, hi)) => format!("{} [{}-{}]", self.num(m), self.num(lo), self.num(hi)),
+        }
+    }
+
+    /// The JSON value of the median (an integer when it is one).
+    fn json(self, v: Option<f64>) -> String {
+        v.map_or("null".into(), |v| self.num(v))
+    }
+}
+
+/// Every row of a column summarised over its shifts: (JSON key, label, summary).
+fn summarise(shifted: &[SimMetrics]) -> Vec<(String, String, Summary)> {
+    let per_shift: Vec<Vec<(String, String, Cell)>> = shifted.iter().map(rows).collect();
+    let Some(first) = per_shift.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, (key, label, _))| {
+            let cells: Vec<Cell> = per_shift.iter().map(|r| r[i].2).collect();
+            (key.clone(), label.clone(), Summary::of(&cells))
+        })
+        .collect()
+}
+
+/// Text table: one row per metric (only the rows whose JSON key is in `only`, if given), one
+/// column per layout, then NEW/BASE ratio columns of the medians (three decimals, `-` when
+/// the base is 0). A cell is the value, or `median [min-max]` over the column's shifts.
+/// Right-aligned to the widest cell.
+pub fn format_table(columns: &[(String, Vec<SimMetrics>)], only: Option<&[&str]>) -> String {
+    let Some((base_label, _)) = columns.first() else {
         return String::new();
     };
     let mut header: Vec<String> = vec!["metric".into()];
@@ -451,14 +823,17 @@ pub fn format_table(columns: &[(String, SimMetrics)]) -> String {
     for (l, _) in &columns[1..] {
         header.push(format!("{l}/{base_label}"));
     }
-    let base_rows = rows(base);
-    let all: Vec<Vec<(String, String, Cell)>> = columns.iter().map(|(_, m)| rows(m)).collect();
+    let all: Vec<Vec<(String, String, Summary)>> =
+        columns.iter().map(|(_, m)| summarise(m)).collect();
     let mut table = vec![header];
-    for (i, (_, label, base_cell)) in base_rows.iter().enumerate() {
+    for (i, (key, label, base_cell)) in all[0].iter().enumerate() {
+        if only.is_some_and(|keys| !keys.contains(&key.as_str())) {
+            continue;
+        }
         let mut row = vec![label.clone()];
         row.extend(all.iter().map(|r| r[i].2.text()));
         for r in &all[1..] {
-            row.push(match (r[i].2.value(), base_cell.value()) {
+            row.push(match (r[i].2.median(), base_cell.median()) {
                 (Some(n), Some(b)) if b != 0.0 => format!("{:.3}", n / b),
                 _ => "-".into(),
             });
@@ -487,33 +862,66 @@ pub fn format_table(columns: &[(String, SimMetrics)]) -> String {
     out
 }
 
-/// JSON: `{"base": LABEL, "columns": [{"label": ..., "metrics": {KEY: VALUE, ...}}]}`, base
-/// first; counts are integers, ratios numbers with three decimals (or null).
-pub fn format_json(columns: &[(String, SimMetrics)]) -> String {
+/// JSON: `{"base": LABEL, "shifts": [BYTES...], "columns": [{"label": ..., "metrics": {KEY:
+/// VALUE, ...}}]}`, base first; counts are integers (the median over the shifts: a number
+/// with one decimal when two middle values are averaged), ratios numbers with three decimals
+/// (or null). With more than one shift each column also has `"min"` and `"max"` objects of the
+/// same keys, and `"per_shift"`: one object of the same keys per shift, in shift order.
+pub fn format_json(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> String {
     let mut s = String::from("{\n");
     let base = columns.first().map_or("", |(l, _)| l.as_str());
     let _ = writeln!(s, "  \"base\": {},", json_str(base));
+    let list: Vec<String> = shifts.iter().map(u64::to_string).collect();
+    let _ = writeln!(s, "  \"shifts\": [{}],", list.join(", "));
     s.push_str("  \"columns\": [\n");
-    for (ci, (label, m)) in columns.iter().enumerate() {
+    for (ci, (label, shifted)) in columns.iter().enumerate() {
         let _ = writeln!(s, "    {{\n      \"label\": {},", json_str(label));
-        s.push_str("      \"metrics\": {\n");
-        let mut fields: Vec<String> = rows(m)
-            .into_iter()
-            .map(|(k, _, c)| {
-                let v = match c {
-                    Cell::Count(n) => n.to_string(),
-                    Cell::Ratio(..) => c.value().map_or("null".into(), |v| format!("{v:.3}")),
-                };
-                format!("        {}: {v}", json_str(&k))
-            })
-            .collect();
-        fields.push(format!("        \"fetches\": {}", m.fetches));
-        fields.push(format!(
-            "        \"stdout_fnv1a\": {}",
-            json_str(&m.stdout_fnv1a)
-        ));
-        s.push_str(&fields.join(",\n"));
-        s.push_str("\n      }\n    }");
+        let summary = summarise(shifted);
+        let object = |pick: &dyn Fn(Summary) -> Option<f64>, extra: bool| {
+            let mut fields: Vec<String> = summary
+                .iter()
+                .map(|(k, _, c)| format!("        {}: {}", json_str(k), c.json(pick(*c))))
+                .collect();
+            if extra {
+                if let Some(m) = shifted.first() {
+                    fields.push(format!("        \"fetches\": {}", m.fetches));
+                    fields.push(format!(
+                        "        \"stdout_fnv1a\": {}",
+                        json_str(&m.stdout_fnv1a)
+                    ));
+                }
+            }
+            fields.join(",\n")
+        };
+        let _ = write!(
+            s,
+            "      \"metrics\": {{\n{}\n      }}",
+            object(&|c| c.median(), true)
+        );
+        if shifted.len() > 1 {
+            let _ = write!(
+                s,
+                ",\n      \"min\": {{\n{}\n      }},\n      \"max\": {{\n{}\n      }}",
+                object(&|c| c.values.map(|v| v.1), false),
+                object(&|c| c.values.map(|v| v.2), false)
+            );
+            let each: Vec<String> = shifted
+                .iter()
+                .map(|m| {
+                    let fields: Vec<String> = summarise(std::slice::from_ref(m))
+                        .iter()
+                        .map(|(k, _, c)| format!("{}: {}", json_str(k), c.json(c.median())))
+                        .collect();
+                    format!("        {{{}}}", fields.join(", "))
+                })
+                .collect();
+            let _ = write!(
+                s,
+                ",\n      \"per_shift\": [\n{}\n      ]",
+                each.join(",\n")
+            );
+        }
+        s.push_str("\n    }");
         s.push_str(if ci + 1 < columns.len() { ",\n" } else { "\n" });
     }
     s.push_str("  ]\n}\n");

@@ -33,7 +33,7 @@ pub mod spread;
 mod table;
 
 pub use run::{measure, Options, I1_CONFIGS};
-pub use table::{format_json, format_table, parse_json, ROWS};
+pub use table::{format_json, format_table, format_table_without, parse_json, ROWS};
 
 use std::path::PathBuf;
 

@@ -26,6 +26,12 @@ pub const ROWS: [Row; 11] = [
 
 /// Formats `columns` (label, metrics), the first being the base, as a text table.
 pub fn format_table(columns: &[(String, Metrics)]) -> String {
+    format_table_without(columns, &[])
+}
+
+/// [`format_table`] without the rows whose label is in `skip` (`sediment compare --shifts`
+/// replaces the I1 rows of one layout by their spread over shifted layouts).
+pub fn format_table_without(columns: &[(String, Metrics)], skip: &[&str]) -> String {
     let Some((base_label, base)) = columns.first() else {
         return String::new();
     };
@@ -36,6 +42,9 @@ pub fn format_table(columns: &[(String, Metrics)]) -> String {
     }
     let mut rows = vec![header];
     for (name, get) in ROWS {
+        if skip.contains(&name) {
+            continue;
+        }
         let mut row = vec![name.to_string()];
         row.extend(columns.iter().map(|(_, m)| get(m).to_string()));
         for (_, m) in &columns[1..] {

@@ -11,11 +11,17 @@
 //! - `skewed`: 2,000 functions of 64-2,048 bytes over ~2 MiB, picked with a skewed
 //!   distribution (product of two uniforms), 1-8 consecutive blocks per visit;
 //! - `random`: 32-byte blocks at uniformly random 32-byte aligned spots of 1 MiB (miss-bound).
+//!
+//! The last table is `sediment sim`'s path: `skewed` written as lackey text (one `I` line per
+//! 16 bytes of each range), parsed by `Capture` and fed to the six arrays `sediment sim` uses,
+//! times 1 + the number of views (shifted layouts, or a proposed order's relayout).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use sediment_sim::{CacheConfig, Machine, PageSize, SetAssocLru, TlbConfig, TraceReader};
+use sediment_sim::{
+    CacheConfig, Capture, Machine, PageSize, Relayout, SetAssocLru, TextMap, TlbConfig, TraceReader,
+};
 
 /// Ranges per workload.
 const RANGES: usize = 4_000_000;
@@ -188,6 +194,8 @@ fn main() {
         }
     }
 
+    capture_views(&workloads[1].1);
+
     // End to end: parse a text trace and replay it through L1i + iTLB.
     let (_, trace) = &workloads[1];
     let mut text = sediment_sim::trace::header();
@@ -206,4 +214,89 @@ fn main() {
         "\ntrace reader + Machine::typical on `skewed`: {events} events, {:.1} M events/s",
         events as f64 / secs / 1e6
     );
+}
+
+/// The six arrays of `sediment sim` (`src/cmd/sim.rs` `ARRAYS`): two L1i and four iTLBs.
+fn sim_arrays() -> Vec<SetAssocLru> {
+    [
+        (64, 512, 8),
+        (64, 256, 4),
+        (4096, 64, 8),
+        (4096, 128, 8),
+        (4096, 64, 64),
+        (4096, 128, 128),
+    ]
+    .iter()
+    .map(|&(b, e, w)| SetAssocLru::new(b, e, w).unwrap())
+    .collect()
+}
+
+/// Lackey-format replay through `Capture` with 0, 4 and 19 shifted views, and one relayout
+/// view (the 2,000 functions of `skewed` in reverse order): lines parsed per second and array
+/// accesses (over all arrays and views) per second, best of several replays.
+fn capture_views(trace: &[(u64, u64)]) {
+    let mut text = String::with_capacity(trace.len() * 40);
+    for &(s, l) in trace {
+        let mut a = s;
+        while a < s + l {
+            let n = (s + l - a).min(16);
+            text.push_str(&format!("I  {a:08x},{n}\n"));
+            a += n;
+        }
+    }
+    let lines = text.lines().count();
+    let (lo, hi) = trace.iter().fold((u64::MAX, 0), |(lo, hi), &(s, l)| {
+        (lo.min(s), hi.max(s + l))
+    });
+    // Reverse order of 1 KiB "functions" over the text range.
+    let n = (hi - lo).div_ceil(1024);
+    let old: Vec<u64> = (0..n).map(|i| lo + i * 1024).collect();
+    let new: Vec<u64> = (0..n).map(|i| lo + (n - 1 - i) * 1024).collect();
+    let sizes = vec![1024; n as usize];
+    println!(
+        "\n{:<28} {:>10} {:>12} {:>14} {:>16}",
+        "Capture, 6 arrays per layout", "lines", "accesses", "M lines/s", "M accesses/s"
+    );
+    let setups: [(&str, usize, bool); 4] = [
+        ("as linked", 0, false),
+        ("+ 4 shifts (K = 5)", 4, false),
+        ("+ 19 shifts (K = 20)", 19, false),
+        ("+ 1 order", 0, true),
+    ];
+    for (label, shifts, order) in setups {
+        let mut best = f64::INFINITY;
+        let mut accesses = 0;
+        let t0 = Instant::now();
+        while t0.elapsed() < MIN_TIME {
+            let mut c = Capture::new(sim_arrays());
+            c.set_text(lo, hi).unwrap();
+            for k in 1..=shifts as u64 {
+                c.add_view(TextMap::Shift(80 * k), sim_arrays());
+            }
+            if order {
+                let r = Relayout::new(&old, &sizes, &new).unwrap();
+                c.add_view(TextMap::Relayout(r), sim_arrays());
+            }
+            best = best.min(time(|| {
+                c.replay(text.as_bytes()).unwrap();
+                c.finish();
+            }));
+            let views = (0..c.view_count()).flat_map(|v| c.view_arrays(v));
+            accesses = c
+                .arrays()
+                .iter()
+                .chain(views)
+                .map(|a| a.stats().accesses)
+                .sum::<u64>();
+            black_box(&c);
+        }
+        println!(
+            "{:<28} {:>10} {:>12} {:>14.1} {:>16.1}",
+            label,
+            lines,
+            accesses,
+            lines as f64 / best / 1e6,
+            accesses as f64 / best / 1e6
+        );
+    }
 }

@@ -34,8 +34,23 @@
 //!    straight-line runs of the program, not by the length of the run. A range crossing an end
 //!    of the text range is clipped to it.
 //!
+//! 4. **Views: other layouts of the same run.** Besides the arrays of the layout as it ran,
+//!    [`Capture::add_view`] adds arrays that see the text range moved by a [`TextMap`]: every
+//!    text address shifted by a constant ([`TextMap::Shift`], the layout a pad of that many
+//!    bytes before the code would give) or each function moved to a new start
+//!    ([`TextMap::Relayout`], a proposed function order). Addresses outside the text range
+//!    (the dynamic loader, libc) are fed unchanged, in the same stream order, so one lackey
+//!    run answers K shifts times M orders. A view's footprint ([`Capture::view_profile`]) is
+//!    the base footprint map moved the same way, so it costs nothing during the run.
+//!
 //! Instruction counts are kept for the whole process and for the text range, so that the
 //! total can be checked against cachegrind's `Ir` (both count the same guest instructions).
+//!
+//! Why a virtual shift instead of K relinks: a relink per shift costs one valgrind run per
+//! shift; the virtual shift costs K more array lookups per fetch in one run. What it does not
+//! reproduce is what a linker does differently when a pad is present (a pad before `.text`
+//! does not move `.init` or the PLT, which the virtual shift moves with the rest of the text
+//! range); `docs/simulator.md` compares the two on the demo.
 //!
 //! Turned down: storing the trace (a file of tens of gigabytes for a few seconds of a real
 //! program), and `--log-file` to a named pipe (a reader opening the FIFO blocks forever when
@@ -61,10 +76,113 @@ pub const MAX_INSN_BYTES: u64 = 64;
 /// How many valgrind message lines are kept (the last ones), for error reports.
 pub const KEPT_MESSAGES: usize = 20;
 
+/// Where one view puts the bytes of the text range.
+#[derive(Debug, Clone)]
+pub enum TextMap {
+    /// Every text address plus this many bytes.
+    Shift(u64),
+    /// Functions moved to new starts (a proposed order); see [`Relayout`].
+    Relayout(Relayout),
+}
+
+/// Functions of the text range moved to new start addresses. Bytes of the text range outside
+/// every function (padding, code without a symbol) keep their address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relayout {
+    /// `(old start, old end, new start)`, sorted by old start, disjoint, non-empty.
+    spans: Vec<(u64, u64, u64)>,
+}
+
+impl Relayout {
+    /// From parallel arrays of old starts, sizes and new starts. Zero-sized functions are
+    /// dropped; overlapping old ranges, or a new range past `u64::MAX`, are errors.
+    pub fn new(old_starts: &[u64], sizes: &[u64], new_starts: &[u64]) -> Result<Self, Error> {
+        for (what, other) in [
+            ("old starts vs sizes", sizes.len()),
+            ("old starts vs new starts", new_starts.len()),
+        ] {
+            if other != old_starts.len() {
+                return Err(Error::LengthMismatch {
+                    what,
+                    left: old_starts.len(),
+                    right: other,
+                });
+            }
+        }
+        let mut spans = Vec::with_capacity(sizes.len());
+        for ((&old, &size), &new) in old_starts.iter().zip(sizes).zip(new_starts) {
+            if size == 0 {
+                continue;
+            }
+            for start in [old, new] {
+                if start.checked_add(size).is_none() {
+                    return Err(Error::AddressOverflow { start, len: size });
+                }
+            }
+            spans.push((old, old + size, new));
+        }
+        spans.sort_unstable();
+        if let Some(w) = spans.windows(2).find(|w| w[0].1 > w[1].0) {
+            return Err(Error::Geometry(format!(
+                "functions at {:#x} and {:#x} overlap",
+                w[0].0, w[1].0
+            )));
+        }
+        Ok(Self { spans })
+    }
+
+    /// Calls `out(start, end)` for the pieces of `[start, end)` in their new places, in the
+    /// order of the old addresses (the order the bytes were fetched in).
+    fn map(&self, start: u64, end: u64, out: &mut impl FnMut(u64, u64)) {
+        let mut at = start;
+        // First span that ends after `at`.
+        let mut i = self.spans.partition_point(|&(_, e, _)| e <= at);
+        while at < end {
+            match self.spans.get(i) {
+                Some(&(s, e, new)) if s <= at => {
+                    let stop = end.min(e);
+                    out(new + (at - s), new + (stop - s));
+                    at = stop;
+                    i += 1;
+                }
+                Some(&(s, _, _)) => {
+                    let stop = end.min(s);
+                    out(at, stop);
+                    at = stop;
+                }
+                None => {
+                    out(at, end);
+                    at = end;
+                }
+            }
+        }
+    }
+}
+
+impl TextMap {
+    /// Calls `out(start, end)` for each piece of the text range `[start, end)` in its new place.
+    #[inline]
+    fn map(&self, start: u64, end: u64, out: &mut impl FnMut(u64, u64)) {
+        match self {
+            TextMap::Shift(d) => out(start.saturating_add(*d), end.saturating_add(*d)),
+            TextMap::Relayout(r) => r.map(start, end, out),
+        }
+    }
+}
+
+/// One other layout of the run: its map of the text range and its own arrays.
+#[derive(Debug)]
+struct View {
+    map: TextMap,
+    arrays: Vec<SetAssocLru>,
+}
+
 /// The replay state: arrays fed with every fetch range, counters, and the footprint map.
 #[derive(Debug)]
 pub struct Capture {
     arrays: Vec<SetAssocLru>,
+    /// Other layouts fed the same stream, see [`Capture::add_view`].
+    views: Vec<View>,
     /// `[start, end)` of the main object's code, if known.
     text: Option<(u64, u64)>,
     /// The range being merged: `[start, end)`.
@@ -86,6 +204,7 @@ impl Capture {
     pub fn new(arrays: Vec<SetAssocLru>) -> Self {
         Self {
             arrays,
+            views: Vec::new(),
             text: None,
             pending: None,
             instructions: 0,
@@ -114,6 +233,46 @@ impl Capture {
     /// The arrays, in the order given to [`Capture::new`].
     pub fn arrays(&self) -> &[SetAssocLru] {
         &self.arrays
+    }
+
+    /// Adds a view: `arrays` are fed the same stream with the text range moved by `map`
+    /// (addresses outside it unchanged). Returns the view's index for
+    /// [`Capture::view_arrays`] and [`Capture::view_profile`]. Add views before replaying;
+    /// a view added later misses the fetches before it.
+    pub fn add_view(&mut self, map: TextMap, arrays: Vec<SetAssocLru>) -> usize {
+        self.views.push(View { map, arrays });
+        self.views.len() - 1
+    }
+
+    /// How many views were added.
+    pub fn view_count(&self) -> usize {
+        self.views.len()
+    }
+
+    /// The arrays of view `i` (empty for an index that was never returned by
+    /// [`Capture::add_view`]).
+    pub fn view_arrays(&self, i: usize) -> &[SetAssocLru] {
+        self.views.get(i).map_or(&[], |v| v.arrays.as_slice())
+    }
+
+    /// Per-byte execution counts of the text range under view `i`'s layout (the base profile
+    /// for an unknown index).
+    pub fn view_profile(&self, i: usize) -> Result<ExecProfile, Error> {
+        let Some(view) = self.views.get(i) else {
+            return self.exec_profile();
+        };
+        let mut records = Vec::with_capacity(self.ranges.len());
+        for (&(start, len), &count) in &self.ranges {
+            view.map.map(start, start + len, &mut |s, e| {
+                records.push(ExecRange {
+                    start: s,
+                    len: e - s,
+                    count,
+                });
+            });
+        }
+        // As in `exec_profile`, the result does not depend on the map's iteration order.
+        ExecProfile::new(&records)
     }
 
     /// Instructions executed by the whole process.
@@ -224,10 +383,33 @@ impl Capture {
         for a in &mut self.arrays {
             a.fetch(start, end - start);
         }
-        if let Some((ts, te)) = self.text {
+        let inside = self.text.and_then(|(ts, te)| {
             let (s, e) = (start.max(ts), end.min(te));
-            if s < e {
-                *self.ranges.entry((s, e - s)).or_insert(0) += 1;
+            (s < e).then_some((s, e))
+        });
+        let Some((s, e)) = inside else {
+            for v in &mut self.views {
+                for a in &mut v.arrays {
+                    a.fetch(start, end - start);
+                }
+            }
+            return;
+        };
+        *self.ranges.entry((s, e - s)).or_insert(0) += 1;
+        for v in &mut self.views {
+            let arrays = &mut v.arrays;
+            let mut feed = |a: u64, b: u64| {
+                for x in arrays.iter_mut() {
+                    x.fetch(a, b - a);
+                }
+            };
+            // In address order: before the text, the text moved, after the text.
+            if start < s {
+                feed(start, s);
+            }
+            v.map.map(s, e, &mut feed);
+            if e < end {
+                feed(e, end);
             }
         }
     }
@@ -401,5 +583,88 @@ mod tests {
         assert_eq!(one.arrays()[0].stats(), two.arrays()[0].stats());
         assert_eq!((one.fetches(), two.fetches()), (3, 3));
         assert_eq!(two.lines(), 4);
+    }
+
+    // A view shifted by 16 bytes: the text range 0x1030..0x1050 (two instructions, one fetch)
+    // crosses a line boundary as it ran (2 line accesses, 2 compulsory misses) and not when
+    // moved to 0x1040..0x1060 (1 access, 1 miss). The libc range at 0x9000 is not moved: one
+    // more access and miss in both. Footprints: 2 lines touched as run, 1 moved.
+    #[test]
+    fn shift_view_moves_only_the_text() {
+        let mut c = cap();
+        c.set_text(0x1000, 0x2000).unwrap();
+        let l1 = CacheConfig {
+            size: 256,
+            ways: 2,
+            line: 64,
+        };
+        let v = c.add_view(TextMap::Shift(16), vec![l1.build().unwrap()]);
+        c.replay("I  00001030,16\nI  00001040,16\nI  00009000,4\n".as_bytes())
+            .unwrap();
+        c.finish();
+        let (a, b) = (c.arrays()[0].stats(), c.view_arrays(v)[0].stats());
+        assert_eq!((a.accesses, a.misses), (3, 3));
+        assert_eq!((b.accesses, b.misses), (2, 2));
+        assert_eq!(c.exec_profile().unwrap().touched(64).unwrap(), 2);
+        assert_eq!(c.view_profile(v).unwrap().touched(64).unwrap(), 1);
+        assert_eq!(c.view_count(), 1);
+        assert!(c.view_arrays(7).is_empty());
+    }
+
+    // f0 = 0x1000..0x1040 moves to 0x1040, f1 = 0x2000..0x2040 to 0x1000; the gap between
+    // them stays. A range from the end of f0 into f1 comes out as three pieces in fetch order.
+    #[test]
+    fn relayout_splits_at_function_edges() {
+        let r = Relayout::new(&[0x1000, 0x2000], &[0x40, 0x40], &[0x1040, 0x1000]).unwrap();
+        let mut pieces = Vec::new();
+        r.map(0x1030, 0x2010, &mut |a, b| pieces.push((a, b)));
+        assert_eq!(
+            pieces,
+            [(0x1070, 0x1080), (0x1040, 0x2000), (0x1000, 0x1010)]
+        );
+        pieces.clear();
+        r.map(0x3000, 0x3004, &mut |a, b| pieces.push((a, b)));
+        assert_eq!(pieces, [(0x3000, 0x3004)]);
+        assert_eq!(
+            Relayout::new(&[0x1000, 0x1010], &[0x20, 4], &[0, 0x100])
+                .unwrap_err()
+                .to_string(),
+            "invalid geometry: functions at 0x1000 and 0x1010 overlap"
+        );
+        assert!(Relayout::new(&[0], &[1, 2], &[0]).is_err());
+        assert!(Relayout::new(&[0], &[2], &[u64::MAX]).is_err());
+    }
+
+    proptest::proptest! {
+        // A view that moves nothing (shift 0, or every function to where it was) sees exactly
+        // what the base arrays see, and a shift by a multiple of the cache's way size (the
+        // set-index period) keeps the same miss count.
+        #[test]
+        fn identity_views_match_the_base(
+            trace in proptest::collection::vec((0u64..0x800, 1u64..16), 1..300)) {
+            let cfg = CacheConfig { size: 512, ways: 2, line: 64 };
+            let mut c = Capture::new(vec![cfg.build().unwrap()]);
+            c.set_text(0x1000, 0x1400).unwrap();
+            let shift0 = c.add_view(TextMap::Shift(0), vec![cfg.build().unwrap()]);
+            let starts = [0x1000, 0x1100, 0x1200];
+            let sizes = [0x100, 0x100, 0x200];
+            let same = Relayout::new(&starts, &sizes, &starts).unwrap();
+            let same = c.add_view(TextMap::Relayout(same), vec![cfg.build().unwrap()]);
+            let period = c.add_view(TextMap::Shift(0x1_0000), vec![cfg.build().unwrap()]);
+            let text: String = trace
+                .iter()
+                .map(|(off, len)| format!("I  {:x},{len}\n", 0xe00 + off))
+                .collect();
+            c.replay(text.as_bytes()).unwrap();
+            c.finish();
+            let base = c.arrays()[0].stats();
+            for v in [shift0, same] {
+                proptest::prop_assert_eq!(c.view_arrays(v)[0].stats(), base);
+                proptest::prop_assert_eq!(c.view_profile(v).unwrap(), c.exec_profile().unwrap());
+            }
+            // Ranges straddling the text start split into two pieces in the moved view, so
+            // only the misses (not the accesses) must agree there.
+            proptest::prop_assert_eq!(c.view_arrays(period)[0].stats().misses, base.misses);
+        }
     }
 }

@@ -12,7 +12,7 @@
 //! Functions are identified by dense indices `0..n` into a `sizes` array, the same indices the
 //! ordering algorithms use (`sediment-order` returns a permutation over them).
 
-use crate::Error;
+use crate::{Error, ExecProfile, ExecRange, Footprint};
 
 /// A range of a trace expressed relative to a function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -142,6 +142,32 @@ impl Layout {
     }
 }
 
+/// The footprint a proposed order would have, from function-relative execution counts and
+/// no trace in time: each `(range, count)` is placed with [`layout_from_order`]`(order,
+/// sizes, align, base)` and measured at `block` bytes (a line or a page). This is the part of
+/// a prediction that needs only counts (a profile's per-function byte counts are enough);
+/// miss counts need the order in time, see [`crate::Capture::add_view`]. Ranges outside
+/// their function are errors, as in [`Layout::remap`].
+pub fn order_footprint(
+    exec: &[(FuncRange, u64)],
+    sizes: &[u64],
+    order: &[u32],
+    align: u64,
+    base: u64,
+    block: u64,
+) -> Result<Footprint, Error> {
+    let layout = Layout::from_order(order, sizes, align, base);
+    let records = exec
+        .iter()
+        .map(|&(r, count)| {
+            layout
+                .remap(r)
+                .map(|(start, len)| ExecRange { start, len, count })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    ExecProfile::new(&records)?.footprint(block)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +227,21 @@ mod tests {
             Err(Error::AddressOverflow { .. })
         ));
         assert!(Layout::from_starts(vec![0], vec![]).is_err());
+    }
+
+    // Two hot 64-byte functions (0 and 2) split by a cold 8 KiB one need 2 pages for 99% and
+    // touch 2; placed together they need 1 and touch 1 (the cold one's 8 executed bytes follow
+    // them on the same page), which is also the bound.
+    #[test]
+    fn order_footprint_packs_hot_code() {
+        let fr = |func, offset, len| FuncRange { func, offset, len };
+        let exec = [(fr(0, 0, 64), 1000), (fr(2, 0, 64), 1000), (fr(1, 0, 8), 1)];
+        let sizes = [64, 8192, 64];
+        let far = order_footprint(&exec, &sizes, &[0, 1, 2], 16, 0x400000, 4096).unwrap();
+        let near = order_footprint(&exec, &sizes, &[0, 2, 1], 16, 0x400000, 4096).unwrap();
+        assert_eq!((far.p99, far.touched, far.bound_p99), (2, 2, 1));
+        assert_eq!((near.p99, near.touched, near.bound_p99), (1, 1, 1));
+        assert!(order_footprint(&[(fr(0, 60, 8), 1)], &sizes, &[], 16, 0, 64).is_err());
     }
 
     proptest! {

@@ -46,9 +46,9 @@ pub mod lru;
 mod machine;
 pub mod trace;
 
-pub use capture::Capture;
+pub use capture::{Capture, Relayout, TextMap};
 pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
-pub use layout::{layout_from_order, FuncRange, Layout};
+pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
 pub use trace::{TraceEvent, TraceReader};
