@@ -42,6 +42,7 @@ pub mod c3;
 pub mod cdsort;
 pub mod ext_tsp;
 pub mod hot;
+pub(crate) mod merge;
 pub mod pettis_hansen;
 pub mod score;
 
@@ -80,6 +81,9 @@ pub enum Error {
         /// Number of nodes.
         nodes: usize,
     },
+    /// Edges are indexed by `u32` inside the chain-merging algorithms.
+    #[error("{0} edges is more than a u32 edge index can name")]
+    TooManyEdges(usize),
     /// A layout handed to a score function is not a permutation of `0..nodes`.
     #[error("layout is not a permutation of 0..{nodes}: {problem}")]
     NotAPermutation {
