@@ -85,6 +85,9 @@ struct Model<'a> {
     p: &'a CdSortParams,
     total_samples: f64,
     total_size: u64,
+    /// Distance value of one call "before" a merge: at distance `total_size` (computed once;
+    /// the same product [`Model::dist_score`] would form).
+    before: f64,
 }
 
 impl Model<'_> {
@@ -111,7 +114,7 @@ impl Model<'_> {
             .merged_addr(j.src, x, y, merge)
             .saturating_add(c.node_size[j.src as usize] / 2);
         let t = c.merged_addr(j.dst, x, y, merge);
-        self.dist_score(s, t, j.count) - self.dist_score(0, self.total_size, j.count)
+        self.dist_score(s, t, j.count) - j.count as f64 * self.before
     }
 
     /// Gain of concatenating chains `x` and `y` whose jumps are worth `dist_xy` as `X+Y` and
@@ -161,14 +164,17 @@ pub fn cdsort_layout(
     let weight: Vec<f64> = (0..n)
         .map(|v| counts[v].max(inc[v]).max(out[v]) as f64)
         .collect();
-    let model = Model {
+    let total_size = (0..n)
+        .filter(|&v| counts[v] > 0)
+        .fold(0u64, |a, v| a.saturating_add(node_size[v]));
+    let mut model = Model {
         p: params,
         total_samples: counts.iter().map(|&c| c as f64).sum(),
-        total_size: (0..n)
-            .filter(|&v| counts[v] > 0)
-            .fold(0u64, |a, v| a.saturating_add(node_size[v])),
+        total_size,
+        before: 0.0,
     };
-    let mut chains = Chains::new(node_size, weight, edges)?;
+    model.before = model.dist_score(0, total_size, 1);
+    let mut chains = Chains::new(node_size, weight, edges);
     greedy_merge(
         &mut chains,
         params.max_chain_size,

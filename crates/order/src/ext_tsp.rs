@@ -171,7 +171,7 @@ fn layout_with_scan(
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
     let weights = counts.iter().map(|&c| c as f64).collect();
-    let mut chains = Chains::new(sizes.to_vec(), weights, edges)?;
+    let mut chains = Chains::new(sizes.to_vec(), weights, edges);
     let sp = &params.score;
     greedy_merge(
         &mut chains,

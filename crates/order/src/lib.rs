@@ -81,9 +81,6 @@ pub enum Error {
         /// Number of nodes.
         nodes: usize,
     },
-    /// Edges are indexed by `u32` inside the chain-merging algorithms.
-    #[error("{0} edges is more than a u32 edge index can name")]
-    TooManyEdges(usize),
     /// A layout handed to a score function is not a permutation of `0..nodes`.
     #[error("layout is not a permutation of 0..{nodes}: {problem}")]
     NotAPermutation {
