@@ -117,6 +117,7 @@ fn run_one(name: &str, n: usize, m: usize, seed: u64) {
             sizes,
             counts,
             edges,
+            startup: Vec::new(),
         }
     };
     let gen_time = t.elapsed().as_secs_f64();
@@ -155,7 +156,7 @@ fn main() {
     }
     let names: Vec<&str> = match args.iter().position(|a| a == "--algorithms") {
         Some(i) => args[i + 1].split(',').collect(),
-        None => vec!["hot", "c3", "pettis-hansen", "ext-tsp", "cdsort"],
+        None => vec!["hot", "c3", "pettis-hansen", "ext-tsp", "cdsort", "bp"],
     };
     println!("{n} nodes, {m} edges, seed {seed}");
     println!(

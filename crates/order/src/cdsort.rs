@@ -84,7 +84,6 @@ impl CdSortParams {
 struct Model<'a> {
     p: &'a CdSortParams,
     total_samples: f64,
-    total_size: u64,
     /// Distance value of one call "before" a merge: at distance `total_size` (computed once;
     /// the same product [`Model::dist_score`] would form).
     before: f64,
@@ -170,7 +169,6 @@ pub fn cdsort_layout(
     let mut model = Model {
         p: params,
         total_samples: counts.iter().map(|&c| c as f64).sum(),
-        total_size,
         before: 0.0,
     };
     model.before = model.dist_score(0, total_size, 1);

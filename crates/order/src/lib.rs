@@ -34,10 +34,12 @@
 //! - [`pettis_hansen`]: Pettis & Hansen's greedy heaviest-edge chaining (PLDI 1990).
 //! - [`ext_tsp`]: greedy chain merging maximising the ExtTSP score (Newell & Pupyrev, as LLVM).
 //! - [`cdsort`]: Cache-Directed Sort, the same merging under a cache model (as LLVM and BOLT).
+//! - [`bp`]: balanced partitioning for startup page faults (Hoag et al., as lld).
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 
 pub mod adapter;
+pub mod bp;
 pub mod c3;
 pub mod cdsort;
 pub mod ext_tsp;
@@ -46,7 +48,8 @@ pub(crate) mod merge;
 pub mod pettis_hansen;
 pub mod score;
 
-pub use adapter::{order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE};
+pub use adapter::{order_graph, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE};
+pub use bp::{bp_layout, bp_utilities, startup_pages, BpParams};
 pub use c3::{c3_clusters, c3_layout, C3Params};
 pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
