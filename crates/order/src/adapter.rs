@@ -12,7 +12,8 @@
 
 use crate::{
     bp_layout, c3_layout, cdsort_layout, ext_tsp_layout, hot_layout, pettis_hansen_layout,
-    seen_nodes, BpParams, C3Params, CdSortParams, EdgeCount, Error, ExtTspLayoutParams,
+    seen_nodes, tiered_layout, BpParams, C3Params, CdSortParams, EdgeCount, Error,
+    ExtTspLayoutParams, TieredParams,
 };
 use sediment_profile::{FuncKey, FunctionOrder, Profile};
 use std::collections::HashMap;
@@ -104,12 +105,21 @@ pub enum Algorithm {
     CdSort,
     /// [`crate::bp`]: balanced partitioning for startup (Hoag et al.), lld's parameters halved.
     Bp,
+    /// [`crate::tiered`]: Sediment's own, CDSort inside density tiers.
+    Tiered,
 }
 
 impl Algorithm {
     /// Names accepted by [`Algorithm::from_name`], in the order they are listed to users.
-    pub const NAMES: &'static [&'static str] =
-        &["bp", "c3", "cdsort", "ext-tsp", "hot", "pettis-hansen"];
+    pub const NAMES: &'static [&'static str] = &[
+        "bp",
+        "c3",
+        "cdsort",
+        "ext-tsp",
+        "hot",
+        "pettis-hansen",
+        "tiered",
+    ];
 
     /// Looks an algorithm up by its command-line name.
     pub fn from_name(name: &str) -> Result<Algorithm, Error> {
@@ -120,6 +130,7 @@ impl Algorithm {
             "ext-tsp" => Ok(Algorithm::ExtTsp),
             "cdsort" => Ok(Algorithm::CdSort),
             "bp" => Ok(Algorithm::Bp),
+            "tiered" => Ok(Algorithm::Tiered),
             other => Err(Error::UnknownAlgorithm(other.to_string())),
         }
     }
@@ -133,6 +144,7 @@ impl Algorithm {
             Algorithm::ExtTsp => "ext-tsp",
             Algorithm::CdSort => "cdsort",
             Algorithm::Bp => "bp",
+            Algorithm::Tiered => "tiered",
         }
     }
 
@@ -150,6 +162,7 @@ impl Algorithm {
             }
             Algorithm::CdSort => format!("{},{default_size}", CdSortParams::default().describe()),
             Algorithm::Bp => format!("{},{default_size}", BpParams::default().describe()),
+            Algorithm::Tiered => format!("{},{default_size}", TieredParams::default().describe()),
         }
     }
 
@@ -177,6 +190,9 @@ impl Algorithm {
                     &g.startup
                 };
                 bp_layout(&g.sizes, &g.counts, &g.edges, startup, &BpParams::default())
+            }
+            Algorithm::Tiered => {
+                tiered_layout(&g.sizes, &g.counts, &g.edges, &TieredParams::default())
             }
         }
     }
@@ -319,7 +335,7 @@ mod tests {
         }
         assert_eq!(
             Algorithm::from_name("tsp").unwrap_err().to_string(),
-            "unknown ordering algorithm `tsp` (known: bp, c3, cdsort, ext-tsp, hot, pettis-hansen)"
+            "unknown ordering algorithm `tsp` (known: bp, c3, cdsort, ext-tsp, hot, pettis-hansen, tiered)"
         );
     }
 }

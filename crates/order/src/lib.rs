@@ -35,6 +35,8 @@
 //! - [`ext_tsp`]: greedy chain merging maximising the ExtTSP score (Newell & Pupyrev, as LLVM).
 //! - [`cdsort`]: Cache-Directed Sort, the same merging under a cache model (as LLVM and BOLT).
 //! - [`bp`]: balanced partitioning for startup page faults (Hoag et al., as lld).
+//! - [`tiered`]: Sediment's own: CDSort inside heat tiers cut by density, so that lukewarm
+//!   callees never enter the hot region.
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 
@@ -47,6 +49,7 @@ pub mod hot;
 pub(crate) mod merge;
 pub mod pettis_hansen;
 pub mod score;
+pub mod tiered;
 
 pub use adapter::{order_graph, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE};
 pub use bp::{bp_layout, bp_utilities, startup_pages, BpParams};
@@ -55,7 +58,8 @@ pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
 pub use hot::hot_layout;
 pub use pettis_hansen::pettis_hansen_layout;
-pub use score::{ext_tsp_score, page_locality_score, ExtTspParams, PAGE_SIZE};
+pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
+pub use tiered::{tiered_layout, tiers, TieredParams};
 
 /// Errors of this crate: malformed input arrays, or an algorithm name nobody knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
