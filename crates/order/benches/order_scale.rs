@@ -141,6 +141,35 @@ fn run_one(name: &str, n: usize, m: usize, seed: u64) {
     );
 }
 
+/// Writes the graph for lld (`--dump-lld DIR`): `DIR/funcs.s`, one function `fN` per node in a
+/// section `.text.fN` of a sixteenth of its size (so that a million functions stay a small
+/// object; sizes only steer C3's density and cluster limits), and `DIR/cg.txt`, lld's
+/// `--call-graph-ordering-file` (`caller callee count` per edge). `lld_c3.sh` beside this file
+/// times lld with and without it.
+fn dump_lld(dir: &std::path::Path, n: usize, m: usize, seed: u64) {
+    use std::io::Write;
+    let (sizes, _counts, edges) = power_law_graph(n, m, seed);
+    std::fs::create_dir_all(dir).expect("create dir");
+    let mut s = std::io::BufWriter::new(std::fs::File::create(dir.join("funcs.s")).expect("s"));
+    writeln!(
+        s,
+        ".section .text._start,\"ax\",@progbits\n.globl _start\n_start:\n\tret"
+    )
+    .unwrap();
+    for (v, size) in sizes.iter().enumerate() {
+        writeln!(
+            s,
+            ".section .text.f{v},\"ax\",@progbits\n.globl f{v}\n.type f{v},@function\nf{v}:\n\tret\n\t.skip {}\n.size f{v}, .-f{v}",
+            (size / 16).max(1)
+        )
+        .unwrap();
+    }
+    let mut cg = std::io::BufWriter::new(std::fs::File::create(dir.join("cg.txt")).expect("cg"));
+    for e in &edges {
+        writeln!(cg, "f{} f{} {}", e.src, e.dst, e.count).unwrap();
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; positional numbers override the defaults, and
     // `--only NAME` runs one algorithm in this process (the parent runs each in a child so that
@@ -150,6 +179,10 @@ fn main() {
     let n = nums.first().copied().unwrap_or(1_000_000) as usize;
     let m = nums.get(1).copied().unwrap_or(10_000_000) as usize;
     let seed = nums.get(2).copied().unwrap_or(42);
+    if let Some(i) = args.iter().position(|a| a == "--dump-lld") {
+        dump_lld(std::path::Path::new(&args[i + 1]), n, m, seed);
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "--only") {
         run_one(&args[i + 1], n, m, seed);
         return;
