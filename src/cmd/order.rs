@@ -9,11 +9,23 @@
 //! ordered ones, placed after them (`sediment_order::fill`). It is an `order` option rather than
 //! a `merge` input because it must not change the measured profile: the static edges only
 //! decide where functions the profile never saw go, never the order of the ones it did.
+//!
+//! `--startup ORDER` gives the first-execution order (an order file listing functions in the
+//! order they first ran) that `--algorithm bp` partitions for; names the profile lacks are one
+//! counted warning. `--compare` runs every algorithm on the same profile and prints a table of
+//! what the profile predicts for each layout (see `docs/algorithms.md`, "Comparing"), so the
+//! user sees why one is chosen; every column is computed from the profile alone, so the table
+//! is the same bytes on every run.
 
 use crate::fsio;
 use anyhow::{anyhow, Context, Result};
-use sediment_order::{fill_order, order_profile, Algorithm, FillParams};
-use sediment_profile::Profile;
+use sediment_order::{
+    ext_tsp_score, fill_order, order_graph, page_locality_score, startup_pages, weight_footprint,
+    Algorithm, CallGraph, ExtTspParams, FillParams, PAGE_SIZE,
+};
+use sediment_profile::{FunctionOrder, Profile};
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 /// Arguments of `sediment order`.
@@ -24,7 +36,8 @@ pub struct Args {
     pub profile: PathBuf,
     /// Ordering algorithm: `c3` (call-chain clustering, hfsort), `hot` (hottest first),
     /// `pettis-hansen` (greedy heaviest-edge chaining), `ext-tsp` (chain merging maximising the
-    /// ExtTSP score) or `cdsort` (cache-directed sort).
+    /// ExtTSP score), `cdsort` (cache-directed sort), `bp` (balanced partitioning for startup)
+    /// or `tiered` (Sediment's own: CDSort inside density tiers).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
     /// A static call graph (`import --format gcc-callgraph`): append the functions its edges
@@ -37,37 +50,136 @@ pub struct Args {
     /// With `--fill-from`: follow static edges back to callers too, not only to callees.
     #[arg(long)]
     pub fill_callers: bool,
-    /// Where to write the order file.
-    #[arg(short = 'o', long = "output", value_name = "ORDER")]
-    pub output: PathBuf,
+    /// First-execution order for `bp` (and the startup column of `--compare`): an order file
+    /// listing functions in the order they first ran.
+    #[arg(long, value_name = "ORDER")]
+    pub startup: Option<PathBuf>,
+    /// Print every algorithm's predicted metrics for this profile as a table on stdout.
+    #[arg(long)]
+    pub compare: bool,
+    /// Where to write the order file (optional with `--compare`).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "ORDER",
+        required_unless_present = "compare"
+    )]
+    pub output: Option<PathBuf>,
 }
 
 fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
     Algorithm::from_name(name).map_err(|e| e.to_string())
 }
 
+/// Functions of the startup prefix whose pages the `--compare` startup column counts: the first
+/// 1000 to run (a few pages' worth of a program's start-up path).
+const STARTUP_PREFIX: usize = 1000;
+
 /// Runs `sediment order`.
 pub fn run(args: Args) -> Result<()> {
     let text = fsio::read_text(&args.profile)?;
     let profile =
         Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", args.profile.display()))?;
-    let mut order = order_profile(&profile, args.algorithm)
-        .with_context(|| format!("{}: cannot order", args.profile.display()))?;
-    if let Some(path) = &args.fill_from {
+    let mut graph = CallGraph::from_profile(&profile);
+    if let Some(path) = &args.startup {
         let text = fsio::read_text(path)?;
-        let graph = Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        let params = FillParams {
-            max_depth: args.fill_depth,
-            callers: args.fill_callers,
-        };
-        let sampled = order.functions.len();
-        let (filled, added) = fill_order(&order, &graph, &params)
-            .with_context(|| format!("{}: cannot fill the order", path.display()))?;
-        eprintln!(
-            "sediment: {sampled} functions ordered from the profile, {added} added from {}",
-            path.display()
-        );
-        order = filled;
+        let first =
+            FunctionOrder::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let unknown = graph.set_startup(&profile, &first.functions);
+        if unknown > 0 {
+            eprintln!(
+                "sediment: warning: {}: {unknown} of {} functions are not in the profile, ignored",
+                path.display(),
+                first.functions.len()
+            );
+        }
     }
-    fsio::write_atomic(&args.output, order.to_text().as_bytes())
+    if args.compare {
+        let table = compare_table(&graph, args.algorithm)
+            .with_context(|| format!("{}: cannot order", args.profile.display()))?;
+        write_stdout(table.as_bytes())?;
+    }
+    if let Some(output) = &args.output {
+        let mut order = order_graph(&profile, &graph, args.algorithm)
+            .with_context(|| format!("{}: cannot order", args.profile.display()))?;
+        if let Some(path) = &args.fill_from {
+            order = fill(order, path, &args)?;
+        }
+        fsio::write_atomic(output, order.to_text().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Extends `order` with the functions the static graph at `path` reaches from it.
+fn fill(order: FunctionOrder, path: &std::path::Path, args: &Args) -> Result<FunctionOrder> {
+    let text = fsio::read_text(path)?;
+    let graph = Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let params = FillParams {
+        max_depth: args.fill_depth,
+        callers: args.fill_callers,
+    };
+    let sampled = order.functions.len();
+    let (filled, added) = fill_order(&order, &graph, &params)
+        .with_context(|| format!("{}: cannot fill the order", path.display()))?;
+    eprintln!(
+        "sediment: {sampled} functions ordered from the profile, {added} added from {}",
+        path.display()
+    );
+    Ok(filled)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is a normal end.
+fn write_stdout(bytes: &[u8]) -> Result<()> {
+    match std::io::stdout().lock().write_all(bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
+/// The `--compare` table: one row per algorithm, in name order, the `chosen` one marked.
+fn compare_table(g: &CallGraph, chosen: Algorithm) -> Result<String> {
+    let total_calls: u64 = g
+        .edges
+        .iter()
+        .filter(|e| e.src != e.dst)
+        .fold(0u64, |a, e| a.saturating_add(e.count));
+    let has_startup = g.startup.iter().any(Option::is_some);
+    let mut out = String::new();
+    out.push_str(
+        "| algorithm | 4K pages 99% | 4K pages 99.9% | 64B lines 99% | same-page calls | ExtTSP score |",
+    );
+    out.push_str(if has_startup {
+        " startup pages |\n|---|---:|---:|---:|---:|---:|---:|\n"
+    } else {
+        "\n|---|---:|---:|---:|---:|---:|\n"
+    });
+    for name in Algorithm::NAMES {
+        let a = Algorithm::from_name(name)?;
+        let l = a.layout(g)?;
+        let fp = |block, share| weight_footprint(&g.sizes, &g.counts, &l, block, share);
+        let same_page = page_locality_score(&g.sizes, &g.edges, &l, PAGE_SIZE)?;
+        let tsp = ext_tsp_score(&g.sizes, &g.edges, &l, &ExtTspParams::default())?;
+        let mark = if a == chosen { " (chosen)" } else { "" };
+        let _ = write!(
+            out,
+            "| {name}{mark} | {} | {} | {} | {:.1}% | {tsp:.4e} |",
+            fp(PAGE_SIZE, (99, 100))?,
+            fp(PAGE_SIZE, (999, 1000))?,
+            fp(64, (99, 100))?,
+            if total_calls == 0 {
+                0.0
+            } else {
+                100.0 * same_page as f64 / total_calls as f64
+            },
+        );
+        if has_startup {
+            let _ = write!(
+                out,
+                " {} |",
+                startup_pages(&g.sizes, &l, &g.startup, STARTUP_PREFIX)?
+            );
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }

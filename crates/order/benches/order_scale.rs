@@ -1,13 +1,14 @@
 //! Scale benchmark for the ordering algorithms (not a test: it asserts nothing about time).
 //!
 //! Generates a random call graph with power-law (Zipf-like) hotness deterministically from a
-//! seed, then times C3 and the hot order on it and prints one line per algorithm. The target
-//! recorded in `docs/algorithms.md` is 1,000,000 functions and 10,000,000 edges in under 2 s
-//! and 1 GiB on one core; measure peak memory with
+//! seed, then runs every algorithm on it, each in a child process of its own, and prints a
+//! Markdown table: layout time (CPU and wall), peak RSS of the process (graph included), and
+//! the two scores.
+//! The target recorded in `docs/algorithms.md` is 1,000,000 functions and 10,000,000 edges in
+//! under 2 s and 1 GiB on one core.
 //!
 //! ```text
-//! cargo bench -p sediment-order --bench order_scale --no-run
-//! /usr/bin/time -v target/release/deps/order_scale-* [NODES EDGES SEED]
+//! cargo bench -p sediment-order --bench order_scale -- [NODES EDGES SEED] [--algorithms a,b]
 //! ```
 //!
 //! The graph: node `i` has rank `r = perm(i)` (a fixed bijection, so hot nodes are spread over
@@ -17,7 +18,9 @@
 //! ranks as `floor(n * u^3)` for uniform `u`, which puts most calls among the hottest nodes;
 //! duplicates are kept (the algorithms accept them).
 
-use sediment_order::{c3_layout, hot_layout, page_locality_score, C3Params, EdgeCount, PAGE_SIZE};
+use sediment_order::{
+    ext_tsp_score, page_locality_score, Algorithm, CallGraph, EdgeCount, ExtTspParams, PAGE_SIZE,
+};
 use std::time::Instant;
 
 /// SplitMix64 (Steele, Lea & Flood, "Fast Splittable Pseudorandom Number Generators", 2014):
@@ -78,42 +81,128 @@ fn power_law_graph(n: usize, m: usize, seed: u64) -> (Vec<u64>, Vec<u64>, Vec<Ed
     (sizes, counts, edges)
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; positional numbers override the defaults.
-    let nums: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let n = nums.first().copied().unwrap_or(1_000_000) as usize;
-    let m = nums.get(1).copied().unwrap_or(10_000_000) as usize;
-    let seed = nums.get(2).copied().unwrap_or(42);
+/// Peak resident set size of this process in MiB (`VmHWM` in `/proc/self/status`).
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
 
-    let t = Instant::now();
-    let (sizes, counts, edges) = power_law_graph(n, m, seed);
-    println!(
-        "generate: {n} nodes, {m} edges, seed {seed}: {:.3} s",
-        t.elapsed().as_secs_f64()
-    );
+/// CPU time (user + system) this process has used, in seconds, from `/proc/self/stat` (clock
+/// ticks of 1/100 s). On a shared machine it is a steadier measure than wall time.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        f.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    // utime and stime are fields 14 and 15 of stat(5); `rest` starts at field 3.
+    (ticks(11) + ticks(12)) / 100.0
+}
 
+/// Generates the graph, runs one algorithm, prints one table row: name, generate time, layout
+/// time, peak RSS of the process, share of edge weight within a page, ExtTSP score.
+fn run_one(name: &str, n: usize, m: usize, seed: u64) {
     let t = Instant::now();
-    let c3 = c3_layout(&sizes, &counts, &edges, &C3Params::default()).expect("valid graph");
-    let c3_time = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let hot = hot_layout(&sizes, &counts, &edges).expect("valid graph");
-    let hot_time = t.elapsed().as_secs_f64();
-
-    let page = |l: &[u32]| page_locality_score(&sizes, &edges, l, PAGE_SIZE).expect("permutation");
-    let total: u64 = edges
+    let g = {
+        let (sizes, counts, edges) = power_law_graph(n, m, seed);
+        CallGraph {
+            sizes,
+            counts,
+            edges,
+            startup: Vec::new(),
+        }
+    };
+    let gen_time = t.elapsed().as_secs_f64();
+    let algorithm = Algorithm::from_name(name).expect("known algorithm");
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let layout = algorithm.layout(&g).expect("valid graph");
+    let (time, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    let rss = peak_rss_mib();
+    let total: u64 = g
+        .edges
         .iter()
         .filter(|e| e.src != e.dst)
         .map(|e| e.count)
         .sum();
+    let page = page_locality_score(&g.sizes, &g.edges, &layout, PAGE_SIZE).expect("permutation");
+    let tsp =
+        ext_tsp_score(&g.sizes, &g.edges, &layout, &ExtTspParams::default()).expect("permutation");
     println!(
-        "c3:  {c3_time:.3} s, same-page edge weight {:.2}%",
-        100.0 * page(&c3) as f64 / total as f64
+        "| {name} | {gen_time:.2} s | {cpu:.2} s | {time:.2} s | {rss:.0} MiB | {:.2}% | {tsp:.3e} |",
+        100.0 * page as f64 / total as f64
     );
+}
+
+/// Writes the graph for lld (`--dump-lld DIR`): `DIR/funcs.s`, one function `fN` per node in a
+/// section `.text.fN` of a sixteenth of its size (so that a million functions stay a small
+/// object; sizes only steer C3's density and cluster limits), and `DIR/cg.txt`, lld's
+/// `--call-graph-ordering-file` (`caller callee count` per edge). `lld_c3.sh` beside this file
+/// times lld with and without it.
+fn dump_lld(dir: &std::path::Path, n: usize, m: usize, seed: u64) {
+    use std::io::Write;
+    let (sizes, _counts, edges) = power_law_graph(n, m, seed);
+    std::fs::create_dir_all(dir).expect("create dir");
+    let mut s = std::io::BufWriter::new(std::fs::File::create(dir.join("funcs.s")).expect("s"));
+    writeln!(
+        s,
+        ".section .text._start,\"ax\",@progbits\n.globl _start\n_start:\n\tret"
+    )
+    .unwrap();
+    for (v, size) in sizes.iter().enumerate() {
+        writeln!(
+            s,
+            ".section .text.f{v},\"ax\",@progbits\n.globl f{v}\n.type f{v},@function\nf{v}:\n\tret\n\t.skip {}\n.size f{v}, .-f{v}",
+            (size / 16).max(1)
+        )
+        .unwrap();
+    }
+    let mut cg = std::io::BufWriter::new(std::fs::File::create(dir.join("cg.txt")).expect("cg"));
+    for e in &edges {
+        writeln!(cg, "f{} f{} {}", e.src, e.dst, e.count).unwrap();
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; positional numbers override the defaults, and
+    // `--only NAME` runs one algorithm in this process (the parent runs each in a child so that
+    // every row's peak RSS is that algorithm's own).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let nums: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let n = nums.first().copied().unwrap_or(1_000_000) as usize;
+    let m = nums.get(1).copied().unwrap_or(10_000_000) as usize;
+    let seed = nums.get(2).copied().unwrap_or(42);
+    if let Some(i) = args.iter().position(|a| a == "--dump-lld") {
+        dump_lld(std::path::Path::new(&args[i + 1]), n, m, seed);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--only") {
+        run_one(&args[i + 1], n, m, seed);
+        return;
+    }
+    let names: Vec<&str> = match args.iter().position(|a| a == "--algorithms") {
+        Some(i) => args[i + 1].split(',').collect(),
+        None => vec!["hot", "c3", "pettis-hansen", "ext-tsp", "cdsort", "bp"],
+    };
+    println!("{n} nodes, {m} edges, seed {seed}");
     println!(
-        "hot: {hot_time:.3} s, same-page edge weight {:.2}%",
-        100.0 * page(&hot) as f64 / total as f64
+        "| algorithm | generate (wall) | layout (CPU) | layout (wall) | peak RSS | same-page weight | ExtTSP score |"
     );
+    println!("|---|---|---|---|---|---|---|");
+    let exe = std::env::current_exe().expect("own path");
+    for name in names {
+        let status = std::process::Command::new(&exe)
+            .args([n.to_string(), m.to_string(), seed.to_string()])
+            .args(["--only", name])
+            .status()
+            .expect("run child");
+        assert!(status.success(), "{name} failed");
+    }
 }

@@ -11,10 +11,12 @@
 //! which is also where every algorithm here would have put them.
 
 use crate::{
-    c3_layout, cdsort_layout, ext_tsp_layout, hot_layout, pettis_hansen_layout, seen_nodes,
-    C3Params, CdSortParams, EdgeCount, Error, ExtTspLayoutParams,
+    bp_layout, c3_layout, cdsort_layout, ext_tsp_layout, hot_layout, pettis_hansen_layout,
+    seen_nodes, tiered_layout, BpParams, C3Params, CdSortParams, EdgeCount, Error,
+    ExtTspLayoutParams, TieredParams,
 };
-use sediment_profile::{FunctionOrder, Profile};
+use sediment_profile::{FuncKey, FunctionOrder, Profile};
+use std::collections::HashMap;
 
 /// Size assumed for a function whose size is unknown: 64 bytes, one cache line, about the
 /// median size of a hot function in optimised C. A guess that is too small only makes density
@@ -30,6 +32,9 @@ pub struct CallGraph {
     pub counts: Vec<u64>,
     /// Call edges with their weights.
     pub edges: Vec<EdgeCount>,
+    /// First-execution rank of each node (0 ran first), `None` when not known; empty when the
+    /// profile has no startup order at all. Only [`Algorithm::Bp`] uses it.
+    pub startup: Vec<Option<u32>>,
 }
 
 impl CallGraph {
@@ -54,7 +59,34 @@ impl CallGraph {
                     count: e.weight,
                 })
                 .collect(),
+            startup: Vec::new(),
         }
+    }
+
+    /// Sets the first-execution order from a list of functions, first executed first (an
+    /// order file's `functions`). Names the profile does not have are skipped and counted: the
+    /// count is returned, for one warning.
+    pub fn set_startup(&mut self, p: &Profile, first_executed: &[FuncKey]) -> usize {
+        let index: HashMap<&FuncKey, usize> = p
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (&f.key, i))
+            .collect();
+        self.startup = vec![None; p.functions.len()];
+        let mut rank = 0u32;
+        let mut unknown = 0;
+        for key in first_executed {
+            match index.get(key) {
+                Some(&i) if self.startup[i].is_none() => {
+                    self.startup[i] = Some(rank);
+                    rank += 1;
+                }
+                Some(_) => {}
+                None => unknown += 1,
+            }
+        }
+        unknown
     }
 }
 
@@ -71,11 +103,23 @@ pub enum Algorithm {
     ExtTsp,
     /// [`crate::cdsort`]: Cache-Directed Sort with LLVM's parameters.
     CdSort,
+    /// [`crate::bp`]: balanced partitioning for startup (Hoag et al.), lld's parameters halved.
+    Bp,
+    /// [`crate::tiered`]: Sediment's own, CDSort inside density tiers.
+    Tiered,
 }
 
 impl Algorithm {
     /// Names accepted by [`Algorithm::from_name`], in the order they are listed to users.
-    pub const NAMES: &'static [&'static str] = &["c3", "cdsort", "ext-tsp", "hot", "pettis-hansen"];
+    pub const NAMES: &'static [&'static str] = &[
+        "bp",
+        "c3",
+        "cdsort",
+        "ext-tsp",
+        "hot",
+        "pettis-hansen",
+        "tiered",
+    ];
 
     /// Looks an algorithm up by its command-line name.
     pub fn from_name(name: &str) -> Result<Algorithm, Error> {
@@ -85,6 +129,8 @@ impl Algorithm {
             "pettis-hansen" => Ok(Algorithm::PettisHansen),
             "ext-tsp" => Ok(Algorithm::ExtTsp),
             "cdsort" => Ok(Algorithm::CdSort),
+            "bp" => Ok(Algorithm::Bp),
+            "tiered" => Ok(Algorithm::Tiered),
             other => Err(Error::UnknownAlgorithm(other.to_string())),
         }
     }
@@ -97,6 +143,8 @@ impl Algorithm {
             Algorithm::PettisHansen => "pettis-hansen",
             Algorithm::ExtTsp => "ext-tsp",
             Algorithm::CdSort => "cdsort",
+            Algorithm::Bp => "bp",
+            Algorithm::Tiered => "tiered",
         }
     }
 
@@ -113,6 +161,8 @@ impl Algorithm {
                 )
             }
             Algorithm::CdSort => format!("{},{default_size}", CdSortParams::default().describe()),
+            Algorithm::Bp => format!("{},{default_size}", BpParams::default().describe()),
+            Algorithm::Tiered => format!("{},{default_size}", TieredParams::default().describe()),
         }
     }
 
@@ -131,6 +181,19 @@ impl Algorithm {
             Algorithm::CdSort => {
                 cdsort_layout(&g.sizes, &g.counts, &g.edges, &CdSortParams::default())
             }
+            Algorithm::Bp => {
+                let none;
+                let startup = if g.startup.is_empty() {
+                    none = vec![None; g.counts.len()];
+                    &none
+                } else {
+                    &g.startup
+                };
+                bp_layout(&g.sizes, &g.counts, &g.edges, startup, &BpParams::default())
+            }
+            Algorithm::Tiered => {
+                tiered_layout(&g.sizes, &g.counts, &g.edges, &TieredParams::default())
+            }
         }
     }
 }
@@ -139,9 +202,21 @@ impl Algorithm {
 ///
 /// The order's metadata records the profile's `binary`, the `algorithm` and its `parameters`.
 pub fn order_profile(profile: &Profile, algorithm: Algorithm) -> Result<FunctionOrder, Error> {
-    let g = CallGraph::from_profile(profile);
-    let layout = algorithm.layout(&g)?;
-    let seen = seen_nodes(&g.counts, &g.edges);
+    order_graph(profile, &CallGraph::from_profile(profile), algorithm)
+}
+
+/// [`order_profile`] on a graph already converted from `profile` (and perhaps given a startup
+/// order with [`CallGraph::set_startup`]); functions with a startup rank count as seen.
+pub fn order_graph(
+    profile: &Profile,
+    g: &CallGraph,
+    algorithm: Algorithm,
+) -> Result<FunctionOrder, Error> {
+    let layout = algorithm.layout(g)?;
+    let mut seen = seen_nodes(&g.counts, &g.edges);
+    for (s, r) in seen.iter_mut().zip(&g.startup) {
+        *s |= r.is_some();
+    }
     let mut order = FunctionOrder::default();
     order
         .meta
@@ -284,6 +359,26 @@ mod tests {
                 }
             ]
         );
+        assert!(g.startup.is_empty());
+    }
+
+    // A startup order puts `cold` (never sampled, but first to run) into the BP order, first;
+    // an unknown name is counted, a repeated one keeps its first rank.
+    #[test]
+    fn startup_order_feeds_bp() {
+        let p = profile();
+        let mut g = CallGraph::from_profile(&p);
+        let first = [
+            FuncKey::global("cold"),
+            FuncKey::global("nope"),
+            FuncKey::global("main"),
+            FuncKey::global("cold"),
+        ];
+        assert_eq!(g.set_startup(&p, &first), 1);
+        assert_eq!(g.startup, vec![Some(0), None, Some(1), None]);
+        let o = order_graph(&p, &g, Algorithm::Bp).unwrap();
+        let names: Vec<&str> = o.functions.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["cold", "main", "work", "helper"]);
     }
 
     // C3 chains main -> work -> helper; the never-seen `cold` is left out of the order.
@@ -348,7 +443,7 @@ mod tests {
         }
         assert_eq!(
             Algorithm::from_name("tsp").unwrap_err().to_string(),
-            "unknown ordering algorithm `tsp` (known: c3, cdsort, ext-tsp, hot, pettis-hansen)"
+            "unknown ordering algorithm `tsp` (known: bp, c3, cdsort, ext-tsp, hot, pettis-hansen, tiered)"
         );
     }
 }

@@ -36,8 +36,8 @@
 //! Ties: as in [`crate::ext_tsp`] (equal gains go to the smaller chain ids, `X+Y` before `Y+X`,
 //! equal densities by chain id). Complexity: as [`crate::ext_tsp`], with `max_chain_size` 128.
 
-use crate::ext_tsp::{greedy_merge, Chains, MergeType, EPS};
-use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error};
+use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
+use crate::{check_graph, seen_nodes, EdgeCount, Error};
 
 /// Parameters of [`cdsort_layout`]; the defaults are LLVM's `CDSortConfig`.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +84,9 @@ impl CdSortParams {
 struct Model<'a> {
     p: &'a CdSortParams,
     total_samples: f64,
-    total_size: u64,
+    /// Distance value of one call "before" a merge: at distance `total_size` (computed once;
+    /// the same product [`Model::dist_score`] would form).
+    before: f64,
 }
 
 impl Model<'_> {
@@ -104,25 +106,26 @@ impl Model<'_> {
         count as f64 * d.powf(-self.p.distance_power)
     }
 
-    /// Gain of concatenating chains `x` and `y` (see the module docs).
-    fn gain(&self, c: &Chains, x: u32, y: u32, jumps: &[u32]) -> (f64, MergeType) {
+    /// Distance value of one jump between chains `x < y` once concatenated as `merge`, minus
+    /// its value "before" (at the whole hot code's distance).
+    fn jump_value(&self, c: &Chains, x: u32, y: u32, merge: MergeType, j: &EdgeCount) -> f64 {
+        let s = c
+            .merged_addr(j.src, x, y, merge)
+            .saturating_add(c.node_size[j.src as usize] / 2);
+        let t = c.merged_addr(j.dst, x, y, merge);
+        self.dist_score(s, t, j.count) - j.count as f64 * self.before
+    }
+
+    /// Gain of concatenating chains `x` and `y` whose jumps are worth `dist_xy` as `X+Y` and
+    /// `dist_yx` as `Y+X` (see the module docs).
+    fn gain(&self, c: &Chains, x: u32, y: u32, dist_xy: f64, dist_yx: f64) -> (f64, MergeType) {
         let (xi, yi) = (x as usize, y as usize);
         let (wx, wy) = (c.weight[xi], c.weight[yi]);
         let (sx, sy) = (c.size[xi] as f64, c.size[yi] as f64);
         let cur = wx * self.miss_probability(wx / sx) + wy * self.miss_probability(wy / sy);
         let new = (wx + wy) * self.miss_probability((wx + wy) / (sx + sy));
         let freq = cur - new;
-        let total = |merge: MergeType| {
-            let mut dist = 0.0;
-            for &j in jumps {
-                let j = c.jumps[j as usize];
-                let s = c
-                    .merged_addr(j.src, x, y, merge)
-                    .saturating_add(c.node_size[j.src as usize] / 2);
-                let t = c.merged_addr(j.dst, x, y, merge);
-                dist +=
-                    self.dist_score(s, t, j.count) - self.dist_score(0, self.total_size, j.count);
-            }
+        let total = |dist: f64| {
             let g = dist + self.p.frequency_scale * freq;
             if g >= 0.0 {
                 g / sx.min(sy)
@@ -130,7 +133,7 @@ impl Model<'_> {
                 g
             }
         };
-        let (xy, yx) = (total(MergeType::XY), total(MergeType::YX));
+        let (xy, yx) = (total(dist_xy), total(dist_yx));
         if yx > xy + EPS {
             (yx, MergeType::YX)
         } else {
@@ -160,34 +163,26 @@ pub fn cdsort_layout(
     let weight: Vec<f64> = (0..n)
         .map(|v| counts[v].max(inc[v]).max(out[v]) as f64)
         .collect();
-    let model = Model {
+    let total_size = (0..n)
+        .filter(|&v| counts[v] > 0)
+        .fold(0u64, |a, v| a.saturating_add(node_size[v]));
+    let mut model = Model {
         p: params,
         total_samples: counts.iter().map(|&c| c as f64).sum(),
-        total_size: (0..n)
-            .filter(|&v| counts[v] > 0)
-            .fold(0u64, |a, v| a.saturating_add(node_size[v])),
+        before: 0.0,
     };
+    model.before = model.dist_score(0, total_size, 1);
     let mut chains = Chains::new(node_size, weight, edges);
-    greedy_merge(&mut chains, &seen, params.max_chain_size, |c, x, y, js| {
-        model.gain(c, x, y, js)
-    });
-    // Density = weight / size, descending; ties by chain id.
-    let mut live: Vec<(u32, f64)> = (0..n as u32)
-        .filter(|&c| seen[c as usize] && !chains.nodes[c as usize].is_empty())
-        .map(|c| {
-            (
-                c,
-                chains.weight[c as usize] / chains.size[c as usize] as f64,
-            )
-        })
-        .collect();
-    live.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut layout: Vec<u32> = Vec::with_capacity(n);
-    for (c, _) in live {
-        layout.extend_from_slice(&chains.nodes[c as usize]);
-    }
-    append_unseen(&mut layout, &seen);
-    Ok(layout)
+    greedy_merge(
+        &mut chains,
+        params.max_chain_size,
+        Scan::All,
+        |c, x, y, m, j| model.jump_value(c, x, y, m, j),
+        |c, x, y, xy, yx| model.gain(c, x, y, xy, yx),
+    );
+    // Density = weight / size, descending.
+    let key = |c: u32| chains.weight[c as usize] / chains.size[c as usize] as f64;
+    Ok(concat_chains(&chains, &seen, key, |a, b| b.total_cmp(a)))
 }
 
 #[cfg(test)]

@@ -55,16 +55,11 @@
 //! so this is for real profiles, not the million-function case C3 meets. An indexed heap with
 //! decrease-key, and recomputing only the pairs whose gain can change, are the next steps.
 
-use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error, ExtTspParams};
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap};
+use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
+use crate::{check_graph, seen_nodes, EdgeCount, Error, ExtTspParams};
 
 /// LLVM's `ext-tsp-max-chain-size`: the largest chain, in nodes, that merging may create.
 pub const EXT_TSP_MAX_CHAIN_SIZE: usize = 512;
-
-/// Gains at or below this are treated as no gain (LLVM's `EPS`), so rounding noise in `f64`
-/// sums never causes a merge.
-pub(crate) const EPS: f64 = 1e-9;
 
 /// Parameters of [`ext_tsp_layout`]; the defaults are LLVM's (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -124,252 +119,25 @@ pub(crate) fn edge_score(from: u64, to: u64, count: u64, p: &ExtTspParams) -> f6
     weight * count as f64
 }
 
-/// A non-recursive edge with a positive count.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Jump {
-    pub src: u32,
-    pub dst: u32,
-    pub count: u64,
-}
-
-/// The chains of the greedy merging, shared by [`ext_tsp_layout`] and [`crate::cdsort`].
-///
-/// Chain `c` starts as node `c` alone; a merged-away chain is left empty. Each chain knows the
-/// other chains it shares jumps with and which jumps those are.
-pub(crate) struct Chains {
-    /// Nodes of each chain, in layout order.
-    pub nodes: Vec<Vec<u32>>,
-    /// Size of each chain in bytes (sum of its nodes' sizes, saturating).
-    pub size: Vec<u64>,
-    /// Weight of each chain (sum of its nodes' weights as the algorithm counts them).
-    pub weight: Vec<f64>,
-    /// Size of each node as this algorithm counts it.
-    pub node_size: Vec<u64>,
-    /// Start of each node, in bytes from the start of its chain.
-    pub offset: Vec<u64>,
-    /// The chain each node is in.
-    owner: Vec<u32>,
-    /// All jumps of the graph.
-    pub jumps: Vec<Jump>,
-    /// For each chain: neighbouring chain -> indices into `jumps` between the two.
-    adj: Vec<BTreeMap<u32, Vec<u32>>>,
-    /// Bumped on every merge into the chain; heap entries with an older version are stale.
-    version: Vec<u32>,
-}
-
-/// Which concatenation a merge makes; `X` is the chain with the smaller id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum MergeType {
-    /// `X` then `Y`.
-    XY,
-    /// `Y` then `X`.
-    YX,
-}
-
-/// A candidate merge in the heap: highest gain first, then the smallest chain ids.
-struct Candidate {
-    gain: f64,
+/// Value of one jump between chains `x < y` once concatenated as `merge`: its ExtTSP score.
+fn jump_value(
+    c: &Chains,
     x: u32,
     y: u32,
-    vx: u32,
-    vy: u32,
     merge: MergeType,
-}
-
-impl Candidate {
-    fn key(&self) -> (f64, Reverse<u32>, Reverse<u32>) {
-        (self.gain, Reverse(self.x), Reverse(self.y))
-    }
-}
-
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Candidate {}
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Candidate {
-    fn cmp(&self, other: &Self) -> Ordering {
-        let (a, b) = (self.key(), other.key());
-        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
-    }
-}
-
-impl Chains {
-    /// One chain per node, with the node's size and weight; jumps are the non-recursive edges
-    /// with a positive count.
-    pub fn new(node_size: Vec<u64>, weight: Vec<f64>, edges: &[EdgeCount]) -> Chains {
-        let n = node_size.len();
-        let jumps: Vec<Jump> = edges
-            .iter()
-            .filter(|e| e.src != e.dst && e.count > 0)
-            .map(|e| Jump {
-                src: e.src,
-                dst: e.dst,
-                count: e.count,
-            })
-            .collect();
-        let mut adj: Vec<BTreeMap<u32, Vec<u32>>> = vec![BTreeMap::new(); n];
-        for (i, j) in jumps.iter().enumerate() {
-            adj[j.src as usize].entry(j.dst).or_default().push(i as u32);
-            adj[j.dst as usize].entry(j.src).or_default().push(i as u32);
-        }
-        Chains {
-            nodes: (0..n as u32).map(|v| vec![v]).collect(),
-            size: node_size.clone(),
-            weight,
-            node_size,
-            offset: vec![0; n],
-            owner: (0..n as u32).collect(),
-            jumps,
-            adj,
-            version: vec![0; n],
-        }
-    }
-
-    /// Start of node `v` when chains `x` and `y` are concatenated as `merge` says.
-    pub fn merged_addr(&self, v: u32, x: u32, y: u32, merge: MergeType) -> u64 {
-        let in_x = self.chain_of_member(v, x);
-        let shift = match (merge, in_x) {
-            (MergeType::XY, true) | (MergeType::YX, false) => 0,
-            (MergeType::XY, false) => self.size[x as usize],
-            (MergeType::YX, true) => self.size[y as usize],
-        };
-        self.offset[v as usize].saturating_add(shift)
-    }
-
-    /// Whether node `v` is in chain `x`.
-    fn chain_of_member(&self, v: u32, x: u32) -> bool {
-        self.owner[v as usize] == x
-    }
-}
-
-/// Runs greedy merging with `gain(chains, x, y, jumps between them) -> (gain, merge type)`,
-/// never creating a chain of more than `max_nodes` nodes, over the chains of `active` nodes.
-pub(crate) fn greedy_merge<G>(chains: &mut Chains, active: &[bool], max_nodes: usize, gain: G)
-where
-    G: Fn(&Chains, u32, u32, &[u32]) -> (f64, MergeType),
-{
-    let mut heap = BinaryHeap::new();
-    let push = |chains: &Chains, heap: &mut BinaryHeap<Candidate>, x: u32, y: u32| {
-        let (x, y) = (x.min(y), x.max(y));
-        if chains.nodes[x as usize].len() + chains.nodes[y as usize].len() > max_nodes {
-            return;
-        }
-        let jumps = &chains.adj[x as usize][&y];
-        let (g, merge) = gain(chains, x, y, jumps);
-        if g > EPS {
-            heap.push(Candidate {
-                gain: g,
-                x,
-                y,
-                vx: chains.version[x as usize],
-                vy: chains.version[y as usize],
-                merge,
-            });
-        }
-    };
-    for x in 0..chains.nodes.len() as u32 {
-        if !active[x as usize] {
-            continue;
-        }
-        let ys: Vec<u32> = chains.adj[x as usize]
-            .keys()
-            .copied()
-            .filter(|&y| y > x)
-            .collect();
-        for y in ys {
-            push(chains, &mut heap, x, y);
-        }
-    }
-    while let Some(c) = heap.pop() {
-        let (x, y) = (c.x as usize, c.y as usize);
-        if chains.nodes[x].is_empty()
-            || chains.nodes[y].is_empty()
-            || chains.version[x] != c.vx
-            || chains.version[y] != c.vy
-        {
-            continue;
-        }
-        chains.merge(c.x, c.y, c.merge);
-        let neighbours: Vec<u32> = chains.adj[x].keys().copied().collect();
-        for z in neighbours {
-            push(chains, &mut heap, c.x, z);
-        }
-    }
-}
-
-impl Chains {
-    /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
-    fn merge(&mut self, x: u32, y: u32, merge: MergeType) {
-        let (xi, yi) = (x as usize, y as usize);
-        let ynodes = std::mem::take(&mut self.nodes[yi]);
-        let (sx, sy) = (self.size[xi], self.size[yi]);
-        match merge {
-            MergeType::XY => {
-                for &v in &ynodes {
-                    self.offset[v as usize] = self.offset[v as usize].saturating_add(sx);
-                }
-                self.nodes[xi].extend_from_slice(&ynodes);
-            }
-            MergeType::YX => {
-                for &v in &self.nodes[xi] {
-                    self.offset[v as usize] = self.offset[v as usize].saturating_add(sy);
-                }
-                let xnodes = std::mem::replace(&mut self.nodes[xi], ynodes);
-                self.nodes[xi].extend_from_slice(&xnodes);
-            }
-        }
-        for &v in &self.nodes[xi] {
-            self.owner[v as usize] = x;
-        }
-        self.size[xi] = sx.saturating_add(sy);
-        self.weight[xi] += self.weight[yi];
-        self.version[xi] = self.version[xi].wrapping_add(1);
-        self.version[yi] = self.version[yi].wrapping_add(1);
-        // Move y's adjacency onto x; jumps between x and y become internal.
-        let yadj = std::mem::take(&mut self.adj[yi]);
-        self.adj[xi].remove(&y);
-        for (z, js) in yadj {
-            if z == x {
-                continue;
-            }
-            let zi = z as usize;
-            self.adj[zi].remove(&y);
-            self.adj[zi].entry(x).or_default().extend_from_slice(&js);
-            self.adj[xi].entry(z).or_default().extend_from_slice(&js);
-        }
-    }
-}
-
-/// ExtTSP gain of concatenating `x` and `y`: the score of the jumps between them, for the
-/// better of `X+Y` and `Y+X` (`X+Y` on a tie within [`EPS`]).
-fn ext_tsp_gain(
-    chains: &Chains,
-    x: u32,
-    y: u32,
-    jumps: &[u32],
+    j: &EdgeCount,
     p: &ExtTspParams,
-) -> (f64, MergeType) {
-    let score = |merge: MergeType| {
-        jumps
-            .iter()
-            .map(|&j| {
-                let j = chains.jumps[j as usize];
-                let from = chains
-                    .merged_addr(j.src, x, y, merge)
-                    .saturating_add(chains.node_size[j.src as usize]);
-                let to = chains.merged_addr(j.dst, x, y, merge);
-                edge_score(from, to, j.count, p)
-            })
-            .sum::<f64>()
-    };
-    let (xy, yx) = (score(MergeType::XY), score(MergeType::YX));
+) -> f64 {
+    let from = c
+        .merged_addr(j.src, x, y, merge)
+        .saturating_add(c.node_size[j.src as usize]);
+    let to = c.merged_addr(j.dst, x, y, merge);
+    edge_score(from, to, j.count, p)
+}
+
+/// ExtTSP gain of concatenating two chains: the score of the jumps between them, for the better
+/// of `X+Y` and `Y+X` (`X+Y` on a tie within [`EPS`]).
+fn better(xy: f64, yx: f64) -> (f64, MergeType) {
     if yx > xy + EPS {
         (yx, MergeType::YX)
     } else {
@@ -385,35 +153,46 @@ pub fn ext_tsp_layout(
     edges: &[EdgeCount],
     params: &ExtTspLayoutParams,
 ) -> Result<Vec<u32>, Error> {
+    let sp = &params.score;
+    // Beyond the longer of the two distances a jump scores nothing (see `merge::Scan`).
+    let reach = sp.forward_distance.max(sp.backward_distance);
+    layout_with_scan(sizes, counts, edges, params, Scan::Boundary(reach))
+}
+
+/// [`ext_tsp_layout`] sweeping the nodes that `scan` says; every node (`Scan::All`) gives the
+/// same layout, only slower, which a test checks.
+fn layout_with_scan(
+    sizes: &[u64],
+    counts: &[u64],
+    edges: &[EdgeCount],
+    params: &ExtTspLayoutParams,
+    scan: Scan,
+) -> Result<Vec<u32>, Error> {
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
     let weights = counts.iter().map(|&c| c as f64).collect();
     let mut chains = Chains::new(sizes.to_vec(), weights, edges);
-    greedy_merge(&mut chains, &seen, params.max_chain_size, |c, x, y, js| {
-        ext_tsp_gain(c, x, y, js, &params.score)
-    });
+    let sp = &params.score;
+    greedy_merge(
+        &mut chains,
+        params.max_chain_size,
+        scan,
+        |c, x, y, m, j| jump_value(c, x, y, m, j, sp),
+        |_, _, _, xy, yx| better(xy, yx),
+    );
     // Density = self weight / size, compared exactly as cross products in u128; a zero-size
-    // chain counts as one byte. Ties by chain id.
-    let mut live: Vec<(u32, u64, u64)> = (0..n as u32)
-        .filter(|&c| seen[c as usize] && !chains.nodes[c as usize].is_empty())
-        .map(|c| {
-            let w = chains.nodes[c as usize]
-                .iter()
-                .fold(0u64, |a, &v| a.saturating_add(counts[v as usize]));
-            (c, w, chains.size[c as usize].max(1))
-        })
-        .collect();
-    live.sort_by(|a, b| {
-        let l = a.1 as u128 * b.2 as u128;
-        let r = b.1 as u128 * a.2 as u128;
-        r.cmp(&l).then(a.0.cmp(&b.0))
-    });
-    let mut layout: Vec<u32> = Vec::with_capacity(n);
-    for (c, _, _) in live {
-        layout.extend_from_slice(&chains.nodes[c as usize]);
-    }
-    append_unseen(&mut layout, &seen);
-    Ok(layout)
+    // chain counts as one byte.
+    let key = |c: u32| {
+        let w = chains.nodes[c as usize]
+            .iter()
+            .fold(0u64, |a, &v| a.saturating_add(counts[v as usize]));
+        (w, chains.size[c as usize].max(1))
+    };
+    let denser = |a: &(u64, u64), b: &(u64, u64)| {
+        (u128::from(b.0) * u128::from(a.1)).cmp(&(u128::from(a.0) * u128::from(b.1)))
+    };
+    debug_assert_eq!(chains.nodes.len(), n);
+    Ok(concat_chains(&chains, &seen, key, denser))
 }
 
 #[cfg(test)]
@@ -526,6 +305,21 @@ mod tests {
             let best = edges.iter().filter(|e| e.src != e.dst).map(|e| e.count as f64)
                 .fold(0.0f64, f64::max);
             prop_assert!(s >= best * (1.0 - 1e-12), "score {} < heaviest call {}", s, best);
+        }
+
+        // Sweeping only the ends of chains loses nothing: the same layout as sweeping every
+        // node, on graphs with chains long enough to have an interior (small sizes, many edges).
+        #[test]
+        fn boundary_scan_is_exact(
+            (sizes, counts, edges) in graph(),
+            small in proptest::collection::vec(0u64..400, 40),
+        ) {
+            let p = ExtTspLayoutParams::default();
+            for sz in [sizes.clone(), small[..sizes.len()].to_vec()] {
+                let fast = ext_tsp_layout(&sz, &counts, &edges, &p).unwrap();
+                let full = layout_with_scan(&sz, &counts, &edges, &p, Scan::All).unwrap();
+                prop_assert_eq!(fast, full);
+            }
         }
     }
 }

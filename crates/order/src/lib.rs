@@ -36,26 +36,36 @@
 //! - [`cdsort`]: Cache-Directed Sort, the same merging under a cache model (as LLVM and BOLT).
 //! - [`fill`]: not a layout of its own: extends a sampled order with the functions a static
 //!   call graph reaches from it, after the hot ones.
+//! - [`bp`]: balanced partitioning for startup page faults (Hoag et al., as lld).
+//! - [`tiered`]: Sediment's own: CDSort inside heat tiers cut by density, so that lukewarm
+//!   callees never enter the hot region.
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 
 pub mod adapter;
+pub mod bp;
 pub mod c3;
 pub mod cdsort;
 pub mod ext_tsp;
 pub mod fill;
 pub mod hot;
+pub(crate) mod merge;
 pub mod pettis_hansen;
 pub mod score;
+pub mod tiered;
 
-pub use adapter::{fill_order, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE};
+pub use adapter::{
+    fill_order, order_graph, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE,
+};
+pub use bp::{bp_layout, bp_utilities, startup_pages, BpParams};
 pub use c3::{c3_clusters, c3_layout, C3Params};
 pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
 pub use fill::{fill_layout, FillParams};
 pub use hot::hot_layout;
 pub use pettis_hansen::pettis_hansen_layout;
-pub use score::{ext_tsp_score, page_locality_score, ExtTspParams, PAGE_SIZE};
+pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
+pub use tiered::{tiered_layout, tiers, TieredParams};
 
 /// Errors of this crate: malformed input arrays, or an algorithm name nobody knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

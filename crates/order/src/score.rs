@@ -122,6 +122,81 @@ pub fn ext_tsp_score(
     Ok(score)
 }
 
+/// Blocks of `block` bytes that hold `share = (num, den)` of the self weight when `layout`
+/// places nodes back to back: the block weights, heaviest first, are summed until they reach
+/// `num / den` of the total. A node's weight is spread evenly over its bytes (a zero size counts
+/// as one byte), since a profile says how often a function ran, not which of its bytes did.
+/// It is the profile's prediction of the "pages (lines) holding 99% of executed bytes" that
+/// `sediment compare` measures; lower is better.
+///
+/// Blocks fully inside one node are kept as one run `(weight, how many)`, so a huge size cannot
+/// make this allocate per block. `block` of zero is treated as one byte; `den` of zero as one.
+pub fn weight_footprint(
+    sizes: &[u64],
+    counts: &[u64],
+    layout: &[u32],
+    block: u64,
+    share: (u64, u64),
+) -> Result<u64, Error> {
+    check_graph(sizes, counts, &[])?;
+    check_permutation(layout, sizes.len())?;
+    let block = block.max(1);
+    let mut runs: Vec<(f64, u64)> = Vec::new();
+    // The block being filled: (index, weight so far).
+    let mut cur: Option<(u64, f64)> = None;
+    let mut add = |runs: &mut Vec<(f64, u64)>, b: u64, w: f64| match &mut cur {
+        Some((cb, cw)) if *cb == b => *cw += w,
+        _ => {
+            if let Some((_, cw)) = cur.take() {
+                runs.push((cw, 1));
+            }
+            cur = Some((b, w));
+        }
+    };
+    let mut at = 0u64;
+    for &v in layout {
+        let (size, w) = (sizes[v as usize].max(1), counts[v as usize]);
+        let (start, end) = (at, at.saturating_add(size));
+        at = end;
+        if w == 0 || end <= start {
+            continue;
+        }
+        let per_byte = w as f64 / (end - start) as f64;
+        let (first, last) = (start / block, (end - 1) / block);
+        if first == last {
+            add(&mut runs, first, per_byte * (end - start) as f64);
+            continue;
+        }
+        add(
+            &mut runs,
+            first,
+            per_byte * ((first + 1) * block - start) as f64,
+        );
+        if last - first > 1 {
+            runs.push((per_byte * block as f64, last - first - 1));
+        }
+        add(&mut runs, last, per_byte * (end - last * block) as f64);
+    }
+    if let Some((_, cw)) = cur {
+        runs.push((cw, 1));
+    }
+    runs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let total: f64 = counts.iter().map(|&c| c as f64).sum();
+    let target = total * share.0 as f64 / share.1.max(1) as f64;
+    let (mut acc, mut blocks) = (0.0f64, 0u64);
+    for (w, k) in runs {
+        if acc >= target || w <= 0.0 {
+            break;
+        }
+        // How many of these `k` equal blocks are still needed.
+        let need = ((target - acc) / w).ceil().min(k as f64) as u64;
+        let take = need.max(1);
+        acc += w * take as f64;
+        blocks += take;
+    }
+    Ok(blocks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +205,35 @@ mod tests {
     use proptest::prelude::*;
 
     // Pages are 4 KiB: 0 and 1 share page 0; 2 starts at 4000 (page 0); 3 at 8000 (page 1).
+    // 99% of 1000 units: node 0 (990 over 8 KiB) fills two pages, node 1 (10 in 64 bytes)
+    // a third: the two pages of 0 hold 99%; 100% needs all three. Lines: 0 spreads 990 over
+    // 128 lines of 7.7 each, so 99% takes every one of them and a bit of the hot line of 1.
+    #[test]
+    fn weight_footprint_counts_blocks() {
+        let sizes = [8192, 64];
+        let counts = [990, 10];
+        let l = [0, 1];
+        assert_eq!(
+            weight_footprint(&sizes, &counts, &l, PAGE_SIZE, (99, 100)).unwrap(),
+            2
+        );
+        assert_eq!(
+            weight_footprint(&sizes, &counts, &l, PAGE_SIZE, (1, 1)).unwrap(),
+            3
+        );
+        assert_eq!(
+            weight_footprint(&sizes, &counts, &l, 64, (99, 100)).unwrap(),
+            128
+        );
+        // A size near u64::MAX is one run, not billions of blocks.
+        let huge = [u64::MAX / 2, 64];
+        assert_eq!(
+            weight_footprint(&huge, &counts, &[1, 0], PAGE_SIZE, (1, 100)).unwrap(),
+            1
+        );
+        assert!(weight_footprint(&sizes, &counts, &[0], PAGE_SIZE, (99, 100)).is_err());
+    }
+
     #[test]
     fn page_score_counts_same_page_edges() {
         let sizes = [1000, 3000, 4000, 100];

@@ -1,0 +1,191 @@
+//! Tiered CDSort (`tiered`): Sediment's own ordering. Split the functions into heat tiers by
+//! density first, then run Cache-Directed Sort inside each tier.
+//!
+//! Why: every chain-merging algorithm ([`crate::c3`], [`crate::ext_tsp`], [`crate::cdsort`])
+//! will glue a lukewarm callee onto a hot caller when the call is heavy enough, and the final
+//! sort by chain density then drags that callee into the hot region. Each such function costs
+//! hot-region bytes that hold little of the run time, so the pages and cache lines holding 99%
+//! of the executed code grow, and with them iTLB and I-cache misses. `hot` packs the hot region
+//! best but scatters call paths. Tiering keeps both: a function is only chained with functions
+//! of its own heat tier.
+//!
+//! Algorithm:
+//! 1. Sort the seen functions by density (self weight / size, exact in `u128`; ties by index)
+//!    and cut the sorted list where the cumulative self weight first reaches each share of
+//!    [`TieredParams::shares`] (99%, then 99.9%). Each cut closes a tier; the functions after
+//!    the last cut form the last tier, and functions with no self weight but a call edge are
+//!    in it too.
+//! 2. Lay out each tier with [`crate::cdsort_layout`] on the subgraph of its functions and the
+//!    calls between them (calls that cross tiers are dropped: they join code of different heat,
+//!    which is the merge this algorithm exists to refuse).
+//! 3. Concatenate the tiers, hottest first; never-seen nodes last, in input order.
+//!
+//! Its score is the number of pages (and lines) that hold 99% of the self weight under the
+//! layout, [`crate::score::weight_footprint`], together with ExtTSP for the call paths.
+//!
+//! The shares are a choice, not a tuning: they are the shares Sediment's `compare` reports
+//! (pages and lines holding 99% and 99.9% of executed bytes). Measured on SQLite's speedtest1
+//! against every published algorithm here and lld's C3 (`docs/algorithms.md`).
+//! Ties: by index throughout, as in the algorithms it calls.
+
+use crate::{cdsort_layout, check_graph, seen_nodes, CdSortParams, EdgeCount, Error};
+
+/// Parameters of [`tiered_layout`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TieredParams {
+    /// Cumulative shares of the self weight that close a tier, as `(num, den)` fractions in
+    /// increasing order: `[(99, 100), (999, 1000)]`.
+    pub shares: Vec<(u64, u64)>,
+    /// Parameters of the CDSort run inside each tier (LLVM's defaults).
+    pub cdsort: CdSortParams,
+}
+
+impl Default for TieredParams {
+    fn default() -> Self {
+        TieredParams {
+            shares: vec![(99, 100), (999, 1000)],
+            cdsort: CdSortParams::default(),
+        }
+    }
+}
+
+impl TieredParams {
+    /// The parameters as `key=value` pairs separated by commas, for the order file's metadata.
+    pub fn describe(&self) -> String {
+        let shares: Vec<String> = self
+            .shares
+            .iter()
+            .map(|(n, d)| format!("{n}/{d}"))
+            .collect();
+        format!("tiers={},{}", shares.join("+"), self.cdsort.describe())
+    }
+}
+
+/// The tier of every node (0 hottest), `None` for never-seen nodes (see the module docs).
+pub fn tiers(
+    sizes: &[u64],
+    counts: &[u64],
+    edges: &[EdgeCount],
+    shares: &[(u64, u64)],
+) -> Result<Vec<Option<u32>>, Error> {
+    let n = check_graph(sizes, counts, edges)?;
+    let seen = seen_nodes(counts, edges);
+    let mut hot: Vec<u32> = (0..n as u32).filter(|&v| counts[v as usize] > 0).collect();
+    let size = |v: u32| u128::from(sizes[v as usize].max(1));
+    hot.sort_by(|&a, &b| {
+        let (wa, wb) = (
+            u128::from(counts[a as usize]),
+            u128::from(counts[b as usize]),
+        );
+        (wb * size(a)).cmp(&(wa * size(b))).then(a.cmp(&b))
+    });
+    let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+    let last = shares.len() as u32;
+    let mut tier: Vec<Option<u32>> = seen.iter().map(|&s| s.then_some(last)).collect();
+    let (mut t, mut acc) = (0usize, 0u128);
+    for v in hot {
+        // A share is reached once acc * den >= total * num; the node that reaches it is the
+        // last of its tier.
+        tier[v as usize] = Some(t as u32);
+        acc += u128::from(counts[v as usize]);
+        while t < shares.len() {
+            let (num, den) = shares[t];
+            if acc * u128::from(den.max(1)) >= total * u128::from(num) {
+                t += 1;
+            } else {
+                break;
+            }
+        }
+    }
+    Ok(tier)
+}
+
+/// Orders nodes by tiered CDSort (see the module docs); returns a permutation of `0..n`,
+/// never-seen nodes last in input order.
+pub fn tiered_layout(
+    sizes: &[u64],
+    counts: &[u64],
+    edges: &[EdgeCount],
+    params: &TieredParams,
+) -> Result<Vec<u32>, Error> {
+    let n = check_graph(sizes, counts, edges)?;
+    let tier = tiers(sizes, counts, edges, &params.shares)?;
+    let mut layout = Vec::with_capacity(n);
+    for t in 0..=params.shares.len() as u32 {
+        // The tier's nodes, renumbered 0.. in index order, and the calls inside it.
+        let members: Vec<u32> = (0..n as u32)
+            .filter(|&v| tier[v as usize] == Some(t))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let mut local = vec![u32::MAX; n];
+        for (i, &v) in members.iter().enumerate() {
+            local[v as usize] = i as u32;
+        }
+        let sub_edges: Vec<EdgeCount> = edges
+            .iter()
+            .filter(|e| tier[e.src as usize] == Some(t) && tier[e.dst as usize] == Some(t))
+            .map(|e| EdgeCount {
+                src: local[e.src as usize],
+                dst: local[e.dst as usize],
+                count: e.count,
+            })
+            .collect();
+        let sub_sizes: Vec<u64> = members.iter().map(|&v| sizes[v as usize]).collect();
+        // A member that only had cross-tier calls is still seen: give it a count of one so
+        // that CDSort places it inside the tier rather than treating it as never seen.
+        let sub_counts: Vec<u64> = members.iter().map(|&v| counts[v as usize].max(1)).collect();
+        let sub = cdsort_layout(&sub_sizes, &sub_counts, &sub_edges, &params.cdsort)?;
+        layout.extend(sub.into_iter().map(|i| members[i as usize]));
+    }
+    crate::append_unseen(&mut layout, &seen_nodes(counts, edges));
+    Ok(layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{e, graph, is_permutation, unseen};
+    use crate::{cdsort_layout, score::weight_footprint, ExtTspParams, PAGE_SIZE};
+    use proptest::prelude::*;
+
+    // Nearly all weight is in 0 and 2, one unit in 1, none in 3 (only called). The path
+    // 0 -> 1 -> 2 is called often, so CDSort glues the lukewarm 1 between the hot pair; tiering
+    // keeps 1 out of the hot tier: [0, 2] first (joined by their call), then 1, then 3.
+    #[test]
+    fn keeps_lukewarm_callee_out_of_the_hot_tier() {
+        let sizes = [2048, 2048, 2048, 64];
+        let counts = [500, 1, 490, 0];
+        let edges = [e(0, 1, 1000), e(1, 2, 1000), e(0, 2, 10), e(1, 3, 5)];
+        let t = tiers(&sizes, &counts, &edges, &[(99, 100), (999, 1000)]).unwrap();
+        // 0 and 2 hold 990 of 991 (99.9%): tier 0; 1 closes 99.9%: tier 1; 3 never sampled.
+        assert_eq!(t, vec![Some(0), Some(1), Some(0), Some(2)]);
+        let l = tiered_layout(&sizes, &counts, &edges, &TieredParams::default()).unwrap();
+        assert_eq!(l, vec![0, 2, 1, 3]);
+        let c = cdsort_layout(&sizes, &counts, &edges, &CdSortParams::default()).unwrap();
+        assert_eq!(c, vec![0, 1, 2, 3]);
+        // 99% of the weight sits in one page under tiering, two under CDSort.
+        let fp = |l: &[u32]| weight_footprint(&sizes, &counts, l, PAGE_SIZE, (99, 100)).unwrap();
+        assert_eq!((fp(&l), fp(&c)), (1, 2));
+    }
+
+    proptest! {
+        // A permutation, the same twice, unseen nodes last in input order, and tiers in order:
+        // every node of tier t comes before every node of tier t + 1.
+        #[test]
+        fn properties((sizes, counts, edges) in graph()) {
+            let p = TieredParams::default();
+            let l = tiered_layout(&sizes, &counts, &edges, &p).unwrap();
+            prop_assert!(is_permutation(&l, sizes.len()));
+            prop_assert_eq!(&l, &tiered_layout(&sizes, &counts, &edges, &p).unwrap());
+            let un = unseen(&counts, &edges);
+            prop_assert_eq!(&l[l.len() - un.len()..], &un[..]);
+            let t = tiers(&sizes, &counts, &edges, &p.shares).unwrap();
+            let ts: Vec<u32> = l.iter().filter_map(|&v| t[v as usize]).collect();
+            prop_assert!(ts.windows(2).all(|w| w[0] <= w[1]));
+            let s = crate::ext_tsp_score(&sizes, &edges, &l, &ExtTspParams::default()).unwrap();
+            prop_assert!(s.is_finite());
+        }
+    }
+}
