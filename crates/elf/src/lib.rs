@@ -4,6 +4,8 @@
 //!   segments (to turn a file offset from a perf MMAP record into a link-time address) and the
 //!   function symbols sorted by address, with a lookup from an address to its function.
 //! - `objects`: the inventory of relocatable object files for the linker step.
+//! - [`bb_addr_map`]: clang's basic-block address map (`-fbasic-block-sections=labels`), for
+//!   block-level hot/cold splitting.
 //!
 //! Design constraints: **no file access**. Every function takes the file's bytes and the path
 //! it came from (used only in error messages); callers read files (size-capped) themselves.
@@ -16,9 +18,11 @@
 //! References: System V ABI, *Object Files* chapter ("Symbol Table", "Program Header"), and the
 //! GNU build-id note (`NT_GNU_BUILD_ID`, ld's `--build-id`).
 
+pub mod bb_addr_map;
 pub mod objects;
 pub mod symbols;
 
+pub use bb_addr_map::{read_bb_addr_map, BbEntry, BbFunction};
 pub use symbols::{Binary, Segment, Symbol};
 
 /// Errors of this crate. Each names the file it is about.
