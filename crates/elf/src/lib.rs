@@ -25,6 +25,13 @@ pub mod symbols;
 pub use bb_addr_map::{read_bb_addr_map, BbEntry, BbFunction};
 pub use symbols::{Binary, Segment, Symbol};
 
+/// True for the name of a function's cold part as clang 16 writes it for
+/// `-fbasic-block-sections=list=`: `f.cold`, an `STT_NOTYPE` local in `.text.split.f`. Such a
+/// symbol in a code section is taken as a function, so that it can be found and ordered.
+pub(crate) fn is_split_cold_part(name: &str) -> bool {
+    name.len() > ".cold".len() && name.ends_with(".cold")
+}
+
 /// Errors of this crate. Each names the file it is about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
