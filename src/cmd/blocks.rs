@@ -135,7 +135,10 @@ fn run_plan(args: PlanArgs) -> Result<()> {
             list_file(&plan).as_bytes(),
         )?;
     }
-    fsio::write_atomic(&args.output.join("order.txt"), plan.order.to_text().as_bytes())?;
+    fsio::write_atomic(
+        &args.output.join("order.txt"),
+        plan.order.to_text().as_bytes(),
+    )?;
 
     let s = &plan.stats;
     if map.is_empty() {
@@ -237,9 +240,7 @@ fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binar
         let found: Vec<_> = binary
             .functions
             .iter()
-            .filter(|s| {
-                s.key.name == key.name && (key.file.is_none() || s.key.file == key.file)
-            })
+            .filter(|s| s.key.name == key.name && (key.file.is_none() || s.key.file == key.file))
             .collect();
         let [s] = found.as_slice() else { continue };
         if cold {

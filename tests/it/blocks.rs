@@ -92,15 +92,18 @@ fn address(syms: &[(u64, String)], name: &str) -> u64 {
         .0
 }
 
+/// A function's address and its blocks as (id, offset, size).
+type MapEntry = (u64, Vec<(u64, u64, u64)>);
+
 /// `llvm-readobj --bb-addr-map` printed as (function address, [(id, offset, size)]).
-fn readobj_map(dir: &Path, binary: &str) -> Vec<(u64, Vec<(u64, u64, u64)>)> {
+fn readobj_map(dir: &Path, binary: &str) -> Vec<MapEntry> {
     let text = sh(dir, "llvm-readobj-16", &["--bb-addr-map", binary]);
     let hex = |l: &str, key: &str| {
         l.trim()
             .strip_prefix(key)
             .map(|v| u64::from_str_radix(v.trim().trim_start_matches("0x"), 16).unwrap())
     };
-    let mut out: Vec<(u64, Vec<(u64, u64, u64)>)> = Vec::new();
+    let mut out: Vec<MapEntry> = Vec::new();
     let mut block = (0, 0, 0);
     for l in text.lines() {
         if let Some(a) = hex(l, "At:") {
@@ -141,7 +144,7 @@ fn bb_addr_map_matches_llvm_readobj() {
         ],
     );
     let bytes = std::fs::read(dir.join("app")).unwrap();
-    let ours: Vec<(u64, Vec<(u64, u64, u64)>)> = read_bb_addr_map("app", &bytes)
+    let ours: Vec<MapEntry> = read_bb_addr_map("app", &bytes)
         .unwrap()
         .into_iter()
         .map(|f| {
@@ -174,13 +177,21 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
         sh(dir, "clang-16", &a);
     };
     // Build 1: labels, profiled.
-    cc(&["-fbasic-block-sections=labels", "-c", "app.c", "-o", "app1.o"]);
+    cc(&[
+        "-fbasic-block-sections=labels",
+        "-c",
+        "app.c",
+        "-o",
+        "app1.o",
+    ]);
     cc(&["-fuse-ld=lld", "app1.o", "-o", "app1"]);
     let expected = sh(dir, "./app1", &["20000"]);
     callgrind(dir, "./app1", "cg.out");
     ok(
         dir,
-        &["blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan"],
+        &[
+            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan",
+        ],
     );
     let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
     for f in ["!step\n!!0 ", "!run\n!!0 ", "!main\n!!0 "] {
@@ -190,7 +201,9 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     // Same plan again: byte-identical.
     ok(
         dir,
-        &["blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan2"],
+        &[
+            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan2",
+        ],
     );
     for f in ["bb-list.txt", "order.txt"] {
         assert_eq!(
@@ -216,7 +229,11 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
             .find(|s| s.name() == Ok(name))
             .unwrap_or_else(|| panic!("no {name} in app2.o"));
         let i = s.section_index().unwrap();
-        file.section_by_index(i).unwrap().name().unwrap().to_string()
+        file.section_by_index(i)
+            .unwrap()
+            .name()
+            .unwrap()
+            .to_string()
     };
     assert_eq!(section_of("step"), ".text.hot.step");
     assert_eq!(section_of("step.cold"), ".text.split.step");
@@ -259,7 +276,10 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     assert!(report.contains("3 found of 3"), "{report}");
     // The labels build itself (no split) has no cold parts to find.
     let unsplit = symbols(&dir.join("app1"));
-    assert!(!unsplit.iter().any(|s| s.1.ends_with(".cold")), "{unsplit:?}");
+    assert!(
+        !unsplit.iter().any(|s| s.1.ends_with(".cold")),
+        "{unsplit:?}"
+    );
 }
 
 // The GCC route: profile-driven -freorder-blocks-and-partition splits `name.cold` into
@@ -299,7 +319,9 @@ fn gcc_flow_puts_cold_parts_last() {
     callgrind(dir, "./pgo", "cg.out");
     ok(
         dir,
-        &["blocks", "plan", "--binary", "pgo", "-p", "cg.out", "-o", "plan"],
+        &[
+            "blocks", "plan", "--binary", "pgo", "-p", "cg.out", "-o", "plan",
+        ],
     );
     assert!(!dir.join("plan/bb-list.txt").exists());
     ok(
@@ -342,7 +364,9 @@ fn bad_inputs_fail_cleanly() {
     std::fs::write(dir.join("cg.out"), "events: Ir\nfn=x\n0x10 zz\n").unwrap();
     let out = sediment(
         dir,
-        &["blocks", "plan", "--binary", "bin", "-p", "cg.out", "-o", "plan"],
+        &[
+            "blocks", "plan", "--binary", "bin", "-p", "cg.out", "-o", "plan",
+        ],
     );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

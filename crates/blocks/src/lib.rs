@@ -268,12 +268,7 @@ fn plan_function(
     }
     let sizes: Vec<u64> = hot.iter().map(|&i| f.blocks[i].size.max(1)).collect();
     let node_counts: Vec<u64> = hot.iter().map(|&i| counts[i]).collect();
-    let layout = ext_tsp_layout(
-        &sizes,
-        &node_counts,
-        &edges,
-        &ExtTspLayoutParams::default(),
-    )?;
+    let layout = ext_tsp_layout(&sizes, &node_counts, &edges, &ExtTspLayoutParams::default())?;
     // Entry first, the others in ExtTSP's order.
     let mut ids = vec![f.blocks[0].id];
     ids.extend(
@@ -400,9 +395,17 @@ mod tests {
         b.build()
     }
 
+    /// A binary, its block map, executed instructions and jumps.
+    type Fixture = (
+        Binary,
+        Vec<BbFunction>,
+        Vec<(u64, u64)>,
+        Vec<(u64, u64, u64)>,
+    );
+
     // A loop: entry 0 falls into 1, 1 jumps to 3 (hot), 2 is the never-run error path, 3 jumps
     // back to 1. Hot blocks 0, 1, 3 in one cluster; 3 follows 1 (its jump target); 2 is cold.
-    fn looping() -> (Binary, Vec<BbFunction>, Vec<(u64, u64)>, Vec<(u64, u64, u64)>) {
+    fn looping() -> Fixture {
         let b = binary(&[("work", 0x1100, 0x40), ("main", 0x1200, 0x10)]);
         let map = vec![
             BbFunction {

@@ -95,9 +95,8 @@ pub fn read_bb_addr_map(path: &str, data: &[u8]) -> Result<Vec<BbFunction>, Erro
         let bytes = section
             .data()
             .map_err(|e| err(format!("{SECTION}: unreadable section data: {e}")))?;
-        parse_section(bytes, &mut out).map_err(|(offset, what)| {
-            err(format!("{SECTION}: offset {offset:#x}: {what}"))
-        })?;
+        parse_section(bytes, &mut out)
+            .map_err(|(offset, what)| err(format!("{SECTION}: offset {offset:#x}: {what}")))?;
     }
     out.sort_by_key(|f| f.address);
     Ok(out)
@@ -221,7 +220,11 @@ mod tests {
         let f = parse(&bytes).unwrap();
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].address, 0x1770);
-        let got: Vec<(u32, u64, u64)> = f[0].blocks.iter().map(|b| (b.id, b.offset, b.size)).collect();
+        let got: Vec<(u32, u64, u64)> = f[0]
+            .blocks
+            .iter()
+            .map(|b| (b.id, b.offset, b.size))
+            .collect();
         assert_eq!(got, vec![(0, 0, 4), (1, 4, 0x16), (2, 0x1a, 3)]);
         assert!(f[0].blocks[0].can_fall_through());
         assert!(!f[0].blocks[1].can_fall_through());

@@ -274,7 +274,11 @@ pub fn instr_counts(
     };
     let objects: Vec<u32> = acc.addr_cost.keys().copied().collect();
     let name = |o: u32| acc.strings.names[o as usize].as_str();
-    let mut found: Vec<u32> = objects.iter().copied().filter(|&o| name(o) == binary).collect();
+    let mut found: Vec<u32> = objects
+        .iter()
+        .copied()
+        .filter(|&o| name(o) == binary)
+        .collect();
     if found.is_empty() {
         found = objects
             .iter()
@@ -293,7 +297,10 @@ pub fn instr_counts(
         _ => return Err(fail(format!("several objects are named like `{}`", clip(binary)))),
     };
     let base = acc.load_base(object, elf, bytes).ok_or_else(|| {
-        fail(format!("cannot establish the load base of `{}`", clip(binary)))
+        fail(format!(
+            "cannot establish the load base of `{}`",
+            clip(binary)
+        ))
     })?;
     let mut executed: Vec<(u64, u64)> = acc.addr_cost[&object]
         .iter()
