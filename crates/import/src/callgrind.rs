@@ -1231,6 +1231,47 @@ fn clip(s: &str) -> String {
 mod tests {
     use super::*;
 
+    // Jump sites are the position line after `jump=`/`jcnd=`, targets are relative to the
+    // previous cost line and do not move it; `jcnd=` keeps its taken count; an `ET_EXEC`
+    // binary has load base 0.
+    #[test]
+    fn instr_counts_decode_jumps() {
+        let text = "events: Ir\npositions: instr line\nob=/bin/app\nfl=a.c\nfn=f\n\
+                    0x1000 1 10\n+4 1 10\njcnd=10/7 +12 1\n* 1\n+2 1 3\njump=3 -6 1\n+1 1\n\
+                    0x1010 1 7\n";
+        let mut header = vec![0u8; 64];
+        header[..4].copy_from_slice(b"\x7fELF");
+        header[4] = 2;
+        header[5] = 1;
+        header[16] = 2;
+        let elf = Binary {
+            build_id: None,
+            arch: "x86_64".into(),
+            segments: Vec::new(),
+            functions: Vec::new(),
+            from_dynsym: false,
+        };
+        let input = Input {
+            path: "t.out",
+            text,
+        };
+        let c = instr_counts(&[input], "/bin/app", &elf, &header).unwrap();
+        assert_eq!(c.object, "/bin/app");
+        assert_eq!(
+            c.executed,
+            vec![
+                (0x1000, 10),
+                (0x1004, 10),
+                (0x1006, 3),
+                (0x1007, 0),
+                (0x1010, 7)
+            ]
+        );
+        assert_eq!(c.jumps, vec![(0x1004, 0x1010, 7), (0x1007, 0x1000, 3)]);
+        let e = instr_counts(&[input], "/bin/other", &elf, &header).unwrap_err();
+        assert!(e.to_string().contains("no instruction-level costs"), "{e}");
+    }
+
     /// Reads `text` (named `t.out`) and returns the profiles' text forms by object.
     fn profiles(text: &str) -> BTreeMap<String, Profile> {
         read(text, "t.out")
