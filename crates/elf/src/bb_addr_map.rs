@@ -102,6 +102,17 @@ pub fn read_bb_addr_map(path: &str, data: &[u8]) -> Result<Vec<BbFunction>, Erro
     Ok(out)
 }
 
+/// Parses the contents of one `.llvm_bb_addr_map` section (as extracted with
+/// `objcopy --dump-section`), without sorting. `path` is for error messages.
+pub fn parse_bb_addr_map_section(path: &str, bytes: &[u8]) -> Result<Vec<BbFunction>, Error> {
+    let mut out = Vec::new();
+    parse_section(bytes, &mut out).map_err(|(offset, what)| Error::Parse {
+        path: path.to_string(),
+        message: format!("{SECTION}: offset {offset:#x}: {what}"),
+    })?;
+    Ok(out)
+}
+
 /// Parses one section's bytes; an error is (offset in the section, what failed).
 fn parse_section(bytes: &[u8], out: &mut Vec<BbFunction>) -> Result<(), (usize, String)> {
     let mut r = Reader { bytes, pos: 0 };
