@@ -229,10 +229,24 @@ fn plan_function(
     }
     let start = |i: usize| f.address.saturating_add(f.blocks[i].offset);
     let end = |i: usize| start(i).saturating_add(f.blocks[i].size);
-    // The block holding an address: the last one starting at or below it, if it covers it.
+    // Blocks are in address order (zero-size blocks share the next one's start), so both
+    // lookups are binary searches. The block holding an address: the last one starting at or
+    // below it, if it covers it.
     let block_at = |a: u64| {
-        let i = (0..n).rev().find(|&i| start(i) <= a)?;
+        let i = f
+            .blocks
+            .partition_point(|b| f.address.saturating_add(b.offset) <= a);
+        let i = i.checked_sub(1)?;
         (a < end(i)).then_some(i)
+    };
+    // The non-empty block starting at an address.
+    let block_starting = |a: u64| {
+        let i = f
+            .blocks
+            .partition_point(|b| f.address.saturating_add(b.offset) < a);
+        (i..n)
+            .take_while(|&i| start(i) == a)
+            .find(|&i| f.blocks[i].size > 0)
     };
     let mut taken = vec![0u64; n];
     let mut edges: Vec<EdgeCount> = Vec::new();
@@ -241,7 +255,7 @@ fn plan_function(
     for &(site, target, count) in jumps[first..].iter().take_while(|j| j.0 < hi) {
         let Some(a) = block_at(site) else { continue };
         taken[a] = taken[a].saturating_add(count);
-        let Some(b) = (0..n).find(|&b| start(b) == target && f.blocks[b].size > 0) else {
+        let Some(b) = block_starting(target) else {
             continue;
         };
         if node_of[a] != u32::MAX && node_of[b] != u32::MAX {
