@@ -35,6 +35,8 @@ enum Command {
     Export(cmd::export::Args),
     /// Compute a function order from a profile.
     Order(cmd::order::Args),
+    /// Split hot from cold blocks inside functions through the compiler (clang list file, GCC).
+    Blocks(cmd::blocks::Args),
     /// Check an order against object files and write the chosen linker's ordering input.
     Link(cmd::link::Args),
     /// Write linker shims into a directory: with `-BDIR/` every link of a package build is
@@ -73,6 +75,7 @@ fn main() {
         Command::Import(a) => cmd::import::run(a),
         Command::Export(a) => cmd::export::run(a),
         Command::Order(a) => cmd::order::run(a),
+        Command::Blocks(a) => cmd::blocks::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::Wrappers(a) => cmd::ldwrap::run_wrappers(a),
         Command::Ld(a) => cmd::ldwrap::run_ld(a),

@@ -1,6 +1,7 @@
 //! One module per subcommand: argument definitions and a `run` function that reads inputs,
 //! calls the library crates, and writes outputs atomically.
 
+pub mod blocks;
 pub mod compare;
 pub mod demo;
 pub mod diff;

@@ -4,6 +4,8 @@
 //!   segments (to turn a file offset from a perf MMAP record into a link-time address) and the
 //!   function symbols sorted by address, with a lookup from an address to its function.
 //! - `objects`: the inventory of relocatable object files for the linker step.
+//! - [`bb_addr_map`]: clang's basic-block address map (`-fbasic-block-sections=labels`), for
+//!   block-level hot/cold splitting.
 //!
 //! Design constraints: **no file access**. Every function takes the file's bytes and the path
 //! it came from (used only in error messages); callers read files (size-capped) themselves.
@@ -18,11 +20,20 @@
 //! References: System V ABI, *Object Files* chapter ("Symbol Table", "Program Header"), and the
 //! GNU build-id note (`NT_GNU_BUILD_ID`, ld's `--build-id`).
 
+pub mod bb_addr_map;
 pub mod objects;
 pub mod symbols;
 pub mod types;
 
+pub use bb_addr_map::{read_bb_addr_map, BbEntry, BbFunction};
 pub use symbols::{Binary, Segment, Symbol};
+
+/// True for the name of a function's cold part as clang 16 writes it for
+/// `-fbasic-block-sections=list=`: `f.cold`, an `STT_NOTYPE` local in `.text.split.f`. Such a
+/// symbol in a code section is taken as a function, so that it can be found and ordered.
+pub(crate) fn is_split_cold_part(name: &str) -> bool {
+    name.len() > ".cold".len() && name.ends_with(".cold")
+}
 
 /// Errors of this crate. Each names the file it is about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -18,7 +18,8 @@
 //!
 //! Compiler clones and split parts (`foo.constprop.0`, `foo.part.0`, `foo.cold`) are separate
 //! symbols and stay separate functions: they can be placed independently, which is the point of
-//! hot/cold splitting.
+//! hot/cold splitting. Clang 16 writes the cold part of a basic-block-sections function as an
+//! `STT_NOTYPE` local (`foo.cold`); in a code section it is taken as a function too.
 //!
 //! Lookup is a binary search for the last symbol starting at or below the address. A symbol with
 //! a size covers `[addr, addr+size)`; a symbol of size zero (hand-written assembly) extends to the
@@ -30,7 +31,9 @@
 //! several times and give the order file two entries for one piece of code.
 
 use crate::Error;
-use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SegmentFlags, SymbolKind};
+use object::{
+    Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SegmentFlags, SymbolKind,
+};
 use sediment_profile::{base_name, FuncKey};
 
 /// `p_flags` bit of an executable segment (System V ABI `PF_X`).
@@ -157,12 +160,12 @@ impl Binary {
 
         let mut from_dynsym = false;
         let mut functions = match file.symbol_table() {
-            Some(t) => collect_functions(t.symbols()),
+            Some(t) => collect_functions(&file, t.symbols()),
             None => Vec::new(),
         };
         if functions.is_empty() {
             if let Some(t) = file.dynamic_symbol_table() {
-                functions = collect_functions(t.symbols());
+                functions = collect_functions(&file, t.symbols());
                 from_dynsym = true;
             }
         }
@@ -220,8 +223,21 @@ impl Binary {
     }
 }
 
+/// True when a symbol is defined in a code section.
+fn in_code<'d>(obj: &object::File<'d>, sym: &impl ObjectSymbol<'d>) -> bool {
+    match sym.section() {
+        object::SymbolSection::Section(i) => obj
+            .section_by_index(i)
+            .is_ok_and(|s| s.kind() == object::SectionKind::Text),
+        _ => false,
+    }
+}
+
 /// Function symbols of one table, in address order, aliases folded (see the module docs).
-fn collect_functions<'d, S: ObjectSymbol<'d>>(symbols: impl Iterator<Item = S>) -> Vec<Symbol> {
+fn collect_functions<'d, S: ObjectSymbol<'d>>(
+    obj: &object::File<'d>,
+    symbols: impl Iterator<Item = S>,
+) -> Vec<Symbol> {
     // (address, rank, name, file, size) so that sorting puts the preferred alias first.
     let mut found: Vec<(u64, u8, String, Option<String>, u64)> = Vec::new();
     let mut current_file: Option<String> = None;
@@ -234,7 +250,12 @@ fn collect_functions<'d, S: ObjectSymbol<'d>>(symbols: impl Iterator<Item = S>) 
             SymbolKind::File => {
                 current_file = (!name.is_empty()).then(|| base_name(&name).to_string());
             }
-            SymbolKind::Text if sym.is_definition() && !name.is_empty() => {
+            kind @ (SymbolKind::Text | SymbolKind::Unknown)
+                if sym.is_definition()
+                    && !name.is_empty()
+                    && (kind == SymbolKind::Text
+                        || (crate::is_split_cold_part(&name) && in_code(obj, &sym))) =>
+            {
                 let file = if sym.is_local() {
                     current_file.clone()
                 } else {

@@ -22,7 +22,9 @@
 //! - `calls=COUNT TARGET` is followed by exactly one cost line whose counters are the
 //!   **inclusive** cost of those calls. That cost is already counted in the callee's own cost
 //!   lines, so it must not be added to the caller (doing so would count every callee twice).
-//! - `jump=` / `jcnd=` (with `--collect-jumps=yes`) carry no cost.
+//! - `jump=` / `jcnd=` (with `--collect-jumps=yes`) carry no cost. Each is followed by a line
+//!   holding only the jump's position (its site); [`instr_counts`] keeps (site, target, times
+//!   taken) for block-level layout.
 //! - `totals:` closes a part with the sum of its cost lines; callgrind always writes it.
 //!
 //! What the importer makes of it: a function is `(object, fn name, fl base name)`. Its self
@@ -237,6 +239,89 @@ pub fn import(
     Ok(CallgrindImport { profiles, stats })
 }
 
+/// Instruction-level counts of one object, at link-time addresses: what block-level layout
+/// needs (see [`instr_counts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstrCounts {
+    /// The object's path as callgrind names it.
+    pub object: String,
+    /// (instruction address, times executed), sorted by address. With `--dump-instr=yes` each
+    /// cost line is one instruction, so its first event (`Ir`) is its execution count.
+    pub executed: Vec<(u64, u64)>,
+    /// (site, target, times taken) of jumps and taken conditional branches recorded with
+    /// `--collect-jumps=yes`, sorted. Fall-throughs are not recorded by callgrind.
+    pub jumps: Vec<(u64, u64, u64)>,
+}
+
+/// Reads callgrind output files of one run (recorded with `--dump-instr=yes`, ideally with
+/// `--collect-jumps=yes`) and returns the instruction-level counts of the object that is
+/// `binary` (matched by its path, else by a unique base name), moved to link-time addresses
+/// with the load base of [`import`]. `elf` and `bytes` are that binary's.
+pub fn instr_counts(
+    inputs: &[Input<'_>],
+    binary: &str,
+    elf: &Binary,
+    bytes: &[u8],
+) -> Result<InstrCounts, Error> {
+    let mut acc = Acc::default();
+    for input in inputs {
+        FileParser::new(input.path, &mut acc).parse(input.text)?;
+    }
+    let first = inputs.first().map_or("callgrind input", |i| i.path);
+    let fail = |message: String| Error::Format {
+        path: first.to_string(),
+        message,
+    };
+    let objects: Vec<u32> = acc.addr_cost.keys().copied().collect();
+    let name = |o: u32| acc.strings.names[o as usize].as_str();
+    let mut found: Vec<u32> = objects
+        .iter()
+        .copied()
+        .filter(|&o| name(o) == binary)
+        .collect();
+    if found.is_empty() {
+        found = objects
+            .iter()
+            .copied()
+            .filter(|&o| base_name(name(o)) == base_name(binary))
+            .collect();
+    }
+    let object = match found.as_slice() {
+        [o] => *o,
+        [] => {
+            return Err(fail(format!(
+                "no instruction-level costs for `{}` (record with valgrind --tool=callgrind --dump-instr=yes)",
+                clip(binary)
+            )))
+        }
+        _ => return Err(fail(format!("several objects are named like `{}`", clip(binary)))),
+    };
+    let base = acc.load_base(object, elf, bytes).ok_or_else(|| {
+        fail(format!(
+            "cannot establish the load base of `{}`",
+            clip(binary)
+        ))
+    })?;
+    let mut executed: Vec<(u64, u64)> = acc.addr_cost[&object]
+        .iter()
+        .filter_map(|(&a, &c)| Some((a.checked_sub(base)?, c)))
+        .collect();
+    executed.sort_unstable();
+    let mut jumps: Vec<(u64, u64, u64)> = acc
+        .addr_jumps
+        .get(&object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(&(s, t), &c)| Some((s.checked_sub(base)?, t.checked_sub(base)?, c)))
+        .collect();
+    jumps.sort_unstable();
+    Ok(InstrCounts {
+        object: name(object).to_string(),
+        executed,
+        jumps,
+    })
+}
+
 /// The load base voted by functions whose symbol address is known: each candidate is (lowest
 /// address of the function's cost lines, link-time address of its symbol). See the module docs
 /// for the rule; `None` when no base is backed by [`MIN_BASE_VOTES`] candidates (or by all of
@@ -315,6 +400,8 @@ struct Acc {
     addr_cost: HashMap<u32, HashMap<u64, u64>>,
     /// Per object: (call site, target) -> call count, for calls that stay in the object.
     addr_calls: HashMap<u32, HashMap<(u64, u64), u64>>,
+    /// Per object: (jump site, target) -> times taken (`jump=`, and `jcnd=`'s second count).
+    addr_jumps: HashMap<u32, HashMap<(u64, u64), u64>>,
     /// Objects with a cost line or call without an instruction position: name path only.
     no_instr: HashSet<u32>,
     /// First event name of the first part read; every later part must agree.
@@ -542,6 +629,9 @@ struct FileParser<'p> {
     /// The pending `calls=`, when it stays in its object and has a target address:
     /// (object, target address, count); its site is the next cost line's address.
     pending_target: Option<(u32, u64, u64)>,
+    /// The pending `jump=`/`jcnd=` with a target address: (object, target, times taken); its
+    /// site is the next cost line's address.
+    pending_jump: Option<(u32, u64, u64)>,
 }
 
 impl<'p> FileParser<'p> {
@@ -569,6 +659,7 @@ impl<'p> FileParser<'p> {
             instr_col: None,
             last_instr: 0,
             pending_target: None,
+            pending_jump: None,
         }
     }
 
@@ -782,8 +873,9 @@ impl<'p> FileParser<'p> {
             "calls" => self.calls(value)?,
             "jump" => {
                 let (count, target) = split_first(value);
-                self.number(count, "jump count")?;
+                let count = self.number(count, "jump count")?;
                 self.subpositions(target, "jump target")?;
+                self.jump(target, count)?;
             }
             "jcnd" => {
                 // Callgrind writes `jcnd=EXE/JUMPS TARGET`; the spec's grammar has a space.
@@ -797,8 +889,9 @@ impl<'p> FileParser<'p> {
                     }
                 };
                 self.number(exe, "jcnd execution count")?;
-                self.number(jumps, "jcnd jump count")?;
+                let jumps = self.number(jumps, "jcnd jump count")?;
                 self.subpositions(target, "jcnd target")?;
+                self.jump(target, jumps)?;
             }
             // `ln=` (with --dump-bbs) and `rec=` (recursion level) carry no cost.
             "ln" | "rec" => {}
@@ -852,6 +945,23 @@ impl<'p> FileParser<'p> {
         Ok(())
     }
 
+    /// Remembers a jump's target address (relative to the previous cost line, which it does
+    /// not move); the next cost line is the jump's site.
+    fn jump(&mut self, target: &str, count: u64) -> Result<(), Error> {
+        let Some(col) = self.instr_col else {
+            return Ok(());
+        };
+        let tok = target
+            .split_ascii_whitespace()
+            .nth(col)
+            .ok_or_else(|| self.err(format!("jump target has fewer than {} positions", col + 1)))?;
+        let address = self.position(tok)?;
+        let f = self.current()?;
+        let object = self.acc.func_list[f as usize].object;
+        self.pending_jump = (count > 0).then_some((object, address, count));
+        Ok(())
+    }
+
     /// A cost line; `inclusive` is true for the line after `calls=`, whose cost is skipped.
     fn cost_line(&mut self, line: &str, inclusive: bool) -> Result<(), Error> {
         let nevents = self.require_events()?;
@@ -884,6 +994,11 @@ impl<'p> FileParser<'p> {
         }
         if let Some(address) = instr {
             self.last_instr = address;
+        }
+        if let (Some(site), Some((object, target, count))) = (instr, self.pending_jump.take()) {
+            let jumps = self.acc.addr_jumps.entry(object).or_default();
+            let slot = jumps.entry((site, target)).or_insert(0);
+            *slot = slot.saturating_add(count);
         }
         if inclusive {
             if let (Some(site), Some((object, target, count))) = (instr, self.pending_target.take())
@@ -1115,6 +1230,47 @@ fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Jump sites are the position line after `jump=`/`jcnd=`, targets are relative to the
+    // previous cost line and do not move it; `jcnd=` keeps its taken count; an `ET_EXEC`
+    // binary has load base 0.
+    #[test]
+    fn instr_counts_decode_jumps() {
+        let text = "events: Ir\npositions: instr line\nob=/bin/app\nfl=a.c\nfn=f\n\
+                    0x1000 1 10\n+4 1 10\njcnd=10/7 +12 1\n* 1\n+2 1 3\njump=3 -6 1\n+1 1\n\
+                    0x1010 1 7\n";
+        let mut header = vec![0u8; 64];
+        header[..4].copy_from_slice(b"\x7fELF");
+        header[4] = 2;
+        header[5] = 1;
+        header[16] = 2;
+        let elf = Binary {
+            build_id: None,
+            arch: "x86_64".into(),
+            segments: Vec::new(),
+            functions: Vec::new(),
+            from_dynsym: false,
+        };
+        let input = Input {
+            path: "t.out",
+            text,
+        };
+        let c = instr_counts(&[input], "/bin/app", &elf, &header).unwrap();
+        assert_eq!(c.object, "/bin/app");
+        assert_eq!(
+            c.executed,
+            vec![
+                (0x1000, 10),
+                (0x1004, 10),
+                (0x1006, 3),
+                (0x1007, 0),
+                (0x1010, 7)
+            ]
+        );
+        assert_eq!(c.jumps, vec![(0x1004, 0x1010, 7), (0x1007, 0x1000, 3)]);
+        let e = instr_counts(&[input], "/bin/other", &elf, &header).unwrap_err();
+        assert!(e.to_string().contains("no instruction-level costs"), "{e}");
+    }
 
     /// Reads `text` (named `t.out`) and returns the profiles' text forms by object.
     fn profiles(text: &str) -> BTreeMap<String, Profile> {

@@ -1,0 +1,523 @@
+//! sediment-blocks: block-level hot/cold splitting without rewriting the binary.
+//!
+//! Function ordering packs hot *functions* together, but a hot function still carries its cold
+//! blocks (error paths, rare cases) between its hot ones, so the lines and pages that hold the
+//! hot code stay many. BOLT fixes that by rewriting the binary; Sediment asks the compiler to do
+//! it. Clang's `-fbasic-block-sections=labels` build records where every machine basic block is
+//! (`.llvm_bb_addr_map`, read by [`sediment_elf::bb_addr_map`]); a profile of that build says how
+//! often each block ran; this crate turns both into
+//!
+//! 1. a **cluster list** for `-fbasic-block-sections=list=FILE` ([`list_file`]): for every
+//!    function that ran, `!name` and one `!!` line with the ids of its hot blocks, entry block
+//!    first. Clang keeps the listed blocks in the function's own section (`.text.hot.name`,
+//!    symbol `name`) in the listed order and moves every unlisted block to `.text.split.name`
+//!    (symbol `name.cold`);
+//! 2. a **function order** (a Sediment order file, for `sediment link`): the hot parts in the
+//!    order of a function-level algorithm (C3 by default) run on the profile with each split
+//!    function's size replaced by its hot bytes, then the `.cold` parts in the same order, so
+//!    all hot code comes before any cold part. Functions that never ran are not listed: the
+//!    linker leaves them after the listed ones.
+//!
+//! Block counts. With callgrind `--dump-instr=yes` every executed instruction has its own count;
+//! a block's count is the count of its first instruction (a block is entered only at its top).
+//! A block is hot when its count reaches [`Params::min_count`]; the entry block is always hot in
+//! a function that ran, since the function's symbol must stay on it.
+//!
+//! Block order inside the hot part: ExtTSP ([`sediment_order::ext_tsp_layout`], Newell &
+//! Pupyrev, "Improved Basic Block Reordering", IEEE TC 2020) over the hot blocks. Edges are the
+//! taken jumps callgrind records with `--collect-jumps=yes` (site in block `a`, target the start
+//! of block `b`) plus the fall-throughs it does not record, estimated for a block that can fall
+//! through as its count minus its taken jumps, to the next block in address order. Without
+//! jump data only fall-throughs remain and ExtTSP keeps hot fall-through chains. ExtTSP may
+//! place the entry block anywhere; it is then moved to the front (the list file requires it)
+//! and the rest keep their relative order.
+//!
+//! Which functions are listed: only those whose symbol sits exactly at a block-map entry, whose
+//! name is unique among the binary's function symbols (the list file names functions without
+//! their file, so a `static` name defined in two files would split both by one profile), and
+//! whose name passes [`sediment_link::safe::is_safe_symbol`] (the list file is compiler input;
+//! a stranger's profile never writes text into it, only names read from the binary, and only
+//! plain ones). Skipped functions are counted in [`Stats`].
+//!
+//! Without a block map (a GCC build with `-freorder-blocks-and-partition`, where GCC itself split
+//! `name` from `name.cold`), the plan has no clusters and the order is the function order with
+//! every `.cold` symbol moved after all others.
+//!
+//! Determinism: the map is walked in address order, ExtTSP and C3 break ties by node index, and
+//! no hash-map iteration reaches the output. Design constraint: no I/O; the caller reads files.
+//!
+//! Turned down: splitting blocks into several hot clusters per function (`!!` lines after the
+//! first become `name.__part.N` sections the linker could interleave with other functions). It
+//! helps call-heavy code further, but each extra section costs a jump and its name would have to
+//! be predicted for the order file; one hot cluster per function is what BOLT's
+//! `--split-functions` does too.
+
+use sediment_elf::{BbFunction, Binary};
+use sediment_link::safe::is_safe_symbol;
+use sediment_order::{ext_tsp_layout, order_profile, Algorithm, EdgeCount, ExtTspLayoutParams};
+use sediment_profile::{FuncKey, FunctionOrder, Profile};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An ordering algorithm refused its input.
+    #[error("ordering: {0}")]
+    Order(#[from] sediment_order::Error),
+}
+
+/// The suffix clang (`.text.split.` sections) and GCC (`.text.unlikely.` sections) give the
+/// symbol of a function's cold part.
+pub const COLD_SUFFIX: &str = ".cold";
+
+/// Tuning of [`plan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// Executions at which a block counts as hot. 1 (the default): every block that ran in
+    /// training stays hot, as BOLT's default splitting keeps every block with a nonzero count;
+    /// larger values trade rare slow paths for density.
+    pub min_count: u64,
+    /// The function-level algorithm that orders the hot parts.
+    pub algorithm: Algorithm,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            min_count: 1,
+            algorithm: Algorithm::C3,
+        }
+    }
+}
+
+/// The plan for one function that ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionPlan {
+    /// The function (name, and file for locals).
+    pub key: FuncKey,
+    /// Its address in the labels build.
+    pub address: u64,
+    /// Ids of the hot blocks in layout order, entry block first.
+    pub hot: Vec<u32>,
+    /// Bytes of the hot blocks.
+    pub hot_bytes: u64,
+    /// Number of blocks left out (they form the `.cold` part).
+    pub cold_blocks: usize,
+    /// Bytes of those blocks.
+    pub cold_bytes: u64,
+}
+
+/// What [`plan`] did and skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Functions in the block map.
+    pub mapped: usize,
+    /// Of those, functions that ran and are listed.
+    pub listed: usize,
+    /// Listed functions with a cold part.
+    pub split: usize,
+    /// Functions that ran but whose name is not unique in the binary.
+    pub ambiguous: usize,
+    /// Functions that ran but whose name has characters outside the safe set.
+    pub unsafe_names: usize,
+    /// Map entries with no function symbol at their address.
+    pub unnamed: usize,
+}
+
+/// The result of [`plan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Listed functions, by address.
+    pub functions: Vec<FunctionPlan>,
+    /// Hot parts, then cold parts (see the module docs).
+    pub order: FunctionOrder,
+    /// Counts of what was done and skipped.
+    pub stats: Stats,
+}
+
+/// Computes the clusters and the order. `map` is the labels build's block map (empty for a
+/// GCC build), `executed` its (address, count) pairs sorted by address, `jumps` its (site,
+/// target, taken) triples sorted, `profile` its function-level profile (for the function order).
+pub fn plan(
+    binary: &Binary,
+    map: &[BbFunction],
+    executed: &[(u64, u64)],
+    jumps: &[(u64, u64, u64)],
+    profile: &Profile,
+    params: &Params,
+) -> Result<Plan, Error> {
+    let mut name_count: HashMap<&str, usize> = HashMap::new();
+    for f in &binary.functions {
+        *name_count.entry(f.key.name.as_str()).or_insert(0) += 1;
+    }
+    let mut stats = Stats {
+        mapped: map.len(),
+        ..Stats::default()
+    };
+    let mut functions = Vec::new();
+    for f in map {
+        let Some(symbol) = binary
+            .function_at(f.address)
+            .filter(|s| s.address == f.address)
+        else {
+            stats.unnamed += 1;
+            continue;
+        };
+        let counts: Vec<u64> = f
+            .blocks
+            .iter()
+            .map(|b| count_at(executed, f.address.saturating_add(b.offset)))
+            .collect();
+        if counts.iter().all(|&c| c < params.min_count) {
+            continue;
+        }
+        let name = symbol.key.name.as_str();
+        if !is_safe_symbol(name) {
+            stats.unsafe_names += 1;
+            continue;
+        }
+        if name_count.get(name).copied().unwrap_or(0) > 1 {
+            stats.ambiguous += 1;
+            continue;
+        }
+        let p = plan_function(f, &counts, jumps, params)?;
+        stats.listed += 1;
+        if p.1 > 0 {
+            stats.split += 1;
+        }
+        functions.push(FunctionPlan {
+            key: symbol.key.clone(),
+            address: f.address,
+            hot: p.0,
+            hot_bytes: p.2,
+            cold_blocks: p.1,
+            cold_bytes: p.3,
+        });
+    }
+    let order = function_order(profile, &functions, params)?;
+    Ok(Plan {
+        functions,
+        order,
+        stats,
+    })
+}
+
+/// Execution count of the instruction at `address` (0 when it never ran).
+fn count_at(executed: &[(u64, u64)], address: u64) -> u64 {
+    executed
+        .binary_search_by_key(&address, |e| e.0)
+        .map_or(0, |i| executed[i].1)
+}
+
+/// (hot ids in layout order, cold block count, hot bytes, cold bytes) of one function.
+fn plan_function(
+    f: &BbFunction,
+    counts: &[u64],
+    jumps: &[(u64, u64, u64)],
+    params: &Params,
+) -> Result<(Vec<u32>, usize, u64, u64), Error> {
+    let n = f.blocks.len();
+    // Hot blocks by map index; node i of the graph is hot[i].
+    let hot: Vec<usize> = (0..n)
+        .filter(|&i| i == 0 || counts[i] >= params.min_count)
+        .collect();
+    let mut node_of = vec![u32::MAX; n];
+    for (node, &i) in hot.iter().enumerate() {
+        node_of[i] = node as u32;
+    }
+    let start = |i: usize| f.address.saturating_add(f.blocks[i].offset);
+    let end = |i: usize| start(i).saturating_add(f.blocks[i].size);
+    // Blocks are in address order (zero-size blocks share the next one's start), so both
+    // lookups are binary searches. The block holding an address: the last one starting at or
+    // below it, if it covers it.
+    let block_at = |a: u64| {
+        let i = f
+            .blocks
+            .partition_point(|b| f.address.saturating_add(b.offset) <= a);
+        let i = i.checked_sub(1)?;
+        (a < end(i)).then_some(i)
+    };
+    // The non-empty block starting at an address.
+    let block_starting = |a: u64| {
+        let i = f
+            .blocks
+            .partition_point(|b| f.address.saturating_add(b.offset) < a);
+        (i..n)
+            .take_while(|&i| start(i) == a)
+            .find(|&i| f.blocks[i].size > 0)
+    };
+    let mut taken = vec![0u64; n];
+    let mut edges: Vec<EdgeCount> = Vec::new();
+    let (lo, hi) = (start(0), end(n - 1));
+    let first = jumps.partition_point(|j| j.0 < lo);
+    for &(site, target, count) in jumps[first..].iter().take_while(|j| j.0 < hi) {
+        let Some(a) = block_at(site) else { continue };
+        taken[a] = taken[a].saturating_add(count);
+        let Some(b) = block_starting(target) else {
+            continue;
+        };
+        if node_of[a] != u32::MAX && node_of[b] != u32::MAX {
+            edges.push(EdgeCount {
+                src: node_of[a],
+                dst: node_of[b],
+                count,
+            });
+        }
+    }
+    for i in 0..n.saturating_sub(1) {
+        let through = counts[i].saturating_sub(taken[i]);
+        if f.blocks[i].can_fall_through()
+            && through > 0
+            && node_of[i] != u32::MAX
+            && node_of[i + 1] != u32::MAX
+        {
+            edges.push(EdgeCount {
+                src: node_of[i],
+                dst: node_of[i + 1],
+                count: through,
+            });
+        }
+    }
+    let sizes: Vec<u64> = hot.iter().map(|&i| f.blocks[i].size.max(1)).collect();
+    let node_counts: Vec<u64> = hot.iter().map(|&i| counts[i]).collect();
+    let layout = ext_tsp_layout(&sizes, &node_counts, &edges, &ExtTspLayoutParams::default())?;
+    // Entry first, the others in ExtTSP's order.
+    let mut ids = vec![f.blocks[0].id];
+    ids.extend(
+        layout
+            .iter()
+            .filter(|&&v| v != 0)
+            .map(|&v| f.blocks[hot[v as usize]].id),
+    );
+    let hot_bytes = hot.iter().map(|&i| f.blocks[i].size).sum();
+    let all: u64 = f.blocks.iter().map(|b| b.size).sum();
+    Ok((ids, n - hot.len(), hot_bytes, all - hot_bytes))
+}
+
+/// The hot parts in the function-level algorithm's order, then the cold parts.
+fn function_order(
+    profile: &Profile,
+    functions: &[FunctionPlan],
+    params: &Params,
+) -> Result<FunctionOrder, Error> {
+    let split: HashMap<&FuncKey, &FunctionPlan> = functions.iter().map(|f| (&f.key, f)).collect();
+    let mut p = profile.clone();
+    for f in &mut p.functions {
+        if let Some(plan) = split.get(&f.key) {
+            f.size = Some(plan.hot_bytes.max(1));
+        }
+    }
+    let mut order = order_profile(&p, params.algorithm)?;
+    let (mut hot, mut cold): (Vec<FuncKey>, Vec<FuncKey>) = order
+        .functions
+        .into_iter()
+        .partition(|k| !k.name.ends_with(COLD_SUFFIX));
+    let mut split_cold = Vec::new();
+    for k in &hot {
+        if split.get(k).is_some_and(|f| f.cold_blocks > 0) {
+            split_cold.push(FuncKey {
+                name: format!("{}{COLD_SUFFIX}", k.name),
+                file: k.file.clone(),
+            });
+        }
+    }
+    // A name can be both (GCC's own `.cold` and a planned split): keep its first place.
+    split_cold.retain(|k| !cold.contains(k));
+    cold.splice(0..0, split_cold);
+    hot.extend(cold);
+    order.functions = hot;
+    order.meta.insert(
+        "blocks".into(),
+        format!(
+            "split={},min-count={}",
+            functions.iter().filter(|f| f.cold_blocks > 0).count(),
+            params.min_count
+        ),
+    );
+    Ok(order)
+}
+
+/// The `-fbasic-block-sections=list=FILE` text (version 0 format, read by clang 14 to 17): per
+/// listed function, `!name` and `!!` followed by its hot block ids.
+pub fn list_file(plan: &Plan) -> String {
+    let mut out = String::new();
+    for f in &plan.functions {
+        let _ = writeln!(out, "!{}", f.key.name);
+        out.push_str("!!");
+        for (i, id) in f.hot.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            let _ = write!(out, "{id}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sediment_elf::{BbEntry, Segment, Symbol};
+    use sediment_profile::{Meta, ProfileBuilder};
+
+    fn binary(names: &[(&str, u64, u64)]) -> Binary {
+        Binary {
+            build_id: None,
+            arch: "x86_64".into(),
+            segments: vec![Segment {
+                vaddr: 0x1000,
+                offset: 0x1000,
+                file_size: 0x1000,
+                mem_size: 0x1000,
+                flags: 5,
+            }],
+            functions: names
+                .iter()
+                .map(|&(n, address, size)| Symbol {
+                    key: FuncKey::global(n),
+                    address,
+                    size,
+                })
+                .collect(),
+            from_dynsym: false,
+        }
+    }
+
+    fn block(id: u32, offset: u64, size: u64, falls: bool) -> BbEntry {
+        BbEntry {
+            id,
+            offset,
+            size,
+            metadata: if falls { 8 } else { 1 },
+        }
+    }
+
+    fn profile(names: &[(&str, u64)], calls: &[(&str, &str, u64)]) -> Profile {
+        let mut b = ProfileBuilder::new(Meta {
+            binary: "app".into(),
+            ..Meta::default()
+        });
+        for &(n, w) in names {
+            b.add_self(&FuncKey::global(n), w);
+        }
+        for &(a, c, w) in calls {
+            b.add_call(&FuncKey::global(a), &FuncKey::global(c), w);
+        }
+        b.build()
+    }
+
+    /// A binary, its block map, executed instructions and jumps.
+    type Fixture = (
+        Binary,
+        Vec<BbFunction>,
+        Vec<(u64, u64)>,
+        Vec<(u64, u64, u64)>,
+    );
+
+    // A loop: entry 0 falls into 1, 1 jumps to 3 (hot), 2 is the never-run error path, 3 jumps
+    // back to 1. Hot blocks 0, 1, 3 in one cluster; 3 follows 1 (its jump target); 2 is cold.
+    fn looping() -> Fixture {
+        let b = binary(&[("work", 0x1100, 0x40), ("main", 0x1200, 0x10)]);
+        let map = vec![
+            BbFunction {
+                address: 0x1100,
+                blocks: vec![
+                    block(0, 0, 4, true),
+                    block(1, 4, 8, true),
+                    block(2, 12, 16, false),
+                    block(3, 28, 8, true),
+                    block(4, 36, 4, false),
+                ],
+            },
+            BbFunction {
+                address: 0x1200,
+                blocks: vec![block(0, 0, 16, false)],
+            },
+        ];
+        let executed = vec![
+            (0x1100, 1),
+            (0x1104, 100),
+            (0x110a, 100),
+            (0x111c, 100),
+            (0x1120, 100),
+            (0x1124, 1),
+            (0x1200, 1),
+        ];
+        let jumps = vec![(0x110a, 0x111c, 100), (0x1120, 0x1104, 99)];
+        (b, map, executed, jumps)
+    }
+
+    #[test]
+    fn hot_loop_blocks_stay_cold_path_leaves() {
+        let (b, map, executed, jumps) = looping();
+        let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
+        let p = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        assert_eq!(p.functions.len(), 2);
+        assert_eq!(p.functions[0].hot, vec![0, 1, 3, 4]);
+        assert_eq!(p.functions[0].cold_blocks, 1);
+        assert_eq!(p.functions[0].cold_bytes, 16);
+        assert_eq!(p.functions[1].cold_blocks, 0);
+        assert_eq!(list_file(&p), "!work\n!!0 1 3 4\n!main\n!!0\n");
+        // Hot parts first (C3: the caller before its callee), then the one cold part.
+        let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, vec!["main", "work", "work.cold"]);
+        assert_eq!(p.stats.split, 1);
+    }
+
+    // A higher threshold makes a rarely run block cold too.
+    #[test]
+    fn min_count_moves_rare_blocks_out() {
+        let (b, map, executed, jumps) = looping();
+        let prof = profile(&[("work", 400)], &[]);
+        let params = Params {
+            min_count: 2,
+            ..Params::default()
+        };
+        let p = plan(&b, &map, &executed, &jumps, &prof, &params).unwrap();
+        // main ran once: below the threshold, not listed; block 4 ran once: cold.
+        assert_eq!(list_file(&p), "!work\n!!0 1 3\n");
+    }
+
+    // Names outside the safe set and names defined twice are never listed.
+    #[test]
+    fn unsafe_and_ambiguous_names_are_skipped() {
+        let (mut b, map, executed, jumps) = looping();
+        b.functions[0].key.name = "work\n!evil".into();
+        b.functions.push(Symbol {
+            key: FuncKey::local("main", "other.c"),
+            address: 0x1300,
+            size: 4,
+        });
+        let prof = profile(&[("main", 1)], &[]);
+        let p = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        assert_eq!(list_file(&p), "");
+        assert_eq!((p.stats.unsafe_names, p.stats.ambiguous), (1, 1));
+    }
+
+    // Without a block map (GCC), GCC's own `.cold` parts go after every hot function.
+    #[test]
+    fn gcc_cold_parts_go_last() {
+        let b = binary(&[("a", 0x1100, 4)]);
+        let prof = profile(
+            &[("a", 10), ("a.cold", 5), ("b", 8)],
+            &[("a", "a.cold", 5), ("a", "b", 8)],
+        );
+        let p = plan(&b, &[], &[], &[], &prof, &Params::default()).unwrap();
+        let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names.last(), Some(&"a.cold"));
+        assert_eq!(names.len(), 3);
+    }
+
+    // Same inputs, same plan.
+    #[test]
+    fn deterministic() {
+        let (b, map, executed, jumps) = looping();
+        let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
+        let a = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        let c = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        assert_eq!(a, c);
+    }
+}

@@ -1,0 +1,259 @@
+//! `sediment blocks`: block-level hot/cold splitting through the compiler (see docs/blocks.md).
+//!
+//! - `plan`: from a clang `-fbasic-block-sections=labels` build and a callgrind profile of it
+//!   (`--dump-instr=yes --collect-jumps=yes`), writes `bb-list.txt` for the second build's
+//!   `-fbasic-block-sections=list=` and `order.txt` (hot parts, then `.cold` parts) for
+//!   `sediment link`. On a binary without a block map (a GCC `-freorder-blocks-and-partition`
+//!   build) it writes only the order, with GCC's `.cold` parts after all hot code.
+//! - `check`: reads the second build and verifies that every hot part of a split function (every
+//!   entry of the order, for a plan without a cluster list) lies before every cold part, and
+//!   reports how many bytes the hot parts span.
+//!
+//! The stages call `sediment_elf::read_bb_addr_map`, `sediment_import::callgrind::instr_counts`
+//! and `sediment_blocks::plan`; this module only reads the files and writes the outputs
+//! atomically.
+
+use crate::cmd::import::import_callgrind;
+use crate::fsio;
+use anyhow::{anyhow, bail, Context, Result};
+use sediment_blocks::{list_file, plan, Params, COLD_SUFFIX};
+use sediment_elf::{read_bb_addr_map, Binary};
+use sediment_import::callgrind;
+use sediment_order::Algorithm;
+use sediment_profile::FunctionOrder;
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+/// Arguments of `sediment blocks`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Compute hot block clusters (clang list file) and the hot-then-cold function order.
+    Plan(PlanArgs),
+    /// Check that a split build places every hot part before every cold part.
+    Check(CheckArgs),
+}
+
+/// Arguments of `sediment blocks plan`.
+#[derive(clap::Args)]
+struct PlanArgs {
+    /// The profiled binary: a clang `-fbasic-block-sections=labels` build (or a GCC
+    /// `-freorder-blocks-and-partition` build, for the order alone).
+    #[arg(long, value_name = "BINARY")]
+    binary: PathBuf,
+    /// callgrind.out of that binary, recorded with `--dump-instr=yes --collect-jumps=yes`.
+    #[arg(short = 'p', long = "profile", value_name = "CALLGRIND_OUT")]
+    profile: PathBuf,
+    /// Executions at which a block counts as hot.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    min_count: u64,
+    /// Function-level algorithm ordering the hot parts (as in `sediment order`).
+    #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
+    algorithm: Algorithm,
+    /// Output directory (created): `bb-list.txt` and `order.txt`.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    output: PathBuf,
+}
+
+/// Arguments of `sediment blocks check`.
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// The directory `blocks plan` wrote (`order.txt`, and `bb-list.txt` for clang).
+    #[arg(long, value_name = "DIR")]
+    plan: PathBuf,
+    /// The split build.
+    binary: PathBuf,
+}
+
+fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
+    Algorithm::from_name(name).map_err(|e| e.to_string())
+}
+
+/// Runs `sediment blocks`.
+pub fn run(args: Args) -> Result<()> {
+    match args.command {
+        Command::Plan(a) => run_plan(a),
+        Command::Check(a) => run_check(a),
+    }
+}
+
+fn run_plan(args: PlanArgs) -> Result<()> {
+    let bin_path = args.binary.display().to_string();
+    let bytes = fsio::read_bytes(&args.binary)?;
+    let binary = Binary::parse(&bin_path, &bytes)?;
+    let map = read_bb_addr_map(&bin_path, &bytes)?;
+
+    // Function level: the profile of the main binary, attributed by address.
+    let imported = import_callgrind(&args.profile, Some(&args.binary), None)?;
+    for w in &imported.warnings {
+        eprintln!("sediment: warning: {w}");
+    }
+    let main = imported.main.as_deref();
+    let profile = imported
+        .profiles
+        .iter()
+        .find(|p| Some(p.meta.binary.as_str()) == main)
+        .ok_or_else(|| anyhow!("{}: no costs for {bin_path}", args.profile.display()))?;
+
+    // Block level: instruction and jump counts at link-time addresses.
+    let (executed, jumps) = if map.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let text = fsio::read_text(&args.profile)?;
+        let input = callgrind::Input {
+            path: &args.profile.display().to_string(),
+            text: &text,
+        };
+        let c = callgrind::instr_counts(&[input], &profile.meta.binary, &binary, &bytes)?;
+        if c.jumps.is_empty() {
+            eprintln!(
+                "sediment: warning: {}: no jump counts (record with --collect-jumps=yes); \
+                 blocks are ordered by fall-throughs only",
+                args.profile.display()
+            );
+        }
+        (c.executed, c.jumps)
+    };
+
+    let params = Params {
+        min_count: args.min_count,
+        algorithm: args.algorithm,
+    };
+    let plan = plan(&binary, &map, &executed, &jumps, profile, &params)
+        .with_context(|| format!("{bin_path}: cannot plan"))?;
+
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("{}: cannot create", args.output.display()))?;
+    if !map.is_empty() {
+        fsio::write_atomic(
+            &args.output.join("bb-list.txt"),
+            list_file(&plan).as_bytes(),
+        )?;
+    }
+    fsio::write_atomic(
+        &args.output.join("order.txt"),
+        plan.order.to_text().as_bytes(),
+    )?;
+
+    let s = &plan.stats;
+    if map.is_empty() {
+        eprintln!(
+            "sediment: {bin_path} has no .llvm_bb_addr_map: wrote the function order only \
+             ({} entries, `.cold` parts last)",
+            plan.order.functions.len()
+        );
+    } else {
+        let hot: u64 = plan.functions.iter().map(|f| f.hot_bytes).sum();
+        let cold: u64 = plan.functions.iter().map(|f| f.cold_bytes).sum();
+        eprintln!(
+            "sediment: {} of {} mapped functions ran; {} split (hot {hot} bytes, cold {cold} \
+             bytes moved out); skipped: {} ambiguous names, {} unsafe names, {} unnamed",
+            s.listed, s.mapped, s.split, s.ambiguous, s.unsafe_names, s.unnamed
+        );
+    }
+    Ok(())
+}
+
+fn run_check(args: CheckArgs) -> Result<()> {
+    let order_path = args.plan.join("order.txt");
+    let text = fsio::read_text(&order_path)?;
+    let order =
+        FunctionOrder::from_text(&text).map_err(|e| anyhow!("{}: {e}", order_path.display()))?;
+    // With a cluster list, the hot parts checked are the listed (split) functions: other
+    // entries of the order (C runtime start-up code) are not in the user's objects and the
+    // linker places them where it likes.
+    let list_path = args.plan.join("bb-list.txt");
+    let listed: Option<HashSet<String>> = if list_path.exists() {
+        let list = fsio::read_text(&list_path)?;
+        Some(
+            list.lines()
+                .filter_map(|l| l.strip_prefix('!'))
+                .filter(|l| !l.starts_with('!'))
+                .map(str::to_string)
+                .collect(),
+        )
+    } else {
+        None
+    };
+    let bin_path = args.binary.display().to_string();
+    let bytes = fsio::read_bytes(&args.binary)?;
+    let binary = Binary::parse(&bin_path, &bytes)?;
+    let report = check(&order, listed.as_ref(), &binary);
+    println!(
+        "hot parts: {} found of {}, spanning {:#x}..{:#x} ({} bytes)",
+        report.hot_found,
+        report.hot_listed,
+        report.hot_start,
+        report.hot_end,
+        report.hot_end.saturating_sub(report.hot_start)
+    );
+    println!(
+        "cold parts: {} found of {}, first at {:#x}",
+        report.cold_found, report.cold_listed, report.cold_start
+    );
+    if report.hot_found > 0 && report.cold_found > 0 && report.cold_start < report.hot_end {
+        bail!(
+            "{bin_path}: a cold part starts at {:#x}, before the end of the hot parts at {:#x}",
+            report.cold_start,
+            report.hot_end
+        );
+    }
+    println!("ok: every hot part lies before every cold part");
+    Ok(())
+}
+
+/// Where the hot and cold parts named by an order ended up in a binary.
+#[derive(Debug, Default)]
+struct CheckReport {
+    hot_listed: usize,
+    hot_found: usize,
+    hot_start: u64,
+    hot_end: u64,
+    cold_listed: usize,
+    cold_found: usize,
+    cold_start: u64,
+}
+
+fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binary) -> CheckReport {
+    let mut r = CheckReport {
+        hot_start: u64::MAX,
+        cold_start: u64::MAX,
+        ..CheckReport::default()
+    };
+    for key in &order.functions {
+        let cold = key.name.ends_with(COLD_SUFFIX);
+        if !cold && listed.is_some_and(|l| !l.contains(&key.name)) {
+            continue;
+        }
+        if cold {
+            r.cold_listed += 1;
+        } else {
+            r.hot_listed += 1;
+        }
+        // A key without a file matches a unique symbol of that name (the cold parts are
+        // locals); with a file, the symbol of that file.
+        let found: Vec<_> = binary
+            .functions
+            .iter()
+            .filter(|s| s.key.name == key.name && (key.file.is_none() || s.key.file == key.file))
+            .collect();
+        let [s] = found.as_slice() else { continue };
+        if cold {
+            r.cold_found += 1;
+            r.cold_start = r.cold_start.min(s.address);
+        } else {
+            r.hot_found += 1;
+            r.hot_start = r.hot_start.min(s.address);
+            r.hot_end = r.hot_end.max(s.address.saturating_add(s.size));
+        }
+    }
+    if r.hot_found == 0 {
+        r.hot_start = 0;
+    }
+    r
+}

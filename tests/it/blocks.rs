@@ -1,0 +1,396 @@
+//! `sediment blocks` end to end with the real compilers: a small C program with a hot loop and
+//! cold error paths, built twice with clang 16 (`-fbasic-block-sections=labels`, then
+//! `=list=` with Sediment's clusters) or with GCC's profile-driven
+//! `-freorder-blocks-and-partition`, profiled under callgrind, linked with lld and the emitted
+//! order; the split sections and the final addresses are checked with the ELF readers.
+
+use crate::common::{have_tool, sediment};
+use object::{Object, ObjectSection, ObjectSymbol};
+use sediment_elf::{read_bb_addr_map, Binary};
+use std::path::Path;
+use std::process::Command;
+
+const APP_C: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) static void fail(const char *m, int v) { fprintf(stderr, "error: %s %d\n", m, v); exit(3); }
+__attribute__((noinline)) int step(int x) {
+  if (x < 0) { fprintf(stderr, "negative %d\n", x); fail("neg", x); }
+  if (x == 123456789) { puts("rare value"); x ^= 0x55; }
+  return (x * 7 + 3) % 1000003;
+}
+__attribute__((noinline)) long run(int n) {
+  long s = 0; int x = 1;
+  for (int i = 0; i < n; i++) {
+    x = step(x);
+    if (x % 1000 == 999 && i < 0) { fprintf(stderr, "odd state %d at %d\n", x, i); fail("state", i); }
+    s += x;
+  }
+  return s;
+}
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 100000;
+  if (n <= 0) { fail("bad n", n); }
+  printf("%ld\n", run(n));
+  return 0;
+}
+"#;
+
+fn sh(dir: &Path, prog: &str, args: &[&str]) -> String {
+    let out = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{prog}: {e}"));
+    assert!(
+        out.status.success(),
+        "{prog} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = sediment(dir, args);
+    assert!(
+        out.status.success(),
+        "sediment {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn callgrind(dir: &Path, binary: &str, out: &str) {
+    sh(
+        dir,
+        "valgrind",
+        &[
+            "--tool=callgrind",
+            "--dump-instr=yes",
+            "--collect-jumps=yes",
+            &format!("--callgrind-out-file={out}"),
+            binary,
+            "20000",
+        ],
+    );
+}
+
+/// Address and name of every function symbol of a linked binary (including clang's NOTYPE
+/// `.cold` parts, as `sediment_elf::Binary` reads them).
+fn symbols(path: &Path) -> Vec<(u64, String)> {
+    let bytes = std::fs::read(path).unwrap();
+    let b = Binary::parse(&path.display().to_string(), &bytes).unwrap();
+    b.functions
+        .iter()
+        .map(|f| (f.address, f.key.name.clone()))
+        .collect()
+}
+
+fn address(syms: &[(u64, String)], name: &str) -> u64 {
+    syms.iter()
+        .find(|s| s.1 == name)
+        .unwrap_or_else(|| panic!("no symbol {name} in {syms:?}"))
+        .0
+}
+
+/// A function's address and its blocks as (id, offset, size).
+type MapEntry = (u64, Vec<(u64, u64, u64)>);
+
+/// `llvm-readobj --bb-addr-map` printed as (function address, [(id, offset, size)]).
+fn readobj_map(dir: &Path, binary: &str) -> Vec<MapEntry> {
+    let text = sh(dir, "llvm-readobj-16", &["--bb-addr-map", binary]);
+    let hex = |l: &str, key: &str| {
+        l.trim()
+            .strip_prefix(key)
+            .map(|v| u64::from_str_radix(v.trim().trim_start_matches("0x"), 16).unwrap())
+    };
+    let mut out: Vec<MapEntry> = Vec::new();
+    let mut block = (0, 0, 0);
+    for l in text.lines() {
+        if let Some(a) = hex(l, "At:") {
+            out.push((a, Vec::new()));
+        } else if let Some(id) = l.trim().strip_prefix("ID:") {
+            block.0 = id.trim().parse().unwrap();
+        } else if let Some(o) = hex(l, "Offset:") {
+            block.1 = o;
+        } else if let Some(s) = hex(l, "Size:") {
+            block.2 = s;
+            out.last_mut().unwrap().1.push(block);
+        }
+    }
+    out.sort();
+    out
+}
+
+// Sediment's reader of `.llvm_bb_addr_map` agrees with llvm-readobj on a clang 16 build.
+#[test]
+fn bb_addr_map_matches_llvm_readobj() {
+    if !have_tool("clang-16") || !have_tool("llvm-readobj-16") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("app.c"), APP_C).unwrap();
+    sh(
+        dir,
+        "clang-16",
+        &[
+            "-O2",
+            "-ffunction-sections",
+            "-fbasic-block-sections=labels",
+            "-fuse-ld=lld",
+            "app.c",
+            "-o",
+            "app",
+        ],
+    );
+    let bytes = std::fs::read(dir.join("app")).unwrap();
+    let ours: Vec<MapEntry> = read_bb_addr_map("app", &bytes)
+        .unwrap()
+        .into_iter()
+        .map(|f| {
+            let blocks = f
+                .blocks
+                .iter()
+                .map(|b| (u64::from(b.id), b.offset, b.size))
+                .collect();
+            (f.address, blocks)
+        })
+        .collect();
+    let theirs = readobj_map(dir, "app");
+    assert!(ours.len() >= 4, "{ours:?}");
+    assert_eq!(ours, theirs);
+}
+
+// The clang route: the cold error paths of `step`, `run` and `main` move to `.cold` parts in
+// `.text.split.*` sections, and the linked binary has every hot part before every cold part.
+#[test]
+fn clang_flow_puts_cold_parts_after_hot_code() {
+    if !have_tool("clang-16") || !have_tool("valgrind") || !have_tool("ld.lld") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("app.c"), APP_C).unwrap();
+    let cc = |args: &[&str]| {
+        let mut a = vec!["-O2", "-ffunction-sections"];
+        a.extend_from_slice(args);
+        sh(dir, "clang-16", &a);
+    };
+    // Build 1: labels, profiled.
+    cc(&[
+        "-fbasic-block-sections=labels",
+        "-c",
+        "app.c",
+        "-o",
+        "app1.o",
+    ]);
+    cc(&["-fuse-ld=lld", "app1.o", "-o", "app1"]);
+    let expected = sh(dir, "./app1", &["20000"]);
+    callgrind(dir, "./app1", "cg.out");
+    ok(
+        dir,
+        &[
+            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan",
+        ],
+    );
+    let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
+    for f in ["!step\n!!0 ", "!run\n!!0 ", "!main\n!!0 "] {
+        assert!(list.contains(f), "{f:?} not in\n{list}");
+    }
+    assert!(!list.contains("!fail"), "fail never ran:\n{list}");
+    // Same plan again: byte-identical.
+    ok(
+        dir,
+        &[
+            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan2",
+        ],
+    );
+    for f in ["bb-list.txt", "order.txt"] {
+        assert_eq!(
+            std::fs::read(dir.join("plan").join(f)).unwrap(),
+            std::fs::read(dir.join("plan2").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+
+    // Build 2: the clusters, then the hot-then-cold order through `sediment link`.
+    cc(&[
+        "-fbasic-block-sections=list=plan/bb-list.txt",
+        "-c",
+        "app.c",
+        "-o",
+        "app2.o",
+    ]);
+    let obj = std::fs::read(dir.join("app2.o")).unwrap();
+    let file = object::File::parse(&*obj).unwrap();
+    let section_of = |name: &str| {
+        let s = file
+            .symbols()
+            .find(|s| s.name() == Ok(name))
+            .unwrap_or_else(|| panic!("no {name} in app2.o"));
+        let i = s.section_index().unwrap();
+        file.section_by_index(i)
+            .unwrap()
+            .name()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(section_of("step"), ".text.hot.step");
+    assert_eq!(section_of("step.cold"), ".text.split.step");
+    assert_eq!(section_of("run.cold"), ".text.split.run");
+
+    ok(
+        dir,
+        &[
+            "link",
+            "--linker",
+            "lld",
+            "--order",
+            "plan/order.txt",
+            "-o",
+            "app.symorder",
+            "app2.o",
+        ],
+    );
+    let symorder = std::fs::read_to_string(dir.join("app.symorder")).unwrap();
+    assert!(symorder.contains("step.cold\n"), "{symorder}");
+    let flags = ok(dir, &["link-flags", "--linker", "lld", "app.symorder"]);
+    let mut args = vec!["-fuse-ld=lld", "app2.o", "-o", "app2"];
+    args.extend(flags.split_whitespace());
+    sh(dir, "clang-16", &args);
+    assert_eq!(sh(dir, "./app2", &["20000"]), expected);
+
+    let syms = symbols(&dir.join("app2"));
+    let hot_end = ["main", "run", "step"]
+        .iter()
+        .map(|n| address(&syms, n))
+        .max()
+        .unwrap();
+    let cold_start = ["main.cold", "run.cold", "step.cold"]
+        .iter()
+        .map(|n| address(&syms, n))
+        .min()
+        .unwrap();
+    assert!(hot_end < cold_start, "{syms:?}");
+    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app2"]);
+    assert!(report.contains("3 found of 3"), "{report}");
+    // The labels build itself (no split) has no cold parts to find.
+    let unsplit = symbols(&dir.join("app1"));
+    assert!(
+        !unsplit.iter().any(|s| s.1.ends_with(".cold")),
+        "{unsplit:?}"
+    );
+}
+
+// The GCC route: profile-driven -freorder-blocks-and-partition splits `name.cold` into
+// `.text.unlikely.*`; the plan (no block map) orders the hot functions and leaves every
+// `.cold` part after them.
+#[test]
+fn gcc_flow_puts_cold_parts_last() {
+    if !have_tool("gcc") || !have_tool("valgrind") || !have_tool("ld.lld") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("app.c"), APP_C).unwrap();
+    let cc = |args: &[&str]| {
+        let mut a = vec!["-O2", "-ffunction-sections"];
+        a.extend_from_slice(args);
+        sh(dir, "gcc", &a);
+    };
+    cc(&["-fprofile-generate", "-c", "app.c", "-o", "app.o"]);
+    cc(&["-fprofile-generate", "app.o", "-o", "gen"]);
+    let expected = sh(dir, "./gen", &["20000"]);
+    cc(&[
+        "-fprofile-use",
+        "-freorder-blocks-and-partition",
+        "-c",
+        "app.c",
+        "-o",
+        "app.o",
+    ]);
+    cc(&["-fuse-ld=lld", "app.o", "-o", "pgo"]);
+    let split: Vec<String> = symbols(&dir.join("pgo"))
+        .into_iter()
+        .map(|s| s.1)
+        .filter(|n| n.ends_with(".cold"))
+        .collect();
+    assert!(!split.is_empty(), "GCC split nothing");
+    callgrind(dir, "./pgo", "cg.out");
+    ok(
+        dir,
+        &[
+            "blocks", "plan", "--binary", "pgo", "-p", "cg.out", "-o", "plan",
+        ],
+    );
+    assert!(!dir.join("plan/bb-list.txt").exists());
+    ok(
+        dir,
+        &[
+            "link",
+            "--linker",
+            "lld",
+            "--order",
+            "plan/order.txt",
+            "-o",
+            "app.symorder",
+            "app.o",
+        ],
+    );
+    let flags = ok(dir, &["link-flags", "--linker", "lld", "app.symorder"]);
+    let mut args = vec!["-fuse-ld=lld", "app.o", "-o", "app"];
+    args.extend(flags.split_whitespace());
+    cc(&args);
+    assert_eq!(sh(dir, "./app", &["20000"]), expected);
+    let syms = symbols(&dir.join("app"));
+    let hot_end = ["run", "step"]
+        .iter()
+        .map(|n| address(&syms, n))
+        .max()
+        .unwrap();
+    for c in &split {
+        assert!(address(&syms, c) > hot_end, "{c} before hot code: {syms:?}");
+    }
+    ok(dir, &["blocks", "check", "--plan", "plan", "app"]);
+}
+
+// Bad input: a truncated binary and a damaged profile are one-line errors naming the file,
+// with a non-zero exit and no output written.
+#[test]
+fn bad_inputs_fail_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("bin"), b"\x7fELF\x02\x01\x01truncated").unwrap();
+    std::fs::write(dir.join("cg.out"), "events: Ir\nfn=x\n0x10 zz\n").unwrap();
+    let out = sediment(
+        dir,
+        &[
+            "blocks", "plan", "--binary", "bin", "-p", "cg.out", "-o", "plan",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bin:"), "{err}");
+    assert!(!dir.join("plan").exists());
+
+    // A real binary with a damaged profile: the error names the profile and its line.
+    let me = crate::common::sediment_bin();
+    let out = sediment(
+        dir,
+        &[
+            "blocks",
+            "plan",
+            "--binary",
+            me.to_str().unwrap(),
+            "-p",
+            "cg.out",
+            "-o",
+            "plan",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cg.out: line 3"), "{err}");
+    assert!(!dir.join("plan").exists());
+}
