@@ -79,6 +79,42 @@ def ci_cell(m):
     return f"{m['ratio']:.3f} [{m['ratio_ci_low']:.3f}, {m['ratio_ci_high']:.3f}]"
 
 
+def tool_summary(steps, names):
+    """Per tool, the cost of getting a profile and of the optimization itself, from the step
+    times: Sediment = `order` + `link` (its lld link of the ordering file is the same link as
+    default-lld's and is left out), lld's C3 = its whole link less the default lld link, BOLT =
+    `instrument` + the instrumented training run, then one `llvm-bolt` run."""
+    rows = []
+    rec = steps.get("record")
+    for v in names:
+        if v.startswith("sediment-"):
+            a = v[len("sediment-"):]
+            o, l = steps.get(f"order-{a}"), steps.get(f"link-{a}")
+            if o and l:
+                rows.append((v, "callgrind `record`", rec, "`order` + `link`",
+                             (o[0] + l[0], max(o[1], l[1]))))
+        elif v == "lld-c3" and "link-lld-c3" in steps and "link-default-lld" in steps:
+            c, d = steps["link-lld-c3"], steps["link-default-lld"]
+            rows.append((v, "callgrind `record`", rec, "C3 link less default lld link",
+                         (max(c[0] - d[0], 0.0), c[1])))
+        elif v.startswith("bolt-") and v in steps and "bolt-instrument" in steps:
+            i, t = steps["bolt-instrument"], steps.get("bolt-train", (0.0, 0))
+            rows.append((v, "`llvm-bolt -instrument` + run", (i[0] + t[0], max(i[1], t[1])),
+                         "`llvm-bolt`", steps[v]))
+    if not rows:
+        return []
+    out = ["Cost of each tool's steps (wall seconds and peak RSS; the profile step is shared by "
+           "every variant that uses it; a simulated profile (callgrind) is much slower than "
+           "`perf record` would be, and BOLT's instrumented run is a native run):", "",
+           "| variant | profile step | s | peak KiB | optimization step | s | peak KiB |",
+           "|---|---|---:|---:|---|---:|---:|"]
+    for v, pn, p, on, o in rows:
+        ps = f"{p[0]:.2f} | {p[1]}" if p else "- | -"
+        out.append(f"| {v} | {pn} | {ps} | {on} | {o[0]:.2f} | {o[1]} |")
+    out.append("")
+    return out
+
+
 # --- SVG ------------------------------------------------------------------------------------------
 def svg_chart(title, labels, ratios, cis=None):
     """A horizontal bar chart of ratios to the baseline, a line at 1.0, optional [low, high]
@@ -264,19 +300,22 @@ def main():
         r16 = rows[v]["i1_misses_16k_4way_range"]
         out.append(f"| {v} | {layouts[v]} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
     out.append("")
-    out.append("Optimization and link steps (`/usr/bin/time -f '%e %M'`: wall seconds, peak RSS "
-               "KiB). " + STEP_NOTES)
-    out.append("")
-    out.append("| step | seconds | peak RSS (KiB) |")
-    out.append("|---|---:|---:|")
+    steps, step_rows = {}, []
     with open(os.path.join(work, "steps", "times.tsv"), encoding="utf-8") as f:
         for line in f:
             name, rest = line.rstrip("\n").split("\t", 1)
             parts = rest.split()
             if len(parts) == 2:
-                out.append(f"| {name} | {parts[0]} | {parts[1]} |")
+                steps[name] = (float(parts[0]), int(parts[1]))
+                step_rows.append(f"| {name} | {parts[0]} | {parts[1]} |")
             else:
-                out.append(f"| {name} | {rest} | |")
+                step_rows.append(f"| {name} | {rest} | |")
+    out += tool_summary(steps, names)
+    out.append("Every step (`/usr/bin/time -f '%e %M'`: wall seconds, peak RSS KiB). " + STEP_NOTES)
+    out.append("")
+    out.append("| step | seconds | peak RSS (KiB) |")
+    out.append("|---|---:|---:|")
+    out += step_rows
     out.append("")
     out.append("Charts (ratio to `default-bfd` per variant): "
                + ", ".join(f"[{n[len(sec) + 1:-4]}](charts/{n})" for n, _ in charts) + ".")
