@@ -172,6 +172,7 @@ def main():
     for a in ("mode", "section", "program", "step", "train", "test", "heldout", "stat-runs",
               "elapsed", "work", "results", "charts"):
         ap.add_argument("--" + a, required=True)
+    ap.add_argument("--command", default=None)
     a = ap.parse_args()
     work = a.work
     here = os.path.dirname(os.path.abspath(__file__))
@@ -216,12 +217,12 @@ def main():
         heldout = dict(zip(names, hcols))
 
     sec = a.section
-    command = "bench/run --quick" if a.mode == "quick" else f"bench/run --full --program {sec}"
+    command = a.command or ("bench/run --quick" if a.mode == "quick" else f"bench/run --full --program {sec}")
     chart_dir = a.charts
     os.makedirs(chart_dir, exist_ok=True)
     charts = []
 
-    out = [f"<!-- BEGIN {sec} -->", f"## `{command}`: {a.program}", ""]
+    out = [f"<!-- BEGIN {sec} -->", f"## `{sec}`: {a.program}", ""]
     out.append(f"Command: `{command}` (whole run {a.elapsed} s). Training workload: "
                f"`{show(a.train) or '(no arguments)'}`; measured workload: "
                f"`{show(a.test) or '(no arguments)'}`"
@@ -231,10 +232,13 @@ def main():
     out += [f"- {k}: {v}" for k, v in machine()]
     out.append("")
     out.append(f"Each cell: value, and in parentheses the ratio to `{names[0]}`. iTLB, pages and "
-               f"lines are from the unshifted link; the I1 columns are the median over {shifts} "
-               f"layouts with the code shifted by 0, {a.step}, ... bytes (a pad placed first), "
-               "except for the BOLT variants, measured at their one layout (BOLT places its output "
-               "code at a 2 MiB-aligned address whatever the input's layout). The wall and CPU "
+               f"lines are from the unshifted link; " + (
+                   f"the I1 columns are the median over {shifts} layouts with the code shifted by "
+                   f"0, {a.step}, ... bytes (a pad placed first), except for the BOLT variants, "
+                   "measured at their one layout (BOLT places its output code at a 2 MiB-aligned "
+                   "address whatever the input's layout)." if shifts > 1 else
+                   "this run had SHIFTS=1, so the I1 columns are from one layout too (no median: "
+                   "read them with the spread of the quick mode's shifted layouts in mind).") + " The wall and CPU "
                f"columns are `sediment stat -n {a.stat_runs}` of `{names[0]}` against the variant, "
                "interleaved (ABBA), on the measured workload: ratio of means with its 95% "
                "confidence interval (an interval that contains 1 shows no difference).")
