@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
-"""Turns one bench/run work directory (compare.json, variants.txt, steps/times.tsv) into its
-section of bench/RESULTS.md, between `<!-- BEGIN MODE -->` and `<!-- END MODE -->`, leaving the
-other mode's section as it is. Only the standard library."""
+"""Turns one bench/run work directory into its section of bench/RESULTS.md and its charts.
+
+Reads compare.json (every variant at every layout), compare-heldout.json (first layout of every
+variant on the held-out workload, when there is one), variants.txt ("label layouts" per line, in
+the order of compare.json's columns), steps/stat-V.json (`sediment stat --json` of default-bfd
+against variant V) and steps/times.tsv. Writes the section between `<!-- BEGIN SECTION -->` and
+`<!-- END SECTION -->`, leaving the other sections as they are, and one SVG bar chart per metric,
+bench/charts/SECTION-METRIC.svg, of each variant's ratio to the first variant (default-bfd).
+Only the standard library; the SVG is written by hand so that the same numbers give the same
+bytes."""
 import argparse
 import json
 import os
@@ -9,17 +16,29 @@ import platform
 import statistics
 import subprocess
 
-METRICS = [  # (json field, column title, taken from)
-    ("instructions", "instructions", "s0"),
-    ("itlb_misses_64", "iTLB miss 64", "s0"),
-    ("itlb_misses_128", "iTLB miss 128", "s0"),
-    ("pages_99", "4K pages 99%", "s0"),
-    ("pages_99_9", "4K pages 99.9%", "s0"),
-    ("lines_99", "64B lines 99%", "s0"),
-    ("lines_99_9", "64B lines 99.9%", "s0"),
-    ("i1_misses_32k_8way", "I1 miss 32K (median)", "median"),
-    ("i1_misses_16k_4way", "I1 miss 16K (median)", "median"),
+METRICS = [  # (json field, column title, taken from, chart file stem)
+    ("instructions", "instructions", "s0", "instructions"),
+    ("itlb_misses_64", "iTLB miss 64", "s0", "itlb64"),
+    ("itlb_misses_128", "iTLB miss 128", "s0", "itlb128"),
+    ("pages_99", "4K pages 99%", "s0", "pages99"),
+    ("pages_99_9", "4K pages 99.9%", "s0", "pages999"),
+    ("lines_99", "64B lines 99%", "s0", "lines99"),
+    ("lines_99_9", "64B lines 99.9%", "s0", "lines999"),
+    ("i1_misses_32k_8way", "I1 miss 32K (median)", "median", "i1-32k"),
+    ("i1_misses_16k_4way", "I1 miss 16K (median)", "median", "i1-16k"),
 ]
+HELDOUT_METRICS = ["instructions", "itlb_misses_64", "itlb_misses_128", "pages_99", "lines_99",
+                   "i1_misses_32k_8way", "i1_misses_16k_4way"]
+STAT_METRICS = [("wall_s", "wall time"), ("cpu_s", "CPU time")]
+
+STEP_NOTES = ("`record` is the callgrind training run that every Sediment variant and `lld-c3` "
+              "share; `order-X` is `sediment order --algorithm X` and `link-X` is "
+              "`sediment link --linker lld` (writing lld's ordering file) for it; `link-lld-c3` is "
+              "the whole lld link with `--call-graph-ordering-file` (compare with "
+              "`link-default-lld`: the difference is lld's C3); `bolt-instrument` is "
+              "`llvm-bolt -instrument`, `bolt-train` the instrumented training run, "
+              "`bolt-functions` and `bolt-full` the two optimizing `llvm-bolt` runs; "
+              "`compare`, `compare-heldout` are the measurements, not tools.")
 
 
 def first_line(cmd):
@@ -43,95 +62,281 @@ def machine():
         ("gcc", first_line(["gcc", "--version"])),
         ("GNU ld", first_line(["ld.bfd", "--version"])),
         ("lld", first_line(["ld.lld", "--version"])),
+        ("BOLT", first_line(["/usr/lib/llvm-16/bin/llvm-bolt", "--version"])
+         + " (`/usr/lib/llvm-16/bin/llvm-bolt`, package bolt-16)"),
         ("valgrind", first_line(["valgrind", "--version"])),
     ]
 
 
+def ratio(x, b):
+    return f"{x / b:.3f}" if b else "-"
+
+
+def ci_cell(m):
+    """`ratio [low, high]` of one `sediment stat` metric; `-` where the ratio is undefined."""
+    if m["ratio"] is None or m["ratio_ci_low"] is None:
+        return "-"
+    return f"{m['ratio']:.3f} [{m['ratio_ci_low']:.3f}, {m['ratio_ci_high']:.3f}]"
+
+
+def tool_summary(steps, names):
+    """Per tool, the cost of getting a profile and of the optimization itself, from the step
+    times: Sediment = `order` + `link` (its lld link of the ordering file is the same link as
+    default-lld's and is left out), lld's C3 = its whole link less the default lld link, BOLT =
+    `instrument` + the instrumented training run, then one `llvm-bolt` run."""
+    rows = []
+    rec = steps.get("record")
+    for v in names:
+        if v.startswith("sediment-"):
+            a = v[len("sediment-"):]
+            o, l = steps.get(f"order-{a}"), steps.get(f"link-{a}")
+            if o and l:
+                rows.append((v, "callgrind `record`", rec, "`order` + `link`",
+                             (o[0] + l[0], max(o[1], l[1]))))
+        elif v == "lld-c3" and "link-lld-c3" in steps and "link-default-lld" in steps:
+            c, d = steps["link-lld-c3"], steps["link-default-lld"]
+            rows.append((v, "callgrind `record`", rec, "C3 link less default lld link",
+                         (max(c[0] - d[0], 0.0), c[1])))
+        elif v.startswith("bolt-") and v in steps and "bolt-instrument" in steps:
+            i, t = steps["bolt-instrument"], steps.get("bolt-train", (0.0, 0))
+            rows.append((v, "`llvm-bolt -instrument` + run", (i[0] + t[0], max(i[1], t[1])),
+                         "`llvm-bolt`", steps[v]))
+    if not rows:
+        return []
+    out = ["Cost of each tool's steps (wall seconds and peak RSS; the profile step is shared by "
+           "every variant that uses it; a simulated profile (callgrind) is much slower than "
+           "`perf record` would be, and BOLT's instrumented run is a native run):", "",
+           "| variant | profile step | s | peak KiB | optimization step | s | peak KiB |",
+           "|---|---|---:|---:|---|---:|---:|"]
+    for v, pn, p, on, o in rows:
+        ps = f"{p[0]:.2f} | {p[1]}" if p else "- | -"
+        out.append(f"| {v} | {pn} | {ps} | {on} | {o[0]:.2f} | {o[1]} |")
+    out.append("")
+    return out
+
+
+# --- SVG ------------------------------------------------------------------------------------------
+def svg_chart(title, labels, ratios, cis=None):
+    """A horizontal bar chart of ratios to the baseline, a line at 1.0, optional [low, high]
+    whiskers. Fixed geometry and 3-decimal text, so equal inputs give equal bytes."""
+    left, width, bar, gap, top = 190, 420, 18, 6, 46
+    finite = [r for r in ratios if r is not None] + [1.0]
+    if cis:
+        finite += [h for c in cis if c for h in c if h is not None]
+    xmax = max(finite) * 1.1
+    height = top + len(labels) * (bar + gap) + 30
+
+    def x(v):
+        return left + width * v / xmax
+
+    esc = lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="10" y="20" font-size="14" font-weight="bold">{esc(title)}</text>',
+           f'<text x="10" y="36" fill="#555">ratio to {esc(labels[0])} (shorter is better)</text>']
+    for i, (lab, r) in enumerate(zip(labels, ratios)):
+        y = top + i * (bar + gap)
+        out.append(f'<text x="{left - 6}" y="{y + bar - 5}" text-anchor="end">{esc(lab)}</text>')
+        if r is None:
+            out.append(f'<text x="{left + 4}" y="{y + bar - 5}" fill="#555">n/a</text>')
+            continue
+        colour = "#888" if i == 0 else ("#2a7" if r < 1 else "#c44")
+        out.append(f'<rect x="{left}" y="{y}" width="{x(r) - left:.1f}" height="{bar}" fill="{colour}"/>')
+        end = x(r)
+        if cis and cis[i] and None not in cis[i]:
+            lo, hi = cis[i]
+            cy = y + bar / 2
+            out.append(f'<line x1="{x(lo):.1f}" y1="{cy}" x2="{x(hi):.1f}" y2="{cy}" stroke="black"/>')
+            out.append(f'<line x1="{x(lo):.1f}" y1="{y + 3}" x2="{x(lo):.1f}" y2="{y + bar - 3}" stroke="black"/>')
+            out.append(f'<line x1="{x(hi):.1f}" y1="{y + 3}" x2="{x(hi):.1f}" y2="{y + bar - 3}" stroke="black"/>')
+            end = max(end, x(hi))
+        out.append(f'<text x="{end + 4:.1f}" y="{y + bar - 5}">{r:.3f}</text>')
+    one = x(1.0)
+    out.append(f'<line x1="{one:.1f}" y1="{top - 4}" x2="{one:.1f}" y2="{height - 26}" '
+               f'stroke="black" stroke-dasharray="4,3"/>')
+    out.append(f'<text x="{one:.1f}" y="{height - 12}" text-anchor="middle">1.0</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("mode", "program", "shifts", "step", "train", "test", "elapsed", "work", "results"):
+    for a in ("mode", "section", "program", "step", "train", "test", "heldout", "stat-runs",
+              "elapsed", "work", "results", "charts"):
         ap.add_argument("--" + a, required=True)
+    ap.add_argument("--command", default=None)
     a = ap.parse_args()
-    shifts = int(a.shifts)
-    with open(os.path.join(a.work, "compare.json"), encoding="utf-8") as f:
+    work = a.work
+    here = os.path.dirname(os.path.abspath(__file__))
+    show = lambda s: s.replace(here + "/", "bench/")  # argument paths as the repository spells them
+
+    with open(os.path.join(work, "variants.txt"), encoding="utf-8") as f:
+        variants = [(line.split()[0], int(line.split()[1])) for line in f if line.strip()]
+    with open(os.path.join(work, "compare.json"), encoding="utf-8") as f:
         cols = [c["metrics"] for c in json.load(f)["columns"]]
-    with open(os.path.join(a.work, "variants.txt"), encoding="utf-8") as f:
-        variants = [line.strip() for line in f if line.strip()]
-    if len(cols) != len(variants) * shifts:
-        raise SystemExit(f"report.py: {len(cols)} measured binaries, expected {len(variants) * shifts}")
-    rows = {}
-    for i, v in enumerate(variants):
-        group = cols[i * shifts:(i + 1) * shifts]
+    if len(cols) != sum(n for _, n in variants):
+        raise SystemExit(f"report.py: {len(cols)} measured binaries in {work}/compare.json, "
+                         f"expected {sum(n for _, n in variants)}")
+    names = [v for v, _ in variants]
+    rows, i = {}, 0
+    for v, n in variants:
+        group = cols[i:i + n]
+        i += n
         row = {}
-        for field, _, how in METRICS:
+        for field, _, how, _ in METRICS:
             vals = [g[field] for g in group]
             # median_low: an odd count gives the middle one; an even count the lower middle, a measured value.
             row[field] = vals[0] if how == "s0" else statistics.median_low(vals)
             row[field + "_range"] = (min(vals), max(vals))
         rows[v] = row
-    base = rows[variants[0]]
+    layouts = dict(variants)
+    shifts = max(layouts.values())
+    base = rows[names[0]]
 
-    out = [f"<!-- BEGIN {a.mode} -->", f"## `bench/run --{a.mode}`: {a.program}", ""]
-    out.append(f"Command: `bench/run --{a.mode}` (whole run {a.elapsed} s). "
-               f"Training workload: `{a.train or '(no arguments)'}`; measured workload: "
-               f"`{a.test or '(no arguments)'}`, all variants in one `sediment compare --json`.")
+    stats = {}
+    for k, v in enumerate(names[1:], start=1):
+        p = os.path.join(work, "steps", f"stat-{k}.json")
+        with open(p, encoding="utf-8") as f:
+            stats[v] = {m["metric"]: m for m in json.load(f)["metrics"]}
+
+    heldout = None
+    hp = os.path.join(work, "compare-heldout.json")
+    if a.heldout and os.path.exists(hp):
+        with open(hp, encoding="utf-8") as f:
+            hcols = [c["metrics"] for c in json.load(f)["columns"]]
+        if len(hcols) != len(names):
+            raise SystemExit(f"report.py: {len(hcols)} binaries in {hp}, expected {len(names)}")
+        heldout = dict(zip(names, hcols))
+
+    sec = a.section
+    command = a.command or ("bench/run --quick" if a.mode == "quick" else f"bench/run --full --program {sec}")
+    chart_dir = a.charts
+    os.makedirs(chart_dir, exist_ok=True)
+    charts = []
+
+    out = [f"<!-- BEGIN {sec} -->", f"## `{sec}`: {a.program}", ""]
+    out.append(f"Command: `{command}` (whole run {a.elapsed} s). Training workload: "
+               f"`{show(a.train) or '(no arguments)'}`; measured workload: "
+               f"`{show(a.test) or '(no arguments)'}`"
+               + (f"; held-out workload: `{show(a.heldout)}`" if a.heldout else "")
+               + ". All variants measured in one `sediment compare --json` per workload.")
     out.append("")
     out += [f"- {k}: {v}" for k, v in machine()]
     out.append("")
-    out.append(f"Each cell: value, and in parentheses the ratio to `{variants[0]}`. "
-               f"iTLB, pages and lines are from the unshifted link; the I1 columns are the median over "
-               f"{shifts} layouts with the code shifted by 0, {a.step}, ... bytes (a pad placed first).")
+    out.append(f"Each cell: value, and in parentheses the ratio to `{names[0]}`. iTLB, pages and "
+               f"lines are from the unshifted link; " + (
+                   f"the I1 columns are the median over {shifts} layouts with the code shifted by "
+                   f"0, {a.step}, ... bytes (a pad placed first), except for the BOLT variants, "
+                   "measured at their one layout (BOLT places its output code at a 2 MiB-aligned "
+                   "address whatever the input's layout)." if shifts > 1 else
+                   "this run had SHIFTS=1, so the I1 columns are from one layout too (no median: "
+                   "read them with the spread of the quick mode's shifted layouts in mind).") + " The wall and CPU "
+               f"columns are `sediment stat -n {a.stat_runs}` of `{names[0]}` against the variant, "
+               "interleaved (ABBA), on the measured workload: ratio of means with its 95% "
+               "confidence interval (an interval that contains 1 shows no difference).")
     out.append("")
-    out.append("| variant | " + " | ".join(t for _, t, _ in METRICS) + " |")
-    out.append("|---|" + "---:|" * len(METRICS))
-    for v in variants:
-        cells = []
-        for field, _, _ in METRICS:
-            x, b = rows[v][field], base[field]
-            ratio = f"{x / b:.3f}" if b else "-"
-            cells.append(f"{x} ({ratio})")
-        out.append(f"| {v} | " + " | ".join(cells) + " |")
+    out.append("| variant | " + " | ".join(t for _, t, _, _ in METRICS) + " | wall vs default [95% CI] | CPU vs default [95% CI] |")
+    out.append("|---|" + "---:|" * (len(METRICS) + 2))
+    for v in names:
+        cells = [f"{rows[v][f]} ({ratio(rows[v][f], base[f])})" for f, _, _, _ in METRICS]
+        for m, _ in STAT_METRICS:
+            cells.append(ci_cell(stats[v][m]) if v in stats else "1 (baseline)")
+        lab = v if layouts[v] == shifts else f"{v} ({layouts[v]} layout)"
+        out.append(f"| {lab} | " + " | ".join(cells) + " |")
     out.append("")
-    out.append(f"Spread of the I1 misses over the {shifts} shifted layouts (min-max), "
-               "to read the medians against:")
+
+    # charts of the main table
+    for f, title, _, stem in METRICS:
+        rs = [rows[v][f] / base[f] if base[f] else None for v in names]
+        charts.append((f"{sec}-{stem}.svg", svg_chart(f"{a.program}: {title}", names, rs)))
+    for m, title in STAT_METRICS:
+        rs = [1.0] + [stats[v][m]["ratio"] for v in names[1:]]
+        cis = [None] + [(stats[v][m]["ratio_ci_low"], stats[v][m]["ratio_ci_high"]) for v in names[1:]]
+        charts.append((f"{sec}-{m.replace('_s', '')}.svg",
+                       svg_chart(f"{a.program}: {title}, mean ratio, 95% CI", names, rs, cis)))
+
+    out.append(f"Wall and CPU time in detail (`sediment stat -n {a.stat_runs} --json`, one pair of "
+               "commands per row; CPU time is user+system from `wait4`, usually the steadier of "
+               "the two on a shared machine; p is Welch's t-test):")
     out.append("")
-    out.append("| variant | I1 32K min-max | I1 16K min-max |")
-    out.append("|---|---:|---:|")
-    for v in variants:
+    out.append("| variant | wall median A / B (s) | wall B/A [95% CI] | p | CPU B/A [95% CI] | p |")
+    out.append("|---|---:|---:|---:|---:|---:|")
+    for v in names[1:]:
+        w, c = stats[v]["wall_s"], stats[v]["cpu_s"]
+        fmt_p = lambda m: "-" if m["p_value"] is None else f"{m['p_value']:.2g}"
+        out.append(f"| {v} | {w['median_a']:.4f} / {w['median_b']:.4f} | {ci_cell(w)} | {fmt_p(w)} "
+                   f"| {ci_cell(c)} | {fmt_p(c)} |")
+    out.append("")
+
+    if heldout:
+        hb = heldout[names[0]]
+        titles = {f: t for f, t, _, _ in METRICS}
+        out.append(f"Held-out workload `{show(a.heldout)}` (not in the training run), first layout "
+                   "of every variant, one `sediment compare --json`:")
+        out.append("")
+        out.append("| variant | " + " | ".join(titles[f].replace(" (median)", "") for f in HELDOUT_METRICS) + " |")
+        out.append("|---|" + "---:|" * len(HELDOUT_METRICS))
+        for v in names:
+            out.append(f"| {v} | " + " | ".join(
+                f"{heldout[v][f]} ({ratio(heldout[v][f], hb[f])})" for f in HELDOUT_METRICS) + " |")
+        out.append("")
+        for f, stem in (("itlb_misses_64", "itlb64"), ("i1_misses_32k_8way", "i1-32k"),
+                        ("i1_misses_16k_4way", "i1-16k")):
+            rs = [heldout[v][f] / hb[f] if hb[f] else None for v in names]
+            charts.append((f"{sec}-heldout-{stem}.svg",
+                           svg_chart(f"{a.program}, held-out: {titles[f].replace(' (median)', '')}",
+                                     names, rs)))
+
+    out.append(f"Spread of the I1 misses over the shifted layouts (min-max), to read the medians against:")
+    out.append("")
+    out.append("| variant | layouts | I1 32K min-max | I1 16K min-max |")
+    out.append("|---|---:|---:|---:|")
+    for v in names:
         r32 = rows[v]["i1_misses_32k_8way_range"]
         r16 = rows[v]["i1_misses_16k_4way_range"]
-        out.append(f"| {v} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
+        out.append(f"| {v} | {layouts[v]} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
     out.append("")
-    out.append("Optimization and link steps (`/usr/bin/time -f '%e %M'`: wall seconds, peak RSS KiB). "
-               "`order-X` is `sediment order --algorithm X`, `link-X` is `sediment link --linker lld` "
-               "for it; `link-lld-c3` is the whole lld link with `--call-graph-ordering-file` "
-               "(compare with `link-default-lld`); `record` is the callgrind training run.")
-    out.append("")
-    out.append("| step | seconds | peak RSS (KiB) |")
-    out.append("|---|---:|---:|")
-    with open(os.path.join(a.work, "steps", "times.tsv"), encoding="utf-8") as f:
+    steps, step_rows = {}, []
+    with open(os.path.join(work, "steps", "times.tsv"), encoding="utf-8") as f:
         for line in f:
             name, rest = line.rstrip("\n").split("\t", 1)
             parts = rest.split()
             if len(parts) == 2:
-                out.append(f"| {name} | {parts[0]} | {parts[1]} |")
+                steps[name] = (float(parts[0]), int(parts[1]))
+                step_rows.append(f"| {name} | {parts[0]} | {parts[1]} |")
             else:
-                out.append(f"| {name} | {rest} | |")
-    out.append(f"<!-- END {a.mode} -->")
+                step_rows.append(f"| {name} | {rest} | |")
+    out += tool_summary(steps, names)
+    out.append("Every step (`/usr/bin/time -f '%e %M'`: wall seconds, peak RSS KiB). " + STEP_NOTES)
+    out.append("")
+    out.append("| step | seconds | peak RSS (KiB) |")
+    out.append("|---|---:|---:|")
+    out += step_rows
+    out.append("")
+    out.append("Charts (ratio to `default-bfd` per variant): "
+               + ", ".join(f"[{n[len(sec) + 1:-4]}](charts/{n})" for n, _ in charts) + ".")
+    out.append(f"<!-- END {sec} -->")
     section = "\n".join(out) + "\n"
 
-    header = ("# Benchmark results\n\nWritten by `bench/run` (see `bench/README.md`); each mode "
+    for n, text in charts:
+        write_atomic(os.path.join(chart_dir, n), text)
+    header = ("# Benchmark results\n\nWritten by `bench/run` (see `bench/README.md`); each run "
               "replaces only its own section.\n\n")
     text = open(a.results, encoding="utf-8").read() if os.path.exists(a.results) else header
-    begin, end = f"<!-- BEGIN {a.mode} -->", f"<!-- END {a.mode} -->\n"
+    begin, end = f"<!-- BEGIN {sec} -->", f"<!-- END {sec} -->\n"
     if begin in text and end in text:
         text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
     else:
         text = text.rstrip("\n") + "\n\n" + section
-    tmp = a.results + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, a.results)
+    write_atomic(a.results, text)
 
 
 if __name__ == "__main__":
