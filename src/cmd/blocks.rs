@@ -89,7 +89,12 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let map = read_bb_addr_map(&bin_path, &bytes)?;
 
     // Function level: the profile of the main binary, attributed by address.
-    let imported = import_callgrind(&args.profile, Some(&args.binary), None)?;
+    let imported = import_callgrind(
+        std::slice::from_ref(&args.profile),
+        Some(&args.binary),
+        None,
+        false,
+    )?;
     for w in &imported.warnings {
         eprintln!("sediment: warning: {w}");
     }
