@@ -176,6 +176,99 @@ fn order_ext_tsp_and_cdsort_are_deterministic() {
     }
 }
 
+// `--compare` prints one row per algorithm with the predicted footprint and scores, marks the
+// chosen one, is byte-identical on a rerun, and still writes the chosen order with `-o`.
+#[test]
+fn order_compare_prints_every_algorithm() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
+    let args = [
+        "order",
+        "-p",
+        "p.sprof",
+        "--compare",
+        "--algorithm",
+        "tiered",
+    ];
+    let a = sediment(dir.path(), &args);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let b = sediment(dir.path(), &args);
+    assert_eq!(a.stdout, b.stdout);
+    let table = String::from_utf8(a.stdout).unwrap();
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r.split('|').nth(1).unwrap().trim())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "bp",
+            "c3",
+            "cdsort",
+            "ext-tsp",
+            "hot",
+            "pettis-hansen",
+            "tiered (chosen)"
+        ]
+    );
+    // All functions (64 + 64 + 64 + 200 bytes) fit in one page: one page holds 99%, and both
+    // calls stay within it whatever the order. C3 lays out main (10 units, 64 bytes), work (40,
+    // 200 bytes), helper (30, 64 bytes) over 6 lines; the lightest, helper's last 8 bytes
+    // (3.75), is more than the 1% (0.8) that may be left out, so 99% needs all 6. The chain
+    // makes both calls fall-throughs: ExtTSP 5 + 50 = 55.
+    let c3: Vec<&str> = rows[1].split('|').map(str::trim).collect();
+    assert_eq!(c3[2..7], ["1", "1", "6", "100.0%", "5.5000e1"]);
+    assert!(!dir.path().join("x.order").exists());
+    let o = sediment(
+        dir.path(),
+        &["order", "-p", "p.sprof", "--compare", "-o", "x.order"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("x.order").exists());
+    // Without --compare an output is required.
+    let o = sediment(dir.path(), &["order", "-p", "p.sprof"]);
+    assert!(!o.status.success());
+}
+
+// `--startup` feeds `bp`: `cold` never sampled but ran first, so it leads; an unknown name is
+// one counted warning.
+#[test]
+fn order_bp_follows_startup_order() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
+    fs::write(
+        dir.path().join("first.order"),
+        "sediment-order 1\ncold -\nnope -\nmain -\n",
+    )
+    .unwrap();
+    let o = sediment(
+        dir.path(),
+        &[
+            "order",
+            "-p",
+            "p.sprof",
+            "--algorithm",
+            "bp",
+            "--startup",
+            "first.order",
+            "-o",
+            "bp.order",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "sediment: warning: first.order: 1 of 3 functions are not in the profile, ignored\n"
+    );
+    let text = fs::read_to_string(dir.path().join("bp.order")).unwrap();
+    let entries: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("meta") && !l.starts_with("sediment"))
+        .collect();
+    assert_eq!(entries, ["cold -", "main -", "work -", "helper a.c"]);
+}
+
 /// A program whose static call graph reaches past the sampled functions: `work` calls
 /// `lukewarm`, which calls `deep`; `caller_only` calls `work`; `cold` is called by nobody.
 const FILL_SOURCE: &str = r#"
@@ -281,95 +374,4 @@ fn fill_from_gcc_callgraph() {
         order_names(&d.join("fc.order")),
         ["main", "work", "lukewarm", "caller_only", "deep"]
     );
-// `--compare` prints one row per algorithm with the predicted footprint and scores, marks the
-// chosen one, is byte-identical on a rerun, and still writes the chosen order with `-o`.
-#[test]
-fn order_compare_prints_every_algorithm() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
-    let args = [
-        "order",
-        "-p",
-        "p.sprof",
-        "--compare",
-        "--algorithm",
-        "tiered",
-    ];
-    let a = sediment(dir.path(), &args);
-    assert!(a.status.success(), "{}", stderr(&a));
-    let b = sediment(dir.path(), &args);
-    assert_eq!(a.stdout, b.stdout);
-    let table = String::from_utf8(a.stdout).unwrap();
-    let rows: Vec<&str> = table.lines().skip(2).collect();
-    let names: Vec<&str> = rows
-        .iter()
-        .map(|r| r.split('|').nth(1).unwrap().trim())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "bp",
-            "c3",
-            "cdsort",
-            "ext-tsp",
-            "hot",
-            "pettis-hansen",
-            "tiered (chosen)"
-        ]
-    );
-    // All functions (64 + 64 + 64 + 200 bytes) fit in one page: one page holds 99%, and both
-    // calls stay within it whatever the order. C3 lays out main (10 units, 64 bytes), work (40,
-    // 200 bytes), helper (30, 64 bytes) over 6 lines; the lightest, helper's last 8 bytes
-    // (3.75), is more than the 1% (0.8) that may be left out, so 99% needs all 6. The chain
-    // makes both calls fall-throughs: ExtTSP 5 + 50 = 55.
-    let c3: Vec<&str> = rows[1].split('|').map(str::trim).collect();
-    assert_eq!(c3[2..7], ["1", "1", "6", "100.0%", "5.5000e1"]);
-    assert!(!dir.path().join("x.order").exists());
-    let o = sediment(
-        dir.path(),
-        &["order", "-p", "p.sprof", "--compare", "-o", "x.order"],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(dir.path().join("x.order").exists());
-    // Without --compare an output is required.
-    let o = sediment(dir.path(), &["order", "-p", "p.sprof"]);
-    assert!(!o.status.success());
-}
-
-// `--startup` feeds `bp`: `cold` never sampled but ran first, so it leads; an unknown name is
-// one counted warning.
-#[test]
-fn order_bp_follows_startup_order() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
-    fs::write(
-        dir.path().join("first.order"),
-        "sediment-order 1\ncold -\nnope -\nmain -\n",
-    )
-    .unwrap();
-    let o = sediment(
-        dir.path(),
-        &[
-            "order",
-            "-p",
-            "p.sprof",
-            "--algorithm",
-            "bp",
-            "--startup",
-            "first.order",
-            "-o",
-            "bp.order",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(
-        stderr(&o),
-        "sediment: warning: first.order: 1 of 3 functions are not in the profile, ignored\n"
-    );
-    let text = fs::read_to_string(dir.path().join("bp.order")).unwrap();
-    let entries: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with("meta") && !l.starts_with("sediment"))
-        .collect();
-    assert_eq!(entries, ["cold -", "main -", "work -", "helper a.c"]);
 }
