@@ -9,8 +9,7 @@
 //!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
 
 use crate::fsio;
-use anyhow::{bail, Context, Result};
-use sediment_profile::Profile;
+use anyhow::{bail, Result};
 use std::path::PathBuf;
 
 /// Formats `sediment export` writes.
@@ -40,8 +39,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let mut profiles = Vec::with_capacity(args.profile.len());
     for path in &args.profile {
-        let text = fsio::read_text(path)?;
-        profiles.push(Profile::from_text(&text).with_context(|| path.display().to_string())?);
+        profiles.push(fsio::read_profile(path)?);
     }
     match args.format {
         Format::Fdata => {

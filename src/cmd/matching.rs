@@ -25,7 +25,7 @@
 //! header shows both architectures instead.
 
 use crate::fsio;
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use sediment_elf::Binary;
 use sediment_profile::{match_profile, remap, FuncKey, Mapping, MatchReport, Profile};
 use std::collections::BTreeMap;
@@ -53,8 +53,8 @@ pub struct Args {
 /// Runs `sediment match`.
 pub fn run(args: Args) -> Result<()> {
     // Read the profile and the target's function symbols.
-    let profile = read_profile(&args.profile)?;
-    let binary = read_binary(&args.binary)?;
+    let profile = fsio::read_profile(&args.profile)?;
+    let binary = fsio::read_binary(&args.binary)?;
     if binary.from_dynsym {
         eprintln!(
             "sediment: warning: {} has no .symtab; matching against its exported (.dynsym) \
@@ -81,17 +81,6 @@ pub fn run(args: Args) -> Result<()> {
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
     Ok(())
-}
-
-fn read_profile(path: &Path) -> Result<Profile> {
-    let text = fsio::read_text(path)?;
-    Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
-fn read_binary(path: &Path) -> Result<Binary> {
-    let data = fsio::read_bytes(path)?;
-    // The crate's errors already name the file.
-    Ok(Binary::parse(&path.display().to_string(), &data)?)
 }
 
 /// The profile rewritten onto the target's keys, with the target's identity and sizes.

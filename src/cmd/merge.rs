@@ -145,8 +145,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut profiles = Vec::with_capacity(args.inputs.len());
     for (_, path) in &args.inputs {
-        let text = fsio::read_text(path)?;
-        profiles.push(Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?);
+        profiles.push(fsio::read_profile(path)?);
     }
     let weighted: Vec<(f64, &Profile)> = args
         .inputs

@@ -23,7 +23,7 @@ use sediment_order::{
     ext_tsp_score, fill_order, order_graph, page_locality_score, startup_pages, weight_footprint,
     Algorithm, CallGraph, ExtTspParams, FillParams, PAGE_SIZE,
 };
-use sediment_profile::{FunctionOrder, Profile};
+use sediment_profile::FunctionOrder;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -77,9 +77,7 @@ const STARTUP_PREFIX: usize = 1000;
 
 /// Runs `sediment order`.
 pub fn run(args: Args) -> Result<()> {
-    let text = fsio::read_text(&args.profile)?;
-    let profile =
-        Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", args.profile.display()))?;
+    let profile = fsio::read_profile(&args.profile)?;
     let mut graph = CallGraph::from_profile(&profile);
     if let Some(path) = &args.startup {
         let text = fsio::read_text(path)?;
@@ -112,8 +110,7 @@ pub fn run(args: Args) -> Result<()> {
 
 /// Extends `order` with the functions the static graph at `path` reaches from it.
 fn fill(order: FunctionOrder, path: &std::path::Path, args: &Args) -> Result<FunctionOrder> {
-    let text = fsio::read_text(path)?;
-    let graph = Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let graph = fsio::read_profile(path)?;
     let params = FillParams {
         max_depth: args.fill_depth,
         callers: args.fill_callers,

@@ -317,8 +317,7 @@ fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
     if !path.exists() {
         return Ok(Some(new.clone()));
     }
-    let text = fsio::read_text(path)?;
-    let old = Profile::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let old = fsio::read_profile(path)?;
     let count = |p: &Profile| -> Result<u64> {
         p.meta.extra.get(RECORDINGS).map_or(Ok(1), |v| {
             v.parse().map_err(|_| {
