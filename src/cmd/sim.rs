@@ -224,7 +224,7 @@ pub fn run(args: Args) -> Result<()> {
         for (path, label) in args.orders.iter().zip(labels) {
             let text = crate::fsio::read_text(path)?;
             let order = sediment_profile::FunctionOrder::from_text(&text)
-                .with_context(|| format!("{}: not a sediment order file", path.display()))?;
+                .with_context(|| path.display().to_string())?;
             plan.orders.push((label, order));
         }
     }
