@@ -224,7 +224,7 @@ pub fn run(args: Args) -> Result<()> {
         for (path, label) in args.orders.iter().zip(labels) {
             let text = crate::fsio::read_text(path)?;
             let order = sediment_profile::FunctionOrder::from_text(&text)
-                .with_context(|| format!("{}: not a sediment order file", path.display()))?;
+                .with_context(|| path.display().to_string())?;
             plan.orders.push((label, order));
         }
     }
@@ -943,4 +943,37 @@ fn json_str(t: &str) -> String {
     }
     s.push('"');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Counts over shifts: odd count -> middle value, even -> mean of the middle two, a
+    // constant row prints once; ratios keep three decimals and skip shifts with a zero bound.
+    #[test]
+    fn summaries_over_shifts() {
+        let c = |v: &[u64]| Summary::of(&v.iter().map(|&n| Cell::Count(n)).collect::<Vec<_>>());
+        assert_eq!(c(&[9, 1, 5]).text(), "5 [1-9]");
+        assert_eq!(c(&[4, 1, 2, 9]).text(), "3 [1-9]");
+        assert_eq!(c(&[4, 1, 3, 9]).text(), "3.5 [1-9]");
+        assert_eq!(c(&[7, 7]).text(), "7");
+        let r = Summary::of(&[Cell::Ratio(3, 2), Cell::Ratio(1, 0), Cell::Ratio(5, 2)]);
+        assert_eq!(r.text(), "2.000 [1.500-2.500]");
+        assert_eq!(Summary::of(&[Cell::Ratio(1, 0)]).text(), "-");
+    }
+
+    // Shift plans: K layouts from 0 in steps; K = 0, K over the cap and a pad past 64 MiB are
+    // errors naming the flag.
+    #[test]
+    fn shift_plans() {
+        assert_eq!(Plan::with_shifts(3, 80).unwrap().shifts, [0, 80, 160]);
+        assert_eq!(Plan::with_shifts(1, 80).unwrap().describe_shifts(), None);
+        assert!(Plan::with_shifts(0, 80)
+            .unwrap_err()
+            .to_string()
+            .contains("--shifts"));
+        assert!(Plan::with_shifts(65, 80).is_err());
+        assert!(Plan::with_shifts(3, u64::MAX).is_err());
+    }
 }

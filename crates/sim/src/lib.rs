@@ -22,7 +22,11 @@
 //! - [`trace`]: a small line-oriented trace format and its streaming reader over any
 //!   [`std::io::BufRead`].
 //! - [`Machine`]: an L1i and an iTLB fed together.
-//! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once.
+//! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
+//!   and into further sets of arrays that see the main binary's code moved: shifted by a
+//!   constant (the layout a pad would give) or relaid out by a proposed function order
+//!   ([`TextMap`]), so that one run measures many layouts. [`order_footprint`] gives the
+//!   footprint rows of an order from execution counts alone, without a trace in time.
 //!
 //! Design constraints:
 //! - **No I/O** beyond the trace reader, which takes a `BufRead` the caller opened; no threads,
