@@ -14,7 +14,7 @@
 //!
 //! | field      | encoding | meaning                                                         |
 //! |------------|----------|-----------------------------------------------------------------|
-//! | version    | u8       | 1 (clang 15, 16) or 2 (clang 17+); clang 14 wrote none (version 0) |
+//! | version    | u8       | 1 (clang 16, tested) or 2 (clang 17+, untested); clang 14 wrote none |
 //! | features   | u8       | 0; bits ask for extra PGO fields (clang 17+), refused here     |
 //! | address    | u64 (LE) | the function's address (relocated by the linker)                |
 //! | num blocks | ULEB128  | number of block entries that follow                             |
@@ -28,7 +28,7 @@
 //! basic block labels to match the profiles with the correct blocks"), so the index in the map
 //! is the number the list file uses. Version 2 stores the id. Version 0 (clang 14) has no
 //! version byte at all and cannot be told apart from a version 1 map whose address starts with
-//! the byte 1; it is not supported (build the labels binary with clang 15 or later).
+//! the byte 1; it is not supported (build the labels binary with clang 16).
 //!
 //! Functions the linker discarded (`--gc-sections`, COMDAT duplicates) keep their entry with
 //! the address resolved to 0 or a tombstone (lld writes 0 or -1 in non-allocated sections);
@@ -122,7 +122,7 @@ fn parse_section(bytes: &[u8], out: &mut Vec<BbFunction>) -> Result<(), (usize, 
         if version != 1 && version != 2 {
             return Err((
                 start,
-                format!("unsupported version {version} (Sediment reads versions 1 and 2, from clang 15 and later)"),
+                format!("unsupported version {version} (Sediment reads versions 1 and 2, from clang 16 and later)"),
             ));
         }
         let features = r.u8("features")?;
