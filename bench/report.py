@@ -295,15 +295,16 @@ def main():
                            svg_chart(f"{a.program}, held-out: {titles[f].replace(' (median)', '')}",
                                      names, rs)))
 
-    out.append(f"Spread of the I1 misses over the shifted layouts (min-max), to read the medians against:")
-    out.append("")
-    out.append("| variant | layouts | I1 32K min-max | I1 16K min-max |")
-    out.append("|---|---:|---:|---:|")
-    for v in names:
-        r32 = rows[v]["i1_misses_32k_8way_range"]
-        r16 = rows[v]["i1_misses_16k_4way_range"]
-        out.append(f"| {v} | {layouts[v]} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
-    out.append("")
+    if shifts > 1:
+        out.append("Spread of the I1 misses over the shifted layouts (min-max), to read the medians against:")
+        out.append("")
+        out.append("| variant | layouts | I1 32K min-max | I1 16K min-max |")
+        out.append("|---|---:|---:|---:|")
+        for v in names:
+            r32 = rows[v]["i1_misses_32k_8way_range"]
+            r16 = rows[v]["i1_misses_16k_4way_range"]
+            out.append(f"| {v} | {layouts[v]} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
+        out.append("")
     steps, step_rows = {}, []
     with open(os.path.join(work, "steps", "times.tsv"), encoding="utf-8") as f:
         for line in f:
