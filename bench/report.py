@@ -120,10 +120,9 @@ def svg_chart(title, labels, ratios, cis=None):
     """A horizontal bar chart of ratios to the baseline, a line at 1.0, optional [low, high]
     whiskers. Fixed geometry and 3-decimal text, so equal inputs give equal bytes."""
     left, width, bar, gap, top = 190, 420, 18, 6, 46
-    finite = [r for r in ratios if r is not None] + [1.0]
-    if cis:
-        finite += [h for c in cis if c for h in c if h is not None]
-    xmax = max(finite) * 1.1
+    # The scale follows the bars, not the whiskers: one very wide interval (a noisy wall time)
+    # would squash every bar; whiskers past the edge are cut there and drawn without an end cap.
+    xmax = max([r for r in ratios if r is not None] + [1.0]) * 1.25
     height = top + len(labels) * (bar + gap) + 30
 
     def x(v):
@@ -134,7 +133,8 @@ def svg_chart(title, labels, ratios, cis=None):
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="100%" height="100%" fill="white"/>',
            f'<text x="10" y="20" font-size="14" font-weight="bold">{esc(title)}</text>',
-           f'<text x="10" y="36" fill="#555">ratio to {esc(labels[0])} (shorter is better)</text>']
+           f'<text x="10" y="36" fill="#555">ratio to {esc(labels[0])} (shorter is better'
+           + ('; blue-grey: the 95% interval contains 1' if cis else '') + ')</text>']
     for i, (lab, r) in enumerate(zip(labels, ratios)):
         y = top + i * (bar + gap)
         out.append(f'<text x="{left - 6}" y="{y + bar - 5}" text-anchor="end">{esc(lab)}</text>')
@@ -142,14 +142,19 @@ def svg_chart(title, labels, ratios, cis=None):
             out.append(f'<text x="{left + 4}" y="{y + bar - 5}" fill="#555">n/a</text>')
             continue
         colour = "#888" if i == 0 else ("#2a7" if r < 1 else "#c44")
+        if i > 0 and cis and cis[i] and None not in cis[i] and cis[i][0] <= 1 <= cis[i][1]:
+            colour = "#9ab"  # the interval contains 1: no difference shown
         out.append(f'<rect x="{left}" y="{y}" width="{x(r) - left:.1f}" height="{bar}" fill="{colour}"/>')
         end = x(r)
         if cis and cis[i] and None not in cis[i]:
             lo, hi = cis[i]
+            cut = hi > xmax
+            hi = min(hi, xmax)
             cy = y + bar / 2
             out.append(f'<line x1="{x(lo):.1f}" y1="{cy}" x2="{x(hi):.1f}" y2="{cy}" stroke="black"/>')
             out.append(f'<line x1="{x(lo):.1f}" y1="{y + 3}" x2="{x(lo):.1f}" y2="{y + bar - 3}" stroke="black"/>')
-            out.append(f'<line x1="{x(hi):.1f}" y1="{y + 3}" x2="{x(hi):.1f}" y2="{y + bar - 3}" stroke="black"/>')
+            if not cut:
+                out.append(f'<line x1="{x(hi):.1f}" y1="{y + 3}" x2="{x(hi):.1f}" y2="{y + bar - 3}" stroke="black"/>')
             end = max(end, x(hi))
         out.append(f'<text x="{end + 4:.1f}" y="{y + bar - 5}">{r:.3f}</text>')
     one = x(1.0)
@@ -256,12 +261,12 @@ def main():
     # charts of the main table
     for f, title, _, stem in METRICS:
         rs = [rows[v][f] / base[f] if base[f] else None for v in names]
-        charts.append((f"{sec}-{stem}.svg", svg_chart(f"{a.program}: {title}", names, rs)))
+        charts.append((f"{sec}-{stem}.svg", svg_chart(f"{sec}: {title}", names, rs)))
     for m, title in STAT_METRICS:
         rs = [1.0] + [stats[v][m]["ratio"] for v in names[1:]]
         cis = [None] + [(stats[v][m]["ratio_ci_low"], stats[v][m]["ratio_ci_high"]) for v in names[1:]]
         charts.append((f"{sec}-{m.replace('_s', '')}.svg",
-                       svg_chart(f"{a.program}: {title}, mean ratio, 95% CI", names, rs, cis)))
+                       svg_chart(f"{sec}: {title}, mean ratio, 95% CI", names, rs, cis)))
 
     out.append(f"Wall and CPU time in detail (`sediment stat -n {a.stat_runs} --json`, one pair of "
                "commands per row; CPU time is user+system from `wait4`, usually the steadier of "
@@ -292,18 +297,19 @@ def main():
                         ("i1_misses_16k_4way", "i1-16k")):
             rs = [heldout[v][f] / hb[f] if hb[f] else None for v in names]
             charts.append((f"{sec}-heldout-{stem}.svg",
-                           svg_chart(f"{a.program}, held-out: {titles[f].replace(' (median)', '')}",
+                           svg_chart(f"{sec}, held-out: {titles[f].replace(' (median)', '')}",
                                      names, rs)))
 
-    out.append(f"Spread of the I1 misses over the shifted layouts (min-max), to read the medians against:")
-    out.append("")
-    out.append("| variant | layouts | I1 32K min-max | I1 16K min-max |")
-    out.append("|---|---:|---:|---:|")
-    for v in names:
-        r32 = rows[v]["i1_misses_32k_8way_range"]
-        r16 = rows[v]["i1_misses_16k_4way_range"]
-        out.append(f"| {v} | {layouts[v]} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
-    out.append("")
+    if shifts > 1:
+        out.append("Spread of the I1 misses over the shifted layouts (min-max), to read the medians against:")
+        out.append("")
+        out.append("| variant | layouts | I1 32K min-max | I1 16K min-max |")
+        out.append("|---|---:|---:|---:|")
+        for v in names:
+            r32 = rows[v]["i1_misses_32k_8way_range"]
+            r16 = rows[v]["i1_misses_16k_4way_range"]
+            out.append(f"| {v} | {layouts[v]} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
+        out.append("")
     steps, step_rows = {}, []
     with open(os.path.join(work, "steps", "times.tsv"), encoding="utf-8") as f:
         for line in f:
