@@ -3,9 +3,12 @@
 //! bound.
 //!
 //! Each input is read twice per mode: with a resolver that has no binaries (every mapped sample
-//! is counted as missing), and with one that hands over the `hot` binary the seed recording was
-//! made from for any path ending in `hot`, so that build-id checks, offset-to-address arithmetic
-//! and symbol lookups run on hostile MMAP and sample records too.
+//! is counted as missing), and with one that hands over the binaries the seed recordings were
+//! made from (`hot` for the call-chain seed, `lbr` for the LBR branch-stack seeds
+//! `lbr-*.perf.data` with `hw_idx` and counters) for any path ending in that name, so that
+//! build-id checks, offset-to-address arithmetic, symbol lookups and the branch-stack decoder
+//! (`perf_branch.rs`) run on hostile MMAP and sample records too. Every profile read must be
+//! canonical.
 //!
 //! `perf::read` parses the record stream with `linux-perf-data` inside `catch_unwind` and turns
 //! a panic there into a corrupt-file error (see its module docs). libFuzzer's panic hook would
@@ -19,6 +22,8 @@ use sediment_import::perf::{self, Mode};
 
 /// The binary of the seed `corpus/perf_data/hot.perf.data` (tests/fixtures/perf/README.md).
 static HOT: &[u8] = include_bytes!("../../tests/fixtures/perf/hot");
+/// The binary of the LBR seeds (tests/fixtures/perf/README.md).
+static LBR: &[u8] = include_bytes!("../../tests/fixtures/perf/lbr");
 
 type Resolved = Result<Option<Vec<u8>>, String>;
 
@@ -41,10 +46,20 @@ fuzz_target!(
         for mode in [Mode::Leaf, Mode::Chain] {
             let mut no_binaries = |_: &str, _: Option<&str>| -> Resolved { Ok(None) };
             let _ = perf::read("fuzz.perf.data", data, mode, &mut no_binaries);
-            let mut only_hot = |path: &str, _: Option<&str>| -> Resolved {
-                Ok(path.ends_with("hot").then(|| HOT.to_vec()))
+            let mut seeds = |path: &str, _: Option<&str>| -> Resolved {
+                Ok(if path.ends_with("hot") {
+                    Some(HOT.to_vec())
+                } else if path.ends_with("lbr") {
+                    Some(LBR.to_vec())
+                } else {
+                    None
+                })
             };
-            let _ = perf::read("fuzz.perf.data", data, mode, &mut only_hot);
+            if let Ok(import) = perf::read("fuzz.perf.data", data, mode, &mut seeds) {
+                for p in &import.profiles {
+                    assert!(p.is_canonical(), "perf import gave a non-canonical profile");
+                }
+            }
         }
     }
 );

@@ -230,7 +230,8 @@ struct Layout {
     attrs: AttrSource,
 }
 
-fn u64_at(data: &[u8], at: u64, big: bool) -> Option<u64> {
+/// The `u64` at byte `at`, in the file's byte order; `None` past the end.
+pub(crate) fn u64_at(data: &[u8], at: u64, big: bool) -> Option<u64> {
     let at = usize::try_from(at).ok()?;
     let b: [u8; 8] = data.get(at..at.checked_add(8)?)?.try_into().ok()?;
     Some(if big {
@@ -240,7 +241,8 @@ fn u64_at(data: &[u8], at: u64, big: bool) -> Option<u64> {
     })
 }
 
-fn u32_at(data: &[u8], at: u64, big: bool) -> Option<u32> {
+/// The `u32` at byte `at`, in the file's byte order; `None` past the end.
+pub(crate) fn u32_at(data: &[u8], at: u64, big: bool) -> Option<u32> {
     let at = usize::try_from(at).ok()?;
     let b: [u8; 4] = data.get(at..at.checked_add(4)?)?.try_into().ok()?;
     Some(if big {

@@ -42,6 +42,7 @@
 //! Turned down: patching `linux-perf-event-reader` to return the branch stack. The fork would
 //! have to be maintained, and the crate would still need the raw attribute bits it discards.
 
+use crate::perf::{u32_at, u64_at};
 use std::collections::HashMap;
 
 /// `PERF_RECORD_SAMPLE`.
@@ -129,26 +130,6 @@ pub(crate) struct AttrSource {
     /// `(start, end)` of the attribute section, and the size of one entry in it.
     pub attr_section: (u64, u64),
     pub attr_entry_size: u64,
-}
-
-fn u64_at(data: &[u8], at: u64, big: bool) -> Option<u64> {
-    let at = usize::try_from(at).ok()?;
-    let b: [u8; 8] = data.get(at..at.checked_add(8)?)?.try_into().ok()?;
-    Some(if big {
-        u64::from_be_bytes(b)
-    } else {
-        u64::from_le_bytes(b)
-    })
-}
-
-fn u32_at(data: &[u8], at: u64, big: bool) -> Option<u32> {
-    let at = usize::try_from(at).ok()?;
-    let b: [u8; 4] = data.get(at..at.checked_add(4)?)?.try_into().ok()?;
-    Some(if big {
-        u32::from_be_bytes(b)
-    } else {
-        u32::from_le_bytes(b)
-    })
 }
 
 /// Reads one `perf_event_attr` of `room` bytes at `at`; `None` when it runs past the file.
