@@ -22,7 +22,7 @@ use sediment_profile::{FuncKey, Profile};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `sediment diff`.
 #[derive(clap::Args)]
@@ -46,12 +46,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let old = fsio::read_binary(&args.old)?;
     let new = fsio::read_binary(&args.new)?;
-    let profile = args
-        .profile
-        .as_deref()
-        .map(fsio::read_profile)
-        .transpose()?;
-    let weights = profile.as_ref().map(weights_by_key).unwrap_or_default();
+    let weights = read_weights(args.profile.as_deref())?;
     let d = diff(&placed(&old, &weights), &placed(&new, &weights));
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&d)?;
@@ -64,8 +59,18 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// Self weight per function key of the profile at `path`; empty without one.
+pub(crate) fn read_weights(path: Option<&Path>) -> Result<HashMap<FuncKey, u64>> {
+    Ok(path
+        .map(fsio::read_profile)
+        .transpose()?
+        .as_ref()
+        .map(weights_by_key)
+        .unwrap_or_default())
+}
+
 /// Self weight per function key.
-pub(crate) fn weights_by_key(p: &Profile) -> HashMap<FuncKey, u64> {
+fn weights_by_key(p: &Profile) -> HashMap<FuncKey, u64> {
     p.functions
         .iter()
         .map(|f| (f.key.clone(), f.self_weight))
@@ -185,39 +190,21 @@ fn format_text(args: &Args, old: &Binary, new: &Binary, d: &LayoutDiff) -> Strin
     if let Some(h) = &d.hot {
         let _ = writeln!(s, "\nhot code (profile weights):");
         let _ = writeln!(s, "  {:<34} {:>8} {:>8}", "", "old", "new");
-        for (label, o, n) in [
-            (
-                "executed functions",
-                h.old_executed.functions as u64,
-                h.new_executed.functions as u64,
-            ),
-            (
-                "  64-byte lines they cover",
-                h.old_executed.lines,
-                h.new_executed.lines,
-            ),
-            (
-                "  4 KiB pages they cover",
-                h.old_executed.pages,
-                h.new_executed.pages,
-            ),
+        for (what, o, n) in [
+            ("executed functions", &h.old_executed, &h.new_executed),
             (
                 "functions holding 99% of weight",
-                h.old_hot99.functions as u64,
-                h.new_hot99.functions as u64,
-            ),
-            (
-                "  64-byte lines they cover",
-                h.old_hot99.lines,
-                h.new_hot99.lines,
-            ),
-            (
-                "  4 KiB pages they cover",
-                h.old_hot99.pages,
-                h.new_hot99.pages,
+                &h.old_hot99,
+                &h.new_hot99,
             ),
         ] {
-            let _ = writeln!(s, "  {label:<34} {o:>8} {n:>8}");
+            for (label, ov, nv) in [
+                (what.to_string(), o.functions as u64, n.functions as u64),
+                ("  64-byte lines they cover".to_string(), o.lines, n.lines),
+                ("  4 KiB pages they cover".to_string(), o.pages, n.pages),
+            ] {
+                let _ = writeln!(s, "  {label:<34} {ov:>8} {nv:>8}");
+            }
         }
         if !d.span_changes.is_empty() {
             let _ = writeln!(

@@ -5,7 +5,7 @@
 //! serves a default and a reordered build of the same program. Without a profile every
 //! function is grey: the picture then only shows where code is.
 
-use crate::cmd::diff::{placed, weights_by_key};
+use crate::cmd::diff::{placed, read_weights};
 use crate::fsio;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -26,12 +26,7 @@ pub struct Args {
 
 /// Runs `sediment heatmap`.
 pub fn run(args: Args) -> Result<()> {
-    let profile = args
-        .profile
-        .as_deref()
-        .map(fsio::read_profile)
-        .transpose()?;
-    let weights = profile.as_ref().map(weights_by_key).unwrap_or_default();
+    let weights = read_weights(args.profile.as_deref())?;
     let mut panels = Vec::new();
     for path in &args.binaries {
         let b = fsio::read_binary(path)?;
