@@ -35,7 +35,7 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// Rows of [`COLUMNS`] cells.
+    /// Rows of 64 cells (one page, or several pages per row for large binaries).
     pub fn rows(&self) -> u64 {
         (self.cells.len() as u64).div_ceil(COLUMNS)
     }

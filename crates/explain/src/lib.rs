@@ -1,6 +1,6 @@
 //! Explains code layouts, so that a change in a benchmark can be traced to where code moved.
 //!
-//! - [`diff`]: what moved between two builds of a program, by how much, and why (a function
+//! - [`mod@diff`]: what moved between two builds of a program, by how much, and why (a function
 //!   that grew, functions that arrived or left, padding, reordering), and the hot code's lines
 //!   and pages in each.
 //! - [`heatmap`]: a picture of where the executed code sits in a binary: one row per 4 KiB
