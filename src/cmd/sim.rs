@@ -339,7 +339,9 @@ pub fn simulate(
     let out_file = tmp.path().join("stdout");
     let err_file = tmp.path().join("stderr");
 
-    let mut child = Command::new("sh")
+    let mut sh = Command::new("sh");
+    sediment_measure::die_with_parent(&mut sh);
+    let mut child = sh
         .arg("-c")
         // Plain shell variables, not exported: the program sees our environment unchanged
         // (a longer environment alone changes the dynamic loader's instruction count).

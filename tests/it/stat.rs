@@ -1,6 +1,6 @@
 //! `sediment stat`: two real shell loops, one four times longer, run interleaved.
 
-use crate::common::sediment;
+use crate::common::{have_tool, sediment};
 
 /// A shell loop of `n` iterations (about 1 µs each in dash), as a command line.
 fn loop_cmd(n: u32) -> Vec<String> {
@@ -162,4 +162,57 @@ fn stat_rejects_bad_command_lines() {
         err,
         "sediment: -n 1: at least 2 runs of each command are needed for a variance\n"
     );
+}
+
+/// Processes whose command line contains `needle` (via `pgrep -f`).
+fn running(needle: &str) -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", needle])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+// A `sediment stat` or `sediment compare` stopped with SIGTERM takes its runs with it
+// (PR_SET_PDEATHSIG): nothing keeps running behind a killed benchmark.
+#[test]
+fn killed_runners_leave_no_children_behind() {
+    assert!(have_tool("valgrind"));
+    for (i, sub) in ["stat", "compare"].iter().enumerate() {
+        let needle = format!("31.{}{}7", std::process::id() % 1000, i);
+        let args: Vec<String> = match *sub {
+            "stat" => [
+                "stat", "-n", "3", "--", "sleep", &needle, ":::", "sleep", &needle,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            _ => ["compare", "/bin/sleep", "/bin/sleep", "--", &needle]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        };
+        let mut child = std::process::Command::new(crate::common::sediment_bin())
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while running(&needle) < 2 && started.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(running(&needle) >= 2, "{sub}: its runs started");
+        let ok = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let _ = child.wait();
+        let stopped = std::time::Instant::now();
+        while running(&needle) > 0 && stopped.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert_eq!(running(&needle), 0, "{sub}: children outlived the runner");
+    }
 }

@@ -19,7 +19,7 @@
 
 use crate::{Error, Metric, Samples, Side};
 use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -224,7 +224,18 @@ fn run_once(cmd: &CommandLine, opts: &Options, dir: &Path) -> Result<Vec<(Metric
         .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
 
     let start = Instant::now();
-    let child = Command::new(&argv[0])
+    let mut command = Command::new(&argv[0]);
+    // Killed with us (PR_SET_PDEATHSIG): a stopped `sediment stat` leaves no run behind.
+    // SAFETY: prctl between fork and exec is async-signal-safe and allocates nothing.
+    unsafe {
+        command.pre_exec(
+            || match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            },
+        );
+    }
+    let child = command
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

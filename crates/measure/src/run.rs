@@ -157,6 +157,25 @@ pub fn measure(
 }
 
 /// Runs one simulation of `binary` and parses its output file `out`.
+/// Has the kernel kill the process `cmd` starts when the thread that started it ends (Linux
+/// `PR_SET_PDEATHSIG` = `SIGKILL`, kept across `exec`), so that a `sediment` stopped by
+/// `SIGTERM` or `SIGKILL` leaves no valgrind running behind it. (`Ctrl-C` reaches the whole
+/// process group anyway.) Every caller waits for its child on the thread that spawned it, which
+/// is what makes the thread's end the right moment.
+pub fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: the closure runs between fork and exec and only calls prctl, which is
+    // async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 fn run_one(
     valgrind: &OsString,
     binary: &Path,
@@ -187,6 +206,7 @@ fn run_one(
     // The canonical path: valgrind would search PATH for a bare name, and callgrind names the
     // object by its real path, which is what the `ob=` match below compares against.
     cmd.arg(canon).args(args);
+    die_with_parent(&mut cmd);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
