@@ -39,6 +39,11 @@
 //!   ties kept in address order. This is what `sediment link --linker lld` output gives
 //!   (it warns about such shared names), so a prediction is checked against a real relink.
 //!   Entries naming no function of the binary are one counted warning.
+//! - `--first-order FILE` (one binary only): writes the binary's functions in the order their
+//!   code first ran, an order file for `sediment order --algorithm bp --startup FILE`. The
+//!   capture notes each distinct executed range of the code when it first runs
+//!   (`Capture::first_executed`); each is moved back to its link-time address and looked up in
+//!   the symbol table, and a function is listed at its first range.
 //!
 //! Output is deterministic: every number is a simulation count; wall time is not printed.
 
@@ -79,6 +84,10 @@ pub struct Args {
     /// an extra column; repeatable; needs exactly one binary.
     #[arg(long = "order")]
     pub orders: Vec<PathBuf>,
+    /// Write the binary's functions in the order they first ran (an order file, the first-
+    /// execution order `sediment order --algorithm bp --startup` takes); one binary only.
+    #[arg(long, value_name = "ORDER")]
+    pub first_order: Option<PathBuf>,
     /// Alignment in bytes of each function placed by `--order`.
     #[arg(long, default_value_t = 16)]
     pub align: u64,
@@ -140,6 +149,8 @@ pub struct Plan {
     pub shifts: Vec<u64>,
     /// Proposed orders: (column label, order).
     pub orders: Vec<(String, sediment_profile::FunctionOrder)>,
+    /// Also collect the first-execution order of the binary's functions.
+    pub first_order: bool,
     /// Alignment of functions placed by an order.
     pub align: u64,
 }
@@ -150,6 +161,7 @@ impl Plan {
         Self {
             shifts: vec![0],
             orders: Vec::new(),
+            first_order: false,
             align: 16,
         }
     }
@@ -200,6 +212,9 @@ pub struct SimMetrics {
     pub lines: Footprint,
     /// FNV-1a 64 of the program's standard output.
     pub stdout_fnv1a: String,
+    /// With [`Plan::first_order`], for the as-linked layout at shift 0: the binary's functions
+    /// in the order they first ran; empty otherwise.
+    pub first_executed: Vec<sediment_profile::FuncKey>,
 }
 
 /// Runs `sediment sim`.
@@ -228,7 +243,34 @@ pub fn run(args: Args) -> Result<()> {
             plan.orders.push((label, order));
         }
     }
+    if args.first_order.is_some() {
+        if args.binaries.len() != 1 {
+            bail!(
+                "--first-order records one binary's first-execution order; give exactly one binary"
+            );
+        }
+        plan.first_order = true;
+    }
     let results = simulate_all(&args.binaries, &args.args, &args.valgrind, jobs, &plan)?;
+    if let Some(path) = &args.first_order {
+        let first = results
+            .first()
+            .and_then(|l| l.first())
+            .and_then(|s| s.first())
+            .map(|m| m.first_executed.clone())
+            .unwrap_or_default();
+        let mut order = sediment_profile::FunctionOrder {
+            functions: first,
+            ..Default::default()
+        };
+        order
+            .meta
+            .insert("binary".into(), args.binaries[0].display().to_string());
+        order
+            .meta
+            .insert("source".into(), "lackey first execution".into());
+        crate::fsio::write_atomic(path, order.to_text().as_bytes())?;
+    }
     let mut columns: Vec<(String, Vec<SimMetrics>)> = Vec::new();
     for (label, layouts) in super::compare::labels(&args.binaries)
         .into_iter()
@@ -420,6 +462,7 @@ pub fn simulate(
                 pages: profile.footprint(4096)?,
                 lines: profile.footprint(64)?,
                 stdout_fnv1a: stdout.clone(),
+                first_executed: Vec::new(),
             })
         };
     let mut out: Layouts = Vec::with_capacity(1 + relayouts.len());
@@ -435,7 +478,38 @@ pub fn simulate(
         }
         out.push(per_shift);
     }
+    if plan.first_order {
+        if let Some(linked) = out.first_mut().and_then(|l| l.first_mut()) {
+            linked.first_executed = first_functions(&elf, &exec_segments, &capture);
+        }
+    }
     Ok(out)
+}
+
+/// The binary's functions in the order their code first ran: each first-executed range of the
+/// trace, moved back to link-time addresses (minus the load bias), looked up in the symbol
+/// table; a function is listed at its first range. Ranges outside any function symbol (PLT
+/// stubs) are skipped.
+fn first_functions(
+    elf: &sediment_elf::Binary,
+    segments: &[sediment_elf::Segment],
+    capture: &Capture,
+) -> Vec<sediment_profile::FuncKey> {
+    let Some((run_start, _)) = capture.text() else {
+        return Vec::new();
+    };
+    let link_start = segments.iter().map(|g| g.vaddr).min().unwrap_or(0);
+    let bias = run_start.wrapping_sub(link_start);
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for &addr in capture.first_executed() {
+        if let Some(f) = elf.function_at(addr.wrapping_sub(bias)) {
+            if seen.insert(&f.key) {
+                out.push(f.key.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Arrays of one layout, one per entry of [`ARRAYS`].

@@ -361,3 +361,92 @@ fn demo_sim_ranks_layouts_like_cachegrind_and_predicts_relinks() {
     );
     assert_eq!(shifted.matches("I1 misses 32K/8-way").count(), 1, "{text}");
 }
+
+// `sim --first-order` writes the functions in the order they first ran (the startup order
+// `order --algorithm bp --startup` takes): main calls a1, b2, c3 in that order although they
+// are defined the other way round.
+#[test]
+fn first_order_lists_functions_as_they_first_ran() {
+    assert!(have_tool("gcc") && have_tool("valgrind"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("fo.c"),
+        r#"#include <stdio.h>
+__attribute__((noinline)) int c3(int x) { return x * 3; }
+__attribute__((noinline)) int b2(int x) { return x + 2; }
+__attribute__((noinline)) int a1(int x) { return x - 1; }
+int main(int argc, char **argv) {
+    (void)argv;
+    int s = a1(argc);
+    s = b2(s);
+    s = c3(s);
+    printf("%d\n", s);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let ok = std::process::Command::new("gcc")
+        .current_dir(dir.path())
+        .args(["-O1", "-o", "fo", "fo.c"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = sediment(dir.path(), &["sim", "--first-order", "fo.order", "./fo"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let order = sediment_profile::FunctionOrder::from_text(
+        &std::fs::read_to_string(dir.path().join("fo.order")).unwrap(),
+    )
+    .unwrap();
+    let pos = |n: &str| {
+        order
+            .functions
+            .iter()
+            .position(|k| k.name == n)
+            .unwrap_or_else(|| panic!("{n} not in the first-execution order"))
+    };
+    assert!(pos("_start") < pos("main"));
+    assert!(pos("main") < pos("a1") && pos("a1") < pos("b2") && pos("b2") < pos("c3"));
+
+    // It feeds `bp` directly.
+    let rec = sediment(
+        dir.path(),
+        &[
+            "record",
+            "--via",
+            "callgrind",
+            "-o",
+            "fo.sprof",
+            "--",
+            "./fo",
+        ],
+    );
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let bp = sediment(
+        dir.path(),
+        &[
+            "order",
+            "-p",
+            "fo.sprof",
+            "--algorithm",
+            "bp",
+            "--startup",
+            "fo.order",
+            "-o",
+            "bp.order",
+        ],
+    );
+    assert!(
+        bp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bp.stderr)
+    );
+}

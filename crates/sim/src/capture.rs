@@ -192,6 +192,8 @@ pub struct Capture {
     fetches: u64,
     /// Execution count per distinct clipped range inside `text`.
     ranges: HashMap<(u64, u64), u64>,
+    /// Start of each distinct range of `ranges`, in the order it first executed.
+    first_seen: Vec<u64>,
     messages: Vec<String>,
     /// Lines read so far over all calls to [`Capture::replay`].
     line: u64,
@@ -211,6 +213,7 @@ impl Capture {
             text_instructions: 0,
             fetches: 0,
             ranges: HashMap::new(),
+            first_seen: Vec::new(),
             messages: Vec::new(),
             line: 0,
             buf: Vec::with_capacity(64),
@@ -228,6 +231,11 @@ impl Capture {
         }
         self.text = Some((start, end));
         Ok(())
+    }
+
+    /// The main object's code range `[start, end)`, once [`Capture::set_text`] set it.
+    pub fn text(&self) -> Option<(u64, u64)> {
+        self.text
     }
 
     /// The arrays, in the order given to [`Capture::new`].
@@ -273,6 +281,13 @@ impl Capture {
         }
         // As in `exec_profile`, the result does not depend on the map's iteration order.
         ExecProfile::new(&records)
+    }
+
+    /// Run-time start addresses of the distinct executed ranges of the text, in the order they
+    /// first executed: the program's first-execution order, which a startup layout (`bp`)
+    /// needs and which no counting profile keeps. As bounded as the footprint map itself.
+    pub fn first_executed(&self) -> &[u64] {
+        &self.first_seen
     }
 
     /// Instructions executed by the whole process.
@@ -395,7 +410,11 @@ impl Capture {
             }
             return;
         };
-        *self.ranges.entry((s, e - s)).or_insert(0) += 1;
+        let count = self.ranges.entry((s, e - s)).or_insert(0);
+        if *count == 0 {
+            self.first_seen.push(s);
+        }
+        *count += 1;
         for v in &mut self.views {
             let arrays = &mut v.arrays;
             let mut feed = |a: u64, b: u64| {
@@ -516,6 +535,17 @@ mod tests {
     }
 
     // A range crossing the text end is clipped; ranges outside do not count.
+    // Ranges are listed once, when they first run, and only inside the text.
+    #[test]
+    fn first_executed_in_time_order() {
+        let t = "I  00001040,4\nI  00005000,2\nI  00001000,3\nI  00001040,4\nI  00001100,2\n";
+        let mut c = cap();
+        c.set_text(0x1000, 0x2000).unwrap();
+        c.replay(t.as_bytes()).unwrap();
+        c.finish();
+        assert_eq!(c.first_executed(), [0x1040, 0x1000, 0x1100]);
+    }
+
     #[test]
     fn footprint_only_inside_text() {
         let t = "I  00000ffe,4\nI  00005000,2\n";
