@@ -57,6 +57,15 @@ pub struct Args {
     /// Print every algorithm's predicted metrics for this profile as a table on stdout.
     #[arg(long)]
     pub compare: bool,
+    /// With `--compare`: also replay every algorithm's order through Sediment's simulator on one
+    /// valgrind lackey run of this binary (the one the profile was recorded on, built with
+    /// `-ffunction-sections`), with the workload's arguments after `--`: predicted iTLB and I1
+    /// misses and pages/lines, with no relink (`sediment sim --order`).
+    #[arg(long, value_name = "BIN", requires = "compare")]
+    pub simulate: Option<PathBuf>,
+    /// The workload's arguments for `--simulate` (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<std::ffi::OsString>,
     /// Where to write the order file (optional with `--compare`).
     #[arg(
         short = 'o',
@@ -96,6 +105,10 @@ pub fn run(args: Args) -> Result<()> {
         let table = compare_table(&graph, args.algorithm)
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
         write_stdout(table.as_bytes())?;
+        if let Some(binary) = &args.simulate {
+            let table = simulate_table(&profile, &graph, binary, &args.args)?;
+            write_stdout(table.as_bytes())?;
+        }
     }
     if let Some(output) = &args.output {
         let mut order = order_graph(&profile, &graph, args.algorithm)
@@ -123,6 +136,32 @@ fn fill(order: FunctionOrder, path: &std::path::Path, args: &Args) -> Result<Fun
         path.display()
     );
     Ok(filled)
+}
+
+/// Every algorithm's order replayed by the simulator on one lackey run of `binary`: the table
+/// of `sediment sim --order`, one column per algorithm after the binary as linked.
+fn simulate_table(
+    profile: &sediment_profile::Profile,
+    graph: &CallGraph,
+    binary: &std::path::Path,
+    workload: &[std::ffi::OsString],
+) -> Result<String> {
+    let mut plan = crate::cmd::sim::Plan::as_linked();
+    for name in Algorithm::NAMES {
+        let order = order_graph(profile, graph, Algorithm::from_name(name)?)?;
+        plan.orders.push((name.to_string(), order));
+    }
+    let layouts = crate::cmd::sim::simulate(binary, workload, &"valgrind".into(), &plan)?;
+    let mut columns = Vec::with_capacity(layouts.len());
+    let labels = std::iter::once("as linked").chain(Algorithm::NAMES.iter().copied());
+    for (label, per_shift) in labels.zip(layouts) {
+        columns.push((label.to_string(), per_shift));
+    }
+    Ok(format!(
+        "\nsimulated on {} (one lackey run, no relink; ratios to the binary as linked):\n{}",
+        binary.display(),
+        crate::cmd::sim::format_table(&columns, None)
+    ))
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is a normal end.

@@ -449,4 +449,36 @@ int main(int argc, char **argv) {
         "{}",
         String::from_utf8_lossy(&bp.stderr)
     );
+
+    // `order --compare --simulate` replays every algorithm's order on one lackey run.
+    let cmp = sediment(
+        dir.path(),
+        &["order", "-p", "fo.sprof", "--compare", "--simulate", "./fo"],
+    );
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let text = String::from_utf8(cmp.stdout).unwrap();
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("metric "))
+        .expect("a simulated table");
+    for name in sediment_order::Algorithm::NAMES {
+        assert!(
+            header.contains(&format!(" {name} ")),
+            "{name} column: {header}"
+        );
+    }
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("instructions  "))
+        .expect("instructions row");
+    let counts: Vec<&str> = row.split_whitespace().skip(1).take(8).collect();
+    assert_eq!(counts.len(), 8, "{row}");
+    assert!(
+        counts.windows(2).all(|w| w[0] == w[1]),
+        "every layout runs the same instructions: {row}"
+    );
 }
