@@ -4,7 +4,7 @@
 //! number is derived from the recorded profile and the second build's symbol table, with the
 //! fate of each function known from how the program was written.
 
-use crate::common::{have_tool, sediment};
+use crate::common::{have_tool, record_callgrind, sediment};
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
 use std::collections::BTreeSet;
@@ -184,24 +184,7 @@ fn matches_a_callgrind_profile_to_the_next_build() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let (_, v2) = builds(dir);
-    let rec = sediment(
-        dir,
-        &[
-            "record",
-            "--via",
-            "callgrind",
-            "-o",
-            "v1.sprof",
-            "--",
-            "./v1",
-        ],
-    );
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
-    let v1p = Profile::from_text(&std::fs::read_to_string(dir.join("v1.sprof")).unwrap()).unwrap();
+    let v1p = record_callgrind(dir, "v1.sprof", "./v1");
 
     // The fate of each profile function, from the -DV2 changes in SOURCE.
     let v2_keys: Vec<FuncKey> = v2.functions.iter().map(|s| s.key.clone()).collect();
@@ -433,24 +416,7 @@ fn same_named_statics_match_by_source_file() {
             "v2 lacks helper ({f})"
         );
     }
-    let rec = sediment(
-        dir,
-        &[
-            "record",
-            "--via",
-            "callgrind",
-            "-o",
-            "v1.sprof",
-            "--",
-            "./v1",
-        ],
-    );
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
-    let v1p = Profile::from_text(&std::fs::read_to_string(dir.join("v1.sprof")).unwrap()).unwrap();
+    let v1p = record_callgrind(dir, "v1.sprof", "./v1");
     let calls_to = |p: &Profile, caller: &str, f: &str| {
         let (a, b) = (p.find(&g(caller)).unwrap(), p.find(&helper(f)).unwrap());
         p.edges

@@ -75,16 +75,7 @@ pub fn fill_layout(
     if u32::try_from(nodes).is_err() {
         return Err(Error::TooManyNodes(nodes));
     }
-    for (index, e) in edges.iter().enumerate() {
-        if e.src as usize >= nodes || e.dst as usize >= nodes {
-            return Err(Error::EdgeOutOfRange {
-                index,
-                src: e.src,
-                dst: e.dst,
-                nodes,
-            });
-        }
-    }
+    crate::check_edges(nodes, edges)?;
     let mut done = vec![false; nodes];
     for &v in placed {
         let slot = done

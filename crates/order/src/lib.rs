@@ -142,6 +142,12 @@ pub(crate) fn check_graph(
     if n >= NONE as usize {
         return Err(Error::TooManyNodes(n));
     }
+    check_edges(n, edges)?;
+    Ok(n)
+}
+
+/// Checks that every edge joins two of the nodes `0..n`.
+pub(crate) fn check_edges(n: usize, edges: &[EdgeCount]) -> Result<(), Error> {
     for (index, e) in edges.iter().enumerate() {
         if e.src as usize >= n || e.dst as usize >= n {
             return Err(Error::EdgeOutOfRange {
@@ -152,7 +158,7 @@ pub(crate) fn check_graph(
             });
         }
     }
-    Ok(n)
+    Ok(())
 }
 
 /// Which nodes carry information: a positive count, or an edge with a positive count.
