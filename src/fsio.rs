@@ -69,6 +69,27 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes a profile atomically and says so on stderr with its counts (and, for a profile merged
+/// from several recordings, how many).
+pub fn write_profile(path: &Path, p: &sediment_profile::Profile) -> Result<()> {
+    write_atomic(path, p.to_text().as_bytes())?;
+    let recordings = p
+        .meta
+        .extra
+        .get(crate::cmd::record::RECORDINGS)
+        .map_or(String::new(), |n| format!(", {n} recordings"));
+    eprintln!(
+        "sediment: wrote {} ({}: {} {}, {} functions, {} calls{recordings})",
+        path.display(),
+        p.meta.binary,
+        p.meta.total,
+        p.meta.event.as_deref().unwrap_or("weight"),
+        p.functions.len(),
+        p.edges.len()
+    );
+    Ok(())
+}
+
 /// Reads and parses a Sediment profile; errors name the file.
 pub fn read_profile(path: &Path) -> Result<sediment_profile::Profile> {
     let text = read_text(path)?;

@@ -406,16 +406,7 @@ pub fn write_profiles(out: &Path, imported: Imported) -> Result<()> {
     });
     files.insert(0, (out.to_path_buf(), main_profile));
     for (path, p) in &files {
-        fsio::write_atomic(path, p.to_text().as_bytes())?;
-        eprintln!(
-            "sediment: wrote {} ({}: {} {}, {} functions, {} calls)",
-            path.display(),
-            p.meta.binary,
-            p.meta.total,
-            p.meta.event.as_deref().unwrap_or("weight"),
-            p.functions.len(),
-            p.edges.len()
-        );
+        fsio::write_profile(path, p)?;
     }
     Ok(())
 }

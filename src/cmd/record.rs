@@ -267,17 +267,7 @@ fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
         files.insert(path, profile);
     }
     for (path, p) in &files {
-        fsio::write_atomic(path, p.to_text().as_bytes())?;
-        eprintln!(
-            "sediment: wrote {} ({}: {} {}, {} functions, {} calls, {} recordings)",
-            path.display(),
-            p.meta.binary,
-            p.meta.total,
-            p.meta.event.as_deref().unwrap_or("weight"),
-            p.functions.len(),
-            p.edges.len(),
-            p.meta.extra.get(RECORDINGS).map_or("1", String::as_str)
-        );
+        fsio::write_profile(path, p)?;
     }
     Ok(())
 }
