@@ -174,6 +174,17 @@ fn run_plan(args: PlanArgs) -> Result<()> {
              bytes moved out); skipped: {} ambiguous names, {} unsafe names, {} unnamed",
             s.listed, s.mapped, s.split, s.ambiguous, s.unsafe_names, s.unnamed
         );
+        if let Some(t) = s.very_hot_min {
+            let (parts, bytes) = plan
+                .functions
+                .iter()
+                .flat_map(|f| &f.clusters)
+                .filter(|c| c.tier == 0)
+                .fold((0, 0), |(n, b), c| (n + 1, b + c.bytes));
+            eprintln!(
+                "sediment: very hot: blocks run at least {t} times, {parts} parts, {bytes} bytes"
+            );
+        }
     }
     Ok(())
 }
@@ -222,6 +233,15 @@ fn run_check(args: CheckArgs) -> Result<()> {
             report.hot_end
         );
     }
+    // With a cluster list every part checked is in the user's objects, so lld must have
+    // placed them all in the order's sequence (very hot parts, warm parts, cold parts).
+    if listed.is_some() && report.inversions > 0 {
+        bail!(
+            "{bin_path}: {} parts are not in the order's sequence (was it linked with the plan's \
+             order?)",
+            report.inversions
+        );
+    }
     println!("ok: every hot part lies before every cold part");
     Ok(())
 }
@@ -248,6 +268,10 @@ struct CheckReport {
     cold_listed: usize,
     cold_found: usize,
     cold_start: u64,
+    /// Parts found at a lower address than the part before them in the order.
+    inversions: usize,
+    /// Address of the last part found (for `inversions`).
+    last: u64,
 }
 
 fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binary) -> CheckReport {
@@ -277,6 +301,10 @@ fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binar
             .filter(|s| s.key.name == key.name && (key.file.is_none() || s.key.file == key.file))
             .collect();
         let [s] = found.as_slice() else { continue };
+        if s.address < r.last {
+            r.inversions += 1;
+        }
+        r.last = s.address;
         if cold {
             r.cold_found += 1;
             r.cold_start = r.cold_start.min(s.address);

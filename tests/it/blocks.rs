@@ -282,6 +282,112 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     );
 }
 
+// Two clusters per function (`--hot-coverage`): `run`'s loop runs 20000 times but its entry
+// once, so the loop becomes `run.__part.1` in its own `.text.hot.run` section and is placed
+// with `step` (also run 20000 times) before the warm parts (`main`, `run`'s entry), which come
+// before every cold part. Checked on the linked binary with the ELF reader.
+#[test]
+fn clang_flow_places_very_hot_parts_first() {
+    if !have_tool("clang-16") || !have_tool("valgrind") || !have_tool("ld.lld") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("app.c"), APP_C).unwrap();
+    let cc = |args: &[&str]| {
+        let mut a = vec!["-O2", "-ffunction-sections"];
+        a.extend_from_slice(args);
+        sh(dir, "clang-16", &a);
+    };
+    cc(&[
+        "-fbasic-block-sections=labels",
+        "app.c",
+        "-fuse-ld=lld",
+        "-o",
+        "app1",
+    ]);
+    let expected = sh(dir, "./app1", &["20000"]);
+    callgrind(dir, "./app1", "cg.out");
+    let plan = ["blocks", "plan", "--binary", "app1", "-p", "cg.out"];
+    ok(
+        dir,
+        &[&plan[..], &["--hot-coverage", "0.9", "-o", "plan"]].concat(),
+    );
+    let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
+    let run = list.split("!run\n").nth(1).unwrap();
+    let run_clusters = run.lines().take_while(|l| l.starts_with("!!")).count();
+    assert_eq!(run_clusters, 2, "{list}");
+    let order = std::fs::read_to_string(dir.join("plan/order.txt")).unwrap();
+    let at = |name: &str| {
+        order
+            .lines()
+            .position(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not in\n{order}"))
+    };
+    assert!(
+        at("run.__part.1") < at("main") && at("step") < at("run"),
+        "{order}"
+    );
+
+    cc(&[
+        "-fbasic-block-sections=list=plan/bb-list.txt",
+        "-c",
+        "app.c",
+        "-o",
+        "app2.o",
+    ]);
+    let obj = std::fs::read(dir.join("app2.o")).unwrap();
+    let file = object::File::parse(&*obj).unwrap();
+    let part = file
+        .symbols()
+        .find(|s| s.name() == Ok("run.__part.1"))
+        .expect("no run.__part.1 in app2.o");
+    let section = file
+        .section_by_index(part.section_index().unwrap())
+        .unwrap();
+    assert_eq!(section.name(), Ok(".text.hot.run"));
+    ok(
+        dir,
+        &[
+            "link",
+            "--linker",
+            "lld",
+            "--order",
+            "plan/order.txt",
+            "-o",
+            "app.symorder",
+            "app2.o",
+        ],
+    );
+    let flags = ok(dir, &["link-flags", "--linker", "lld", "app.symorder"]);
+    let mut args = vec!["-fuse-ld=lld", "app2.o", "-o", "app2"];
+    args.extend(flags.split_whitespace());
+    sh(dir, "clang-16", &args);
+    assert_eq!(sh(dir, "./app2", &["20000"]), expected);
+
+    let syms = symbols(&dir.join("app2"));
+    let last = |names: &[&str]| names.iter().map(|n| address(&syms, n)).max().unwrap();
+    let first = |names: &[&str]| names.iter().map(|n| address(&syms, n)).min().unwrap();
+    assert!(
+        last(&["step", "run.__part.1"]) < first(&["main", "run"]),
+        "{syms:?}"
+    );
+    assert!(
+        last(&["main", "run"]) < first(&["run.cold", "step.cold"]),
+        "{syms:?}"
+    );
+    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app2"]);
+    assert!(report.contains("ok: every hot part"), "{report}");
+    // The same objects linked without the order: the check fails.
+    sh(dir, "clang-16", &["-fuse-ld=lld", "app2.o", "-o", "app3"]);
+    let out = sediment(dir, &["blocks", "check", "--plan", "plan", "app3"]);
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 // The GCC route: profile-driven -freorder-blocks-and-partition splits `name.cold` into
 // `.text.unlikely.*`; the plan (no block map) orders the hot functions and leaves every
 // `.cold` part after them.

@@ -8,15 +8,28 @@
 //! often each block ran; this crate turns both into
 //!
 //! 1. a **cluster list** for `-fbasic-block-sections=list=FILE` ([`list_file`]): for every
-//!    function that ran, `!name` and one `!!` line with the ids of its hot blocks, entry block
-//!    first. Clang keeps the listed blocks in the function's own section (`.text.hot.name`,
-//!    symbol `name`) in the listed order and moves every unlisted block to `.text.split.name`
-//!    (symbol `name.cold`);
+//!    function that ran, `!name` and one `!!` line per cluster, the entry block's first (entry
+//!    block first in it). Clang keeps the first cluster in the function's own section
+//!    (`.text.hot.name`, symbol `name`), gives every further cluster `k` a section of its own
+//!    (also named `.text.hot.name`, symbol `name.__part.k`, [`part_name`]) and moves every
+//!    unlisted block to `.text.split.name` (symbol `name.cold`);
 //! 2. a **function order** (a Sediment order file, for `sediment link`): the hot parts in the
 //!    order of a function-level algorithm (C3 by default) run on the profile with each split
 //!    function's size replaced by its hot bytes, then the `.cold` parts in the same order, so
 //!    all hot code comes before any cold part. Functions that never ran are not listed: the
 //!    linker leaves them after the listed ones.
+//!
+//! Two hot tiers ([`Params::hot_coverage`]). One hot cluster per function keeps every block
+//! that ran once between the loops that run a million times, so the lines holding 99% of the
+//! executed code stay many. With a share `s`, [`hot_threshold`] finds the count `t` above which
+//! the blocks hold `s` of the training's executed code bytes (count x size, densest first: the
+//! greedy that minimizes lines for a coverage), and each function gets up to two clusters:
+//! its *very hot* blocks (count >= `t`) and its *warm* ones. The entry block's cluster comes
+//! first (it keeps the symbol); a function whose loop is very hot but whose entry runs rarely
+//! gets the loop as `name.__part.1`. The order is then every very hot part (C3 with each
+//! function's size replaced by its very hot bytes), every warm part (C3 again, warm bytes),
+//! every cold part. Each extra cluster costs a jump in and a jump out, which is why there are
+//! two tiers and not one cluster per block.
 //!
 //! Block counts. With callgrind `--dump-instr=yes` every executed instruction has its own count;
 //! a block's count is the count of its first instruction (a block is entered only at its top).
@@ -46,11 +59,10 @@
 //! Determinism: the map is walked in address order, ExtTSP and C3 break ties by node index, and
 //! no hash-map iteration reaches the output. Design constraint: no I/O; the caller reads files.
 //!
-//! Turned down: splitting blocks into several hot clusters per function (`!!` lines after the
-//! first become `name.__part.N` sections the linker could interleave with other functions). It
-//! helps call-heavy code further, but each extra section costs a jump and its name would have to
-//! be predicted for the order file; one hot cluster per function is what BOLT's
-//! `--split-functions` does too.
+//! Turned down: a global ExtTSP over the blocks of all functions (Propeller's whole-program
+//! layout). It would need a cluster per chain, so many more sections and jumps, and the call
+//! edges at block level, which the function-level profile does not give; the two tiers get most
+//! of the density on SQLite (docs/blocks.md).
 
 use sediment_elf::{BbFunction, Binary};
 use sediment_link::safe::is_safe_symbol;
@@ -142,6 +154,8 @@ pub struct Stats {
     pub unsafe_names: usize,
     /// Map entries with no function symbol at their address.
     pub unnamed: usize,
+    /// The very hot threshold ([`hot_threshold`]) when [`Params::hot_coverage`] is set.
+    pub very_hot_min: Option<u64>,
 }
 
 /// The result of [`plan`].
@@ -217,6 +231,7 @@ pub fn plan(
             .collect();
         hot_threshold(&weights, params.hot_coverage)
     });
+    stats.very_hot_min = very_hot;
     let mut functions = Vec::new();
     for (f, symbol, counts) in candidates {
         let tiers: Vec<Option<u8>> = counts
