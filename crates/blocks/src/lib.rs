@@ -272,7 +272,7 @@ pub fn plan(
 /// of the executed code. Ties do not matter: the result is a count, not a set. 0 for no weight.
 pub fn hot_threshold(weights: &[(u64, u64)], coverage: u32) -> u64 {
     let mut w: Vec<(u64, u64)> = weights.to_vec();
-    w.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    w.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
     let total: u128 = w.iter().map(|&(c, s)| u128::from(c) * u128::from(s)).sum();
     let want = total * u128::from(coverage.min(10_000)) / 10_000;
     let mut sum = 0u128;
