@@ -98,8 +98,9 @@ pub struct Params {
     /// function gets up to two listed clusters, the very hot blocks and the warm ones, and the
     /// order places every very hot part, then every warm part, then every cold part. Tuned on
     /// SQLite speedtest1 (docs/blocks.md): 9900 and 9990 gave the fewest 64-byte lines for 99%
-    /// of the executed code (665 and 668 against 726 with one cluster), 9999 fewer very hot
-    /// bytes' worth of gain than its extra jumps cost (690); `bench/run` uses 9990.
+    /// of the executed code (665 and 668 against 726 with one cluster); 9999 makes 111 KB of
+    /// blocks very hot, with more jumps between the parts, and was worse (690); `bench/run`
+    /// uses 9990.
     pub hot_coverage: u32,
 }
 
