@@ -59,3 +59,17 @@ pub enum Error {
         path: String,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    // Clang's split parts are recognised; other dotted names (GCC clones) are not parts.
+    #[test]
+    fn split_part_names() {
+        for name in ["f.cold", "f.__part.1", "g.x.__part.12"] {
+            assert!(super::is_split_part(name), "{name}");
+        }
+        for name in [".cold", ".__part.1", "f.__part.", "f.__part.x", "f.part.0", "f"] {
+            assert!(!super::is_split_part(name), "{name}");
+        }
+    }
+}
