@@ -68,7 +68,14 @@ mod tests {
         for name in ["f.cold", "f.__part.1", "g.x.__part.12"] {
             assert!(super::is_split_part(name), "{name}");
         }
-        for name in [".cold", ".__part.1", "f.__part.", "f.__part.x", "f.part.0", "f"] {
+        for name in [
+            ".cold",
+            ".__part.1",
+            "f.__part.",
+            "f.__part.x",
+            "f.part.0",
+            "f",
+        ] {
             assert!(!super::is_split_part(name), "{name}");
         }
     }
