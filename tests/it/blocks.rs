@@ -314,6 +314,20 @@ fn clang_flow_places_very_hot_parts_first() {
         dir,
         &[&plan[..], &["--hot-coverage", "0.9", "-o", "plan"]].concat(),
     );
+    // Same inputs, byte-identical outputs; a share outside 0..=1 is a one-line error.
+    ok(
+        dir,
+        &[&plan[..], &["--hot-coverage", "0.9", "-o", "again"]].concat(),
+    );
+    for f in ["bb-list.txt", "order.txt"] {
+        let read = |d: &str| std::fs::read(dir.join(d).join(f)).unwrap();
+        assert_eq!(read("plan"), read("again"), "{f}");
+    }
+    let bad = sediment(
+        dir,
+        &[&plan[..], &["--hot-coverage", "2", "-o", "bad"]].concat(),
+    );
+    assert!(!bad.status.success() && !dir.join("bad").exists());
     let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
     let run = list.split("!run\n").nth(1).unwrap();
     let run_clusters = run.lines().take_while(|l| l.starts_with("!!")).count();
