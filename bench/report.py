@@ -38,6 +38,10 @@ STEP_NOTES = ("`record` is the callgrind training run that every Sediment varian
               "`link-default-lld`: the difference is lld's C3); `bolt-instrument` is "
               "`llvm-bolt -instrument`, `bolt-train` the instrumented training run, "
               "`bolt-functions` and `bolt-full` the two optimizing `llvm-bolt` runs; "
+              "`clang-X` is the clang-16 compile of sqlite3.c for the block-level flow's build X "
+              "(default, labels, list; absent when cached), `blocks-record` its callgrind "
+              "training run with jumps on the labels build, `blocks-plan` is `sediment blocks "
+              "plan` and `link-blocks` its `sediment link`; "
               "`compare`, `compare-heldout` are the measurements, not tools.")
 
 
@@ -87,7 +91,13 @@ def tool_summary(steps, names):
     rows = []
     rec = steps.get("record")
     for v in names:
-        if v.startswith("sediment-"):
+        if v == "sediment-blocks" and "blocks-record" in steps and "blocks-plan" in steps:
+            # Its own profile (the clang labels build) and a second compile with the clusters.
+            parts = [steps[s] for s in ("blocks-plan", "clang-list", "link-blocks") if s in steps]
+            rows.append((v, "callgrind with jumps (labels build)", steps["blocks-record"],
+                         "`blocks plan` + list compile + `link`",
+                         (sum(p[0] for p in parts), max(p[1] for p in parts))))
+        elif v.startswith("sediment-"):
             a = v[len("sediment-"):]
             o, l = steps.get(f"order-{a}"), steps.get(f"link-{a}")
             if o and l:

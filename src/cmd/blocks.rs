@@ -16,7 +16,7 @@
 use crate::cmd::import::import_callgrind;
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
-use sediment_blocks::{list_file, plan, Params, COLD_SUFFIX};
+use sediment_blocks::{list_file, part_parent, plan, Params, COLD_SUFFIX};
 use sediment_elf::{read_bb_addr_map, Binary};
 use sediment_import::callgrind;
 use sediment_order::Algorithm;
@@ -52,6 +52,11 @@ struct PlanArgs {
     /// Executions at which a block counts as hot.
     #[arg(long, value_name = "N", default_value_t = 1)]
     min_count: u64,
+    /// Split the hot blocks in two clusters per function: the very hot ones, holding this
+    /// share (0 to 1) of the training's executed code bytes, placed before every warm part
+    /// (`name.__part.1` symbols). 0: one hot cluster per function.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_share)]
+    hot_coverage: f64,
     /// Function-level algorithm ordering the hot parts (as in `sediment order`).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
     algorithm: Algorithm,
@@ -68,6 +73,13 @@ struct CheckArgs {
     plan: PathBuf,
     /// The split build.
     binary: PathBuf,
+}
+
+fn parse_share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{text}' is not a share between 0 and 1")),
+    }
 }
 
 fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
@@ -128,6 +140,8 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let params = Params {
         min_count: args.min_count,
         algorithm: args.algorithm,
+        // In 1/10000: a share read as 0.995 is 9950.
+        hot_coverage: (args.hot_coverage * 10_000.0).round() as u32,
     };
     let plan = plan(&binary, &map, &executed, &jumps, profile, &params)
         .with_context(|| format!("{bin_path}: cannot plan"))?;
@@ -160,6 +174,17 @@ fn run_plan(args: PlanArgs) -> Result<()> {
              bytes moved out); skipped: {} ambiguous names, {} unsafe names, {} unnamed",
             s.listed, s.mapped, s.split, s.ambiguous, s.unsafe_names, s.unnamed
         );
+        if let Some(t) = s.very_hot_min {
+            let (parts, bytes) = plan
+                .functions
+                .iter()
+                .flat_map(|f| &f.clusters)
+                .filter(|c| c.tier == 0)
+                .fold((0, 0), |(n, b), c| (n + 1, b + c.bytes));
+            eprintln!(
+                "sediment: very hot: blocks run at least {t} times, {parts} parts, {bytes} bytes"
+            );
+        }
     }
     Ok(())
 }
@@ -208,6 +233,15 @@ fn run_check(args: CheckArgs) -> Result<()> {
             report.hot_end
         );
     }
+    // With a cluster list every part checked is in the user's objects, so lld must have
+    // placed them all in the order's sequence (very hot parts, warm parts, cold parts).
+    if listed.is_some() && report.inversions > 0 {
+        bail!(
+            "{bin_path}: {} parts are not in the order's sequence (was it linked with the plan's \
+             order?)",
+            report.inversions
+        );
+    }
     println!("ok: every hot part lies before every cold part");
     Ok(())
 }
@@ -234,6 +268,10 @@ struct CheckReport {
     cold_listed: usize,
     cold_found: usize,
     cold_start: u64,
+    /// Parts found at a lower address than the part before them in the order.
+    inversions: usize,
+    /// Address of the last part found (for `inversions`).
+    last: u64,
 }
 
 fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binary) -> CheckReport {
@@ -245,7 +283,7 @@ fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binar
     for key in &order.functions {
         let cold = key.name.ends_with(COLD_SUFFIX);
         if !cold
-            && (listed.is_some_and(|l| !l.contains(&key.name))
+            && (listed.is_some_and(|l| !l.contains(part_parent(&key.name)))
                 || C_RUNTIME.contains(&key.name.as_str()))
         {
             continue;
@@ -263,6 +301,10 @@ fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binar
             .filter(|s| s.key.name == key.name && (key.file.is_none() || s.key.file == key.file))
             .collect();
         let [s] = found.as_slice() else { continue };
+        if s.address < r.last {
+            r.inversions += 1;
+        }
+        r.last = s.address;
         if cold {
             r.cold_found += 1;
             r.cold_start = r.cold_start.min(s.address);

@@ -74,6 +74,79 @@ fn callgrind(dir: &Path, binary: &str, out: &str) {
     );
 }
 
+/// A temporary directory holding `app.c` (APP_C), or `None` (the test is skipped) when
+/// clang-16, valgrind or lld is missing.
+fn clang_app() -> Option<tempfile::TempDir> {
+    if !have_tool("clang-16") || !have_tool("valgrind") || !have_tool("ld.lld") {
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("app.c"), APP_C).unwrap();
+    Some(tmp)
+}
+
+/// `CC -O2 -ffunction-sections ARGS` in `dir`.
+fn cc(dir: &Path, compiler: &str, args: &[&str]) {
+    let mut a = vec!["-O2", "-ffunction-sections"];
+    a.extend_from_slice(args);
+    sh(dir, compiler, &a);
+}
+
+/// Build 1 of the clang route: `app1`, with `-fbasic-block-sections=labels`, run once and
+/// profiled under callgrind into `cg.out`; returns its output.
+fn labels_trained(dir: &Path) -> String {
+    cc(
+        dir,
+        "clang-16",
+        &[
+            "-fbasic-block-sections=labels",
+            "-fuse-ld=lld",
+            "app.c",
+            "-o",
+            "app1",
+        ],
+    );
+    let expected = sh(dir, "./app1", &["20000"]);
+    callgrind(dir, "./app1", "cg.out");
+    expected
+}
+
+/// Build 2 of the clang route: `app2.o` with the plan's clusters; returns the section name of
+/// each named symbol, as (symbol, section).
+fn list_build(dir: &Path) -> Vec<(String, String)> {
+    let list = "-fbasic-block-sections=list=plan/bb-list.txt";
+    cc(dir, "clang-16", &[list, "-c", "app.c", "-o", "app2.o"]);
+    let obj = std::fs::read(dir.join("app2.o")).unwrap();
+    let file = object::File::parse(&*obj).unwrap();
+    file.symbols()
+        .filter_map(|s| {
+            let section = file.section_by_index(s.section_index()?).ok()?;
+            Some((s.name().ok()?.to_string(), section.name().ok()?.to_string()))
+        })
+        .collect()
+}
+
+/// The section of `symbol` in a [`list_build`] result.
+fn section_of<'a>(sections: &'a [(String, String)], symbol: &str) -> &'a str {
+    let found = sections.iter().find(|s| s.0 == symbol);
+    &found.unwrap_or_else(|| panic!("no {symbol} in app2.o")).1
+}
+
+/// `sediment link` of `plan/order.txt` for lld over `obj`, then `compiler` links `obj` into
+/// `out` with `sediment link-flags`; returns lld's ordering file.
+fn link_ordered(dir: &Path, compiler: &str, obj: &str, out: &str) -> String {
+    let order = ["--order", "plan/order.txt", "-o", "app.symorder", obj];
+    ok(
+        dir,
+        &[&["link", "--linker", "lld"][..], &order[..]].concat(),
+    );
+    let flags = ok(dir, &["link-flags", "--linker", "lld", "app.symorder"]);
+    let mut args = vec!["-fuse-ld=lld", obj, "-o", out];
+    args.extend(flags.split_whitespace());
+    cc(dir, compiler, &args);
+    std::fs::read_to_string(dir.join("app.symorder")).unwrap()
+}
+
 /// Address and name of every function symbol of a linked binary (including clang's NOTYPE
 /// `.cold` parts, as `sediment_elf::Binary` reads them).
 fn symbols(path: &Path) -> Vec<(u64, String)> {
@@ -165,28 +238,10 @@ fn bb_addr_map_matches_llvm_readobj() {
 // `.text.split.*` sections, and the linked binary has every hot part before every cold part.
 #[test]
 fn clang_flow_puts_cold_parts_after_hot_code() {
-    if !have_tool("clang-16") || !have_tool("valgrind") || !have_tool("ld.lld") {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(tmp) = clang_app() else { return };
     let dir = tmp.path();
-    std::fs::write(dir.join("app.c"), APP_C).unwrap();
-    let cc = |args: &[&str]| {
-        let mut a = vec!["-O2", "-ffunction-sections"];
-        a.extend_from_slice(args);
-        sh(dir, "clang-16", &a);
-    };
     // Build 1: labels, profiled.
-    cc(&[
-        "-fbasic-block-sections=labels",
-        "-c",
-        "app.c",
-        "-o",
-        "app1.o",
-    ]);
-    cc(&["-fuse-ld=lld", "app1.o", "-o", "app1"]);
-    let expected = sh(dir, "./app1", &["20000"]);
-    callgrind(dir, "./app1", "cg.out");
+    let expected = labels_trained(dir);
     ok(
         dir,
         &[
@@ -214,50 +269,13 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     }
 
     // Build 2: the clusters, then the hot-then-cold order through `sediment link`.
-    cc(&[
-        "-fbasic-block-sections=list=plan/bb-list.txt",
-        "-c",
-        "app.c",
-        "-o",
-        "app2.o",
-    ]);
-    let obj = std::fs::read(dir.join("app2.o")).unwrap();
-    let file = object::File::parse(&*obj).unwrap();
-    let section_of = |name: &str| {
-        let s = file
-            .symbols()
-            .find(|s| s.name() == Ok(name))
-            .unwrap_or_else(|| panic!("no {name} in app2.o"));
-        let i = s.section_index().unwrap();
-        file.section_by_index(i)
-            .unwrap()
-            .name()
-            .unwrap()
-            .to_string()
-    };
-    assert_eq!(section_of("step"), ".text.hot.step");
-    assert_eq!(section_of("step.cold"), ".text.split.step");
-    assert_eq!(section_of("run.cold"), ".text.split.run");
+    let sections = list_build(dir);
+    assert_eq!(section_of(&sections, "step"), ".text.hot.step");
+    assert_eq!(section_of(&sections, "step.cold"), ".text.split.step");
+    assert_eq!(section_of(&sections, "run.cold"), ".text.split.run");
 
-    ok(
-        dir,
-        &[
-            "link",
-            "--linker",
-            "lld",
-            "--order",
-            "plan/order.txt",
-            "-o",
-            "app.symorder",
-            "app2.o",
-        ],
-    );
-    let symorder = std::fs::read_to_string(dir.join("app.symorder")).unwrap();
+    let symorder = link_ordered(dir, "clang-16", "app2.o", "app2");
     assert!(symorder.contains("step.cold\n"), "{symorder}");
-    let flags = ok(dir, &["link-flags", "--linker", "lld", "app.symorder"]);
-    let mut args = vec!["-fuse-ld=lld", "app2.o", "-o", "app2"];
-    args.extend(flags.split_whitespace());
-    sh(dir, "clang-16", &args);
     assert_eq!(sh(dir, "./app2", &["20000"]), expected);
 
     let syms = symbols(&dir.join("app2"));
@@ -282,6 +300,80 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     );
 }
 
+// Two clusters per function (`--hot-coverage`): `run`'s loop runs 20000 times but its entry
+// once, so the loop becomes `run.__part.1` in its own `.text.hot.run` section and is placed
+// with `step` (also run 20000 times) before the warm parts (`main`, `run`'s entry), which come
+// before every cold part. Checked on the linked binary with the ELF reader.
+#[test]
+fn clang_flow_places_very_hot_parts_first() {
+    let Some(tmp) = clang_app() else { return };
+    let dir = tmp.path();
+    let expected = labels_trained(dir);
+    let plan = ["blocks", "plan", "--binary", "app1", "-p", "cg.out"];
+    ok(
+        dir,
+        &[&plan[..], &["--hot-coverage", "0.9", "-o", "plan"]].concat(),
+    );
+    // Same inputs, byte-identical outputs; a share outside 0..=1 is a one-line error.
+    ok(
+        dir,
+        &[&plan[..], &["--hot-coverage", "0.9", "-o", "again"]].concat(),
+    );
+    for f in ["bb-list.txt", "order.txt"] {
+        let read = |d: &str| std::fs::read(dir.join(d).join(f)).unwrap();
+        assert_eq!(read("plan"), read("again"), "{f}");
+    }
+    let bad = sediment(
+        dir,
+        &[&plan[..], &["--hot-coverage", "2", "-o", "bad"]].concat(),
+    );
+    assert!(!bad.status.success() && !dir.join("bad").exists());
+    let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
+    let run = list.split("!run\n").nth(1).unwrap();
+    let run_clusters = run.lines().take_while(|l| l.starts_with("!!")).count();
+    assert_eq!(run_clusters, 2, "{list}");
+    let order = std::fs::read_to_string(dir.join("plan/order.txt")).unwrap();
+    let at = |name: &str| {
+        order
+            .lines()
+            .position(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not in\n{order}"))
+    };
+    assert!(
+        at("run.__part.1") < at("main") && at("step") < at("run"),
+        "{order}"
+    );
+
+    // The loop's cluster is a section of its own, named after the function like the first.
+    let sections = list_build(dir);
+    assert_eq!(section_of(&sections, "run.__part.1"), ".text.hot.run");
+    assert_eq!(section_of(&sections, "run"), ".text.hot.run");
+    link_ordered(dir, "clang-16", "app2.o", "app2");
+    assert_eq!(sh(dir, "./app2", &["20000"]), expected);
+
+    let syms = symbols(&dir.join("app2"));
+    let last = |names: &[&str]| names.iter().map(|n| address(&syms, n)).max().unwrap();
+    let first = |names: &[&str]| names.iter().map(|n| address(&syms, n)).min().unwrap();
+    assert!(
+        last(&["step", "run.__part.1"]) < first(&["main", "run"]),
+        "{syms:?}"
+    );
+    assert!(
+        last(&["main", "run"]) < first(&["run.cold", "step.cold"]),
+        "{syms:?}"
+    );
+    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app2"]);
+    assert!(report.contains("ok: every hot part"), "{report}");
+    // The same objects linked without the order: the check fails.
+    sh(dir, "clang-16", &["-fuse-ld=lld", "app2.o", "-o", "app3"]);
+    let out = sediment(dir, &["blocks", "check", "--plan", "plan", "app3"]);
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 // The GCC route: profile-driven -freorder-blocks-and-partition splits `name.cold` into
 // `.text.unlikely.*`; the plan (no block map) orders the hot functions and leaves every
 // `.cold` part after them.
@@ -293,11 +385,7 @@ fn gcc_flow_puts_cold_parts_last() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("app.c"), APP_C).unwrap();
-    let cc = |args: &[&str]| {
-        let mut a = vec!["-O2", "-ffunction-sections"];
-        a.extend_from_slice(args);
-        sh(dir, "gcc", &a);
-    };
+    let cc = |args: &[&str]| cc(dir, "gcc", args);
     cc(&["-fprofile-generate", "-c", "app.c", "-o", "app.o"]);
     cc(&["-fprofile-generate", "app.o", "-o", "gen"]);
     let expected = sh(dir, "./gen", &["20000"]);
@@ -324,23 +412,7 @@ fn gcc_flow_puts_cold_parts_last() {
         ],
     );
     assert!(!dir.join("plan/bb-list.txt").exists());
-    ok(
-        dir,
-        &[
-            "link",
-            "--linker",
-            "lld",
-            "--order",
-            "plan/order.txt",
-            "-o",
-            "app.symorder",
-            "app.o",
-        ],
-    );
-    let flags = ok(dir, &["link-flags", "--linker", "lld", "app.symorder"]);
-    let mut args = vec!["-fuse-ld=lld", "app.o", "-o", "app"];
-    args.extend(flags.split_whitespace());
-    cc(&args);
+    link_ordered(dir, "gcc", "app.o", "app");
     assert_eq!(sh(dir, "./app", &["20000"]), expected);
     let syms = symbols(&dir.join("app"));
     let hot_end = ["run", "step"]

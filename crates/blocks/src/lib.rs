@@ -8,15 +8,28 @@
 //! often each block ran; this crate turns both into
 //!
 //! 1. a **cluster list** for `-fbasic-block-sections=list=FILE` ([`list_file`]): for every
-//!    function that ran, `!name` and one `!!` line with the ids of its hot blocks, entry block
-//!    first. Clang keeps the listed blocks in the function's own section (`.text.hot.name`,
-//!    symbol `name`) in the listed order and moves every unlisted block to `.text.split.name`
-//!    (symbol `name.cold`);
+//!    function that ran, `!name` and one `!!` line per cluster, the entry block's first (entry
+//!    block first in it). Clang keeps the first cluster in the function's own section
+//!    (`.text.hot.name`, symbol `name`), gives every further cluster `k` a section of its own
+//!    (also named `.text.hot.name`, symbol `name.__part.k`, [`part_name`]) and moves every
+//!    unlisted block to `.text.split.name` (symbol `name.cold`);
 //! 2. a **function order** (a Sediment order file, for `sediment link`): the hot parts in the
 //!    order of a function-level algorithm (C3 by default) run on the profile with each split
 //!    function's size replaced by its hot bytes, then the `.cold` parts in the same order, so
 //!    all hot code comes before any cold part. Functions that never ran are not listed: the
 //!    linker leaves them after the listed ones.
+//!
+//! Two hot tiers ([`Params::hot_coverage`]). One hot cluster per function keeps every block
+//! that ran once between the loops that run a million times, so the lines holding 99% of the
+//! executed code stay many. With a share `s`, [`hot_threshold`] finds the count `t` above which
+//! the blocks hold `s` of the training's executed code bytes (count x size, densest first: the
+//! greedy that minimizes lines for a coverage), and each function gets up to two clusters:
+//! its *very hot* blocks (count >= `t`) and its *warm* ones. The entry block's cluster comes
+//! first (it keeps the symbol); a function whose loop is very hot but whose entry runs rarely
+//! gets the loop as `name.__part.1`. The order is then every very hot part (C3 with each
+//! function's size replaced by its very hot bytes), every warm part (C3 again, warm bytes),
+//! every cold part. Each extra cluster costs a jump in and a jump out, which is why there are
+//! two tiers and not one cluster per block.
 //!
 //! Block counts. With callgrind `--dump-instr=yes` every executed instruction has its own count;
 //! a block's count is the count of its first instruction (a block is entered only at its top).
@@ -46,11 +59,10 @@
 //! Determinism: the map is walked in address order, ExtTSP and C3 break ties by node index, and
 //! no hash-map iteration reaches the output. Design constraint: no I/O; the caller reads files.
 //!
-//! Turned down: splitting blocks into several hot clusters per function (`!!` lines after the
-//! first become `name.__part.N` sections the linker could interleave with other functions). It
-//! helps call-heavy code further, but each extra section costs a jump and its name would have to
-//! be predicted for the order file; one hot cluster per function is what BOLT's
-//! `--split-functions` does too.
+//! Turned down: a global ExtTSP over the blocks of all functions (Propeller's whole-program
+//! layout). It would need a cluster per chain, so many more sections and jumps, and the call
+//! edges at block level, which the function-level profile does not give; the two tiers get most
+//! of the density on SQLite (docs/blocks.md).
 
 use sediment_elf::{BbFunction, Binary};
 use sediment_link::safe::is_safe_symbol;
@@ -81,6 +93,15 @@ pub struct Params {
     pub min_count: u64,
     /// The function-level algorithm that orders the hot parts.
     pub algorithm: Algorithm,
+    /// Share of the training's executed code bytes, in 1/10000, that the *very hot* clusters
+    /// hold ([`hot_threshold`]); 0 keeps one hot cluster per function. With a share, each
+    /// function gets up to two listed clusters, the very hot blocks and the warm ones, and the
+    /// order places every very hot part, then every warm part, then every cold part. Tuned on
+    /// SQLite speedtest1 (docs/blocks.md): 9900 and 9990 gave the fewest 64-byte lines for 99%
+    /// of the executed code (665 and 668 against 726 with one cluster); 9999 makes 111 KB of
+    /// blocks very hot, with more jumps between the parts, and was worse (690); `bench/run`
+    /// uses 9990.
+    pub hot_coverage: u32,
 }
 
 impl Default for Params {
@@ -88,8 +109,20 @@ impl Default for Params {
         Params {
             min_count: 1,
             algorithm: Algorithm::C3,
+            hot_coverage: 0,
         }
     }
+}
+
+/// One listed cluster of a function: the blocks clang keeps together in one section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    /// Block ids in layout order (the entry block first in a function's first cluster).
+    pub ids: Vec<u32>,
+    /// Bytes of those blocks.
+    pub bytes: u64,
+    /// 0: very hot (placed first), 1: warm (after every very hot part).
+    pub tier: u8,
 }
 
 /// The plan for one function that ran.
@@ -99,9 +132,10 @@ pub struct FunctionPlan {
     pub key: FuncKey,
     /// Its address in the labels build.
     pub address: u64,
-    /// Ids of the hot blocks in layout order, entry block first.
-    pub hot: Vec<u32>,
-    /// Bytes of the hot blocks.
+    /// The listed clusters; the first holds the entry block and keeps the function's symbol,
+    /// cluster `k > 0` becomes the section of symbol `name.__part.k` ([`part_name`]).
+    pub clusters: Vec<Cluster>,
+    /// Bytes of the listed blocks (all clusters).
     pub hot_bytes: u64,
     /// Number of blocks left out (they form the `.cold` part).
     pub cold_blocks: usize,
@@ -124,6 +158,8 @@ pub struct Stats {
     pub unsafe_names: usize,
     /// Map entries with no function symbol at their address.
     pub unnamed: usize,
+    /// The very hot threshold ([`hot_threshold`]) when [`Params::hot_coverage`] is set.
+    pub very_hot_min: Option<u64>,
 }
 
 /// The result of [`plan`].
@@ -156,7 +192,8 @@ pub fn plan(
         mapped: map.len(),
         ..Stats::default()
     };
-    let mut functions = Vec::new();
+    // (function, its symbol, block counts) of every function that may be listed.
+    let mut candidates = Vec::new();
     for f in map {
         let Some(symbol) = binary
             .function_at(f.address)
@@ -182,18 +219,47 @@ pub fn plan(
             stats.ambiguous += 1;
             continue;
         }
-        let p = plan_function(f, &counts, jumps, params)?;
+        candidates.push((f, symbol, counts));
+    }
+    // The very hot threshold, over the blocks of every listed function.
+    let very_hot = (params.hot_coverage > 0).then(|| {
+        let weights: Vec<(u64, u64)> = candidates
+            .iter()
+            .flat_map(|(f, _, counts)| {
+                f.blocks
+                    .iter()
+                    .zip(counts)
+                    .filter(|(_, &c)| c >= params.min_count)
+                    .map(|(b, &c)| (c, b.size))
+            })
+            .collect();
+        hot_threshold(&weights, params.hot_coverage)
+    });
+    stats.very_hot_min = very_hot;
+    let mut functions = Vec::new();
+    for (f, symbol, counts) in candidates {
+        let tiers: Vec<Option<u8>> = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| match very_hot {
+                _ if c < params.min_count && i > 0 => None,
+                Some(t) if c >= t => Some(0),
+                Some(_) => Some(1),
+                None => Some(0),
+            })
+            .collect();
+        let (clusters, cold_blocks, cold_bytes) = plan_function(f, &counts, &tiers, jumps)?;
         stats.listed += 1;
-        if p.1 > 0 {
+        if cold_blocks > 0 {
             stats.split += 1;
         }
         functions.push(FunctionPlan {
             key: symbol.key.clone(),
             address: f.address,
-            hot: p.0,
-            hot_bytes: p.2,
-            cold_blocks: p.1,
-            cold_bytes: p.3,
+            hot_bytes: clusters.iter().map(|c| c.bytes).sum(),
+            clusters,
+            cold_blocks,
+            cold_bytes,
         });
     }
     let order = function_order(profile, &functions, params)?;
@@ -204,6 +270,25 @@ pub fn plan(
     })
 }
 
+/// The smallest block count `t` such that the blocks run at least `t` times hold `coverage`
+/// (in 1/10000) of the executed code bytes, sum of count x size over `weights` (count, size).
+/// Greedy by count: the densest code first, which is what minimizes the lines holding a share
+/// of the executed code. Ties do not matter: the result is a count, not a set. 0 for no weight.
+pub fn hot_threshold(weights: &[(u64, u64)], coverage: u32) -> u64 {
+    let mut w: Vec<(u64, u64)> = weights.to_vec();
+    w.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
+    let total: u128 = w.iter().map(|&(c, s)| u128::from(c) * u128::from(s)).sum();
+    let want = total * u128::from(coverage.min(10_000)) / 10_000;
+    let mut sum = 0u128;
+    for &(c, s) in &w {
+        sum += u128::from(c) * u128::from(s);
+        if sum >= want {
+            return c;
+        }
+    }
+    w.last().map_or(0, |l| l.0)
+}
+
 /// Execution count of the instruction at `address` (0 when it never ran).
 fn count_at(executed: &[(u64, u64)], address: u64) -> u64 {
     executed
@@ -211,22 +296,47 @@ fn count_at(executed: &[(u64, u64)], address: u64) -> u64 {
         .map_or(0, |i| executed[i].1)
 }
 
-/// (hot ids in layout order, cold block count, hot bytes, cold bytes) of one function.
+/// The listed clusters (the entry block's tier first), the cold block count and cold bytes of
+/// one function. `tiers[i]` is block i's tier, `None` for a cold block; block 0 must be listed.
 fn plan_function(
     f: &BbFunction,
     counts: &[u64],
+    tiers: &[Option<u8>],
     jumps: &[(u64, u64, u64)],
-    params: &Params,
-) -> Result<(Vec<u32>, usize, u64, u64), Error> {
+) -> Result<(Vec<Cluster>, usize, u64), Error> {
     let n = f.blocks.len();
-    // Hot blocks by map index; node i of the graph is hot[i].
-    let hot: Vec<usize> = (0..n)
-        .filter(|&i| i == 0 || counts[i] >= params.min_count)
-        .collect();
-    let mut node_of = vec![u32::MAX; n];
-    for (node, &i) in hot.iter().enumerate() {
-        node_of[i] = node as u32;
+    let edges = block_edges(f, counts, jumps);
+    let entry_tier = tiers[0].unwrap_or(0);
+    let mut clusters = Vec::new();
+    for tier in std::iter::once(entry_tier).chain((0..2).filter(|&t| t != entry_tier)) {
+        let members: Vec<usize> = (0..n)
+            .filter(|&i| tiers[i] == Some(tier) || (i == 0 && tier == entry_tier))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let order = layout_cluster(&members, f, counts, &edges, clusters.is_empty())?;
+        clusters.push(Cluster {
+            ids: order.iter().map(|&i| f.blocks[i].id).collect(),
+            bytes: members.iter().map(|&i| f.blocks[i].size).sum(),
+            tier,
+        });
     }
+    let listed: usize = clusters.iter().map(|c| c.ids.len()).sum();
+    let all: u64 = f.blocks.iter().map(|b| b.size).sum();
+    let hot: u64 = clusters.iter().map(|c| c.bytes).sum();
+    Ok((clusters, n - listed, all - hot))
+}
+
+/// The block graph of one function as (from, to, count) over map indices: callgrind's taken
+/// jumps (site in block a, target the start of block b), plus the estimated fall-throughs (a
+/// block's count minus its taken jumps, to the next block, when it can fall through).
+fn block_edges(
+    f: &BbFunction,
+    counts: &[u64],
+    jumps: &[(u64, u64, u64)],
+) -> Vec<(usize, usize, u64)> {
+    let n = f.blocks.len();
     let start = |i: usize| f.address.saturating_add(f.blocks[i].offset);
     let end = |i: usize| start(i).saturating_add(f.blocks[i].size);
     // Blocks are in address order (zero-size blocks share the next one's start), so both
@@ -249,73 +359,144 @@ fn plan_function(
             .find(|&i| f.blocks[i].size > 0)
     };
     let mut taken = vec![0u64; n];
-    let mut edges: Vec<EdgeCount> = Vec::new();
+    let mut edges = Vec::new();
     let (lo, hi) = (start(0), end(n - 1));
     let first = jumps.partition_point(|j| j.0 < lo);
     for &(site, target, count) in jumps[first..].iter().take_while(|j| j.0 < hi) {
         let Some(a) = block_at(site) else { continue };
         taken[a] = taken[a].saturating_add(count);
-        let Some(b) = block_starting(target) else {
-            continue;
-        };
-        if node_of[a] != u32::MAX && node_of[b] != u32::MAX {
-            edges.push(EdgeCount {
-                src: node_of[a],
-                dst: node_of[b],
-                count,
-            });
+        if let Some(b) = block_starting(target) {
+            edges.push((a, b, count));
         }
     }
     for i in 0..n.saturating_sub(1) {
         let through = counts[i].saturating_sub(taken[i]);
-        if f.blocks[i].can_fall_through()
-            && through > 0
-            && node_of[i] != u32::MAX
-            && node_of[i + 1] != u32::MAX
-        {
-            edges.push(EdgeCount {
-                src: node_of[i],
-                dst: node_of[i + 1],
-                count: through,
-            });
+        if f.blocks[i].can_fall_through() && through > 0 {
+            edges.push((i, i + 1, through));
         }
     }
-    let sizes: Vec<u64> = hot.iter().map(|&i| f.blocks[i].size.max(1)).collect();
-    let node_counts: Vec<u64> = hot.iter().map(|&i| counts[i]).collect();
-    let layout = ext_tsp_layout(&sizes, &node_counts, &edges, &ExtTspLayoutParams::default())?;
-    // Entry first, the others in ExtTSP's order.
-    let mut ids = vec![f.blocks[0].id];
-    ids.extend(
-        layout
-            .iter()
-            .filter(|&&v| v != 0)
-            .map(|&v| f.blocks[hot[v as usize]].id),
-    );
-    let hot_bytes = hot.iter().map(|&i| f.blocks[i].size).sum();
-    let all: u64 = f.blocks.iter().map(|b| b.size).sum();
-    Ok((ids, n - hot.len(), hot_bytes, all - hot_bytes))
+    edges
 }
 
-/// The hot parts in the function-level algorithm's order, then the cold parts.
+/// ExtTSP's order of the blocks `members` (map indices, ascending) over the edges between
+/// them, as map indices. With `entry_first` the first member (the entry block) is moved to the
+/// front, the others keeping ExtTSP's relative order.
+fn layout_cluster(
+    members: &[usize],
+    f: &BbFunction,
+    counts: &[u64],
+    edges: &[(usize, usize, u64)],
+    entry_first: bool,
+) -> Result<Vec<usize>, Error> {
+    let node_of = |i: usize| members.binary_search(&i).ok().map(|v| v as u32);
+    let edges: Vec<EdgeCount> = edges
+        .iter()
+        .filter_map(|&(a, b, count)| {
+            Some(EdgeCount {
+                src: node_of(a)?,
+                dst: node_of(b)?,
+                count,
+            })
+        })
+        .collect();
+    let sizes: Vec<u64> = members.iter().map(|&i| f.blocks[i].size.max(1)).collect();
+    let node_counts: Vec<u64> = members.iter().map(|&i| counts[i]).collect();
+    let layout = ext_tsp_layout(&sizes, &node_counts, &edges, &ExtTspLayoutParams::default())?;
+    let mut out: Vec<usize> = Vec::with_capacity(members.len());
+    if entry_first {
+        out.push(members[0]);
+    }
+    out.extend(
+        layout
+            .iter()
+            .filter(|&&v| !entry_first || v != 0)
+            .map(|&v| members[v as usize]),
+    );
+    Ok(out)
+}
+
+/// The symbol clang 16 gives cluster `k` of function `name`: the function itself for the first
+/// cluster, `name.__part.k` for the others.
+pub fn part_name(name: &str, k: usize) -> String {
+    if k == 0 {
+        name.to_string()
+    } else {
+        format!("{name}{PART_INFIX}{k}")
+    }
+}
+
+/// The function a part symbol belongs to: `f` for `f.__part.N`, the name itself otherwise.
+pub fn part_parent(name: &str) -> &str {
+    match name.rsplit_once(PART_INFIX) {
+        Some((f, n)) if !f.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            f
+        }
+        _ => name,
+    }
+}
+
+/// What clang 16 puts between a function's name and the number of its extra clusters' symbols.
+pub const PART_INFIX: &str = ".__part.";
+
+/// Very hot parts, warm parts (each in the function-level algorithm's order, run on the
+/// profile with every split function's size replaced by that tier's bytes), then cold parts.
 fn function_order(
     profile: &Profile,
     functions: &[FunctionPlan],
     params: &Params,
 ) -> Result<FunctionOrder, Error> {
     let split: HashMap<&FuncKey, &FunctionPlan> = functions.iter().map(|f| (&f.key, f)).collect();
-    let mut p = profile.clone();
-    for f in &mut p.functions {
-        if let Some(plan) = split.get(&f.key) {
-            f.size = Some(plan.hot_bytes.max(1));
+    let tier_order = |tier: u8| -> Result<FunctionOrder, Error> {
+        let mut p = profile.clone();
+        for f in &mut p.functions {
+            if let Some(plan) = split.get(&f.key) {
+                let bytes: u64 = plan
+                    .clusters
+                    .iter()
+                    .filter(|c| c.tier == tier)
+                    .map(|c| c.bytes)
+                    .sum();
+                f.size = Some(bytes.max(1));
+            }
         }
-    }
-    let mut order = order_profile(&p, params.algorithm)?;
-    let (mut hot, mut cold): (Vec<FuncKey>, Vec<FuncKey>) = order
+        Ok(order_profile(&p, params.algorithm)?)
+    };
+    let mut order = tier_order(0)?;
+    let (first, mut cold): (Vec<FuncKey>, Vec<FuncKey>) = order
         .functions
         .into_iter()
         .partition(|k| !k.name.ends_with(COLD_SUFFIX));
+    // The parts of one tier, in the order `keys` gives their functions. Functions Sediment
+    // did not plan (no block map, or skipped) stay whole in tier 0.
+    let parts = |keys: &[FuncKey], tier: u8| -> Vec<FuncKey> {
+        let mut out = Vec::new();
+        for k in keys {
+            let Some(plan) = split.get(k) else {
+                if tier == 0 && !k.name.ends_with(COLD_SUFFIX) {
+                    out.push(k.clone());
+                }
+                continue;
+            };
+            for (i, c) in plan.clusters.iter().enumerate() {
+                if c.tier == tier {
+                    out.push(FuncKey {
+                        name: part_name(&k.name, i),
+                        file: k.file.clone(),
+                    });
+                }
+            }
+        }
+        out
+    };
+    let mut placed = parts(&first, 0);
+    if functions
+        .iter()
+        .any(|f| f.clusters.iter().any(|c| c.tier == 1))
+    {
+        placed.extend(parts(&tier_order(1)?.functions, 1));
+    }
     let mut split_cold = Vec::new();
-    for k in &hot {
+    for k in &first {
         if split.get(k).is_some_and(|f| f.cold_blocks > 0) {
             split_cold.push(FuncKey {
                 name: format!("{}{COLD_SUFFIX}", k.name),
@@ -326,33 +507,36 @@ fn function_order(
     // A name can be both (GCC's own `.cold` and a planned split): keep its first place.
     split_cold.retain(|k| !cold.contains(k));
     cold.splice(0..0, split_cold);
-    hot.extend(cold);
-    order.functions = hot;
+    placed.extend(cold);
+    order.functions = placed;
     order.meta.insert(
         "blocks".into(),
         format!(
-            "split={},min-count={}",
+            "split={},min-count={},hot-coverage={}",
             functions.iter().filter(|f| f.cold_blocks > 0).count(),
-            params.min_count
+            params.min_count,
+            params.hot_coverage
         ),
     );
     Ok(order)
 }
 
 /// The `-fbasic-block-sections=list=FILE` text (version 0 format, read by clang 14 to 17): per
-/// listed function, `!name` and `!!` followed by its hot block ids.
+/// listed function, `!name` and one `!!` line of block ids per cluster, the entry's first.
 pub fn list_file(plan: &Plan) -> String {
     let mut out = String::new();
     for f in &plan.functions {
         let _ = writeln!(out, "!{}", f.key.name);
-        out.push_str("!!");
-        for (i, id) in f.hot.iter().enumerate() {
-            if i > 0 {
-                out.push(' ');
+        for c in &f.clusters {
+            out.push_str("!!");
+            for (i, id) in c.ids.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                let _ = write!(out, "{id}");
             }
-            let _ = write!(out, "{id}");
+            out.push('\n');
         }
-        out.push('\n');
     }
     out
 }
@@ -456,7 +640,7 @@ mod tests {
         let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
         let p = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
         assert_eq!(p.functions.len(), 2);
-        assert_eq!(p.functions[0].hot, vec![0, 1, 3, 4]);
+        assert_eq!(p.functions[0].clusters[0].ids, vec![0, 1, 3, 4]);
         assert_eq!(p.functions[0].cold_blocks, 1);
         assert_eq!(p.functions[0].cold_bytes, 16);
         assert_eq!(p.functions[1].cold_blocks, 0);
@@ -509,6 +693,93 @@ mod tests {
         let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names.last(), Some(&"a.cold"));
         assert_eq!(names.len(), 3);
+    }
+
+    // With a very hot share, the loop (blocks 1 and 3, run 100 times) becomes its own part,
+    // placed before every warm part; the entry and exit blocks (run once) stay with the symbol.
+    #[test]
+    fn very_hot_blocks_get_their_own_part() {
+        let (b, map, executed, jumps) = looping();
+        let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
+        let params = Params {
+            hot_coverage: 9_000,
+            ..Params::default()
+        };
+        let p = plan(&b, &map, &executed, &jumps, &prof, &params).unwrap();
+        assert_eq!(list_file(&p), "!work\n!!0 4\n!!1 3\n!main\n!!0\n");
+        let tiers: Vec<u8> = p.functions[0].clusters.iter().map(|c| c.tier).collect();
+        assert_eq!(tiers, vec![1, 0]);
+        let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, vec!["work.__part.1", "main", "work", "work.cold"]);
+        assert_eq!(p.functions[0].hot_bytes, 24);
+    }
+
+    // The threshold is the count of the last block needed, densest first, to reach the share.
+    #[test]
+    fn threshold_takes_the_densest_blocks_first() {
+        // count x size, densest first: 1000, 500, 400, 100 of 2000 in all.
+        let w = [(10, 40), (100, 10), (50, 10), (1, 100)];
+        assert_eq!(hot_threshold(&w, 5_000), 100);
+        assert_eq!(hot_threshold(&w, 7_500), 50);
+        assert_eq!(hot_threshold(&w, 9_500), 10);
+        assert_eq!(hot_threshold(&w, 9_600), 1);
+        assert_eq!(hot_threshold(&w, 10_000), 1);
+        assert_eq!(hot_threshold(&[], 9_900), 0);
+    }
+
+    #[test]
+    fn part_names_round_trip() {
+        assert_eq!(part_name("f", 0), "f");
+        assert_eq!(part_name("f", 2), "f.__part.2");
+        assert_eq!(part_parent("f.__part.2"), "f");
+        assert_eq!(part_parent("f.__part.x"), "f.__part.x");
+        assert_eq!(part_parent(".__part.1"), ".__part.1");
+        assert_eq!(part_parent("f.cold"), "f.cold");
+    }
+
+    proptest::proptest! {
+        // Any counts, any share: the clusters partition the listed blocks, the entry block
+        // leads the first cluster, every hot part is ordered before every cold part, and the
+        // same input gives the same plan.
+        #[test]
+        fn clusters_partition_the_listed_blocks(
+            counts in proptest::collection::vec(0u64..50, 1..12),
+            coverage in 0u32..=10_000,
+            min_count in 1u64..4,
+        ) {
+            let n = counts.len() as u64;
+            let b = binary(&[("f", 0x1100, 8 * n)]);
+            let map = vec![BbFunction {
+                address: 0x1100,
+                blocks: (0..n).map(|i| block(i as u32, 8 * i, 8, true)).collect(),
+            }];
+            let executed: Vec<(u64, u64)> = counts
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| (0x1100 + 8 * i as u64, c))
+                .filter(|e| e.1 > 0)
+                .collect();
+            let prof = profile(&[("f", 10)], &[]);
+            let params = Params { min_count, hot_coverage: coverage, ..Params::default() };
+            let p = plan(&b, &map, &executed, &[], &prof, &params).unwrap();
+            proptest::prop_assert_eq!(&p, &plan(&b, &map, &executed, &[], &prof, &params).unwrap());
+            let Some(f) = p.functions.first() else {
+                proptest::prop_assert!(counts.iter().all(|&c| c < min_count));
+                return Ok(());
+            };
+            proptest::prop_assert_eq!(f.clusters[0].ids[0], 0);
+            proptest::prop_assert!(f.clusters.len() <= 2);
+            let mut ids: Vec<u32> = f.clusters.iter().flat_map(|c| c.ids.clone()).collect();
+            ids.sort_unstable();
+            let want: Vec<u32> = (0..n as u32)
+                .filter(|&i| i == 0 || counts[i as usize] >= min_count)
+                .collect();
+            proptest::prop_assert_eq!(ids, want);
+            let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
+            let cold = names.iter().position(|n| n.ends_with(".cold")).unwrap_or(names.len());
+            proptest::prop_assert_eq!(names.len(), f.clusters.len() + usize::from(f.cold_blocks > 0));
+            proptest::prop_assert!(names[..cold].iter().all(|n| part_parent(n) == "f"));
+        }
     }
 
     // Same inputs, same plan.

@@ -28,11 +28,16 @@ pub mod types;
 pub use bb_addr_map::{read_bb_addr_map, BbEntry, BbFunction};
 pub use symbols::{Binary, Segment, Symbol};
 
-/// True for the name of a function's cold part as clang 16 writes it for
-/// `-fbasic-block-sections=list=`: `f.cold`, an `STT_NOTYPE` local in `.text.split.f`. Such a
-/// symbol in a code section is taken as a function, so that it can be found and ordered.
-pub(crate) fn is_split_cold_part(name: &str) -> bool {
-    name.len() > ".cold".len() && name.ends_with(".cold")
+/// True for the name of a part of a function as clang 16 writes it for
+/// `-fbasic-block-sections=list=`: the cold part `f.cold` (in `.text.split.f`) and the extra
+/// clusters `f.__part.N` (further `!!` lines, each in its own `.text.hot.f` section), all
+/// `STT_NOTYPE` locals. Such a symbol in a code section is taken as a function, so that it can
+/// be found and ordered.
+pub(crate) fn is_split_part(name: &str) -> bool {
+    let cluster = name.rsplit_once(".__part.").is_some_and(|(f, n)| {
+        !f.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+    });
+    cluster || (name.len() > ".cold".len() && name.ends_with(".cold"))
 }
 
 /// Errors of this crate. Each names the file it is about.
@@ -53,4 +58,25 @@ pub enum Error {
         /// The file.
         path: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    // Clang's split parts are recognised; other dotted names (GCC clones) are not parts.
+    #[test]
+    fn split_part_names() {
+        for name in ["f.cold", "f.__part.1", "g.x.__part.12"] {
+            assert!(super::is_split_part(name), "{name}");
+        }
+        for name in [
+            ".cold",
+            ".__part.1",
+            "f.__part.",
+            "f.__part.x",
+            "f.part.0",
+            "f",
+        ] {
+            assert!(!super::is_split_part(name), "{name}");
+        }
+    }
 }

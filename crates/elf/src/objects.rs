@@ -20,7 +20,7 @@
 //! | constant-propagated clone of `cp`        | `cp.constprop.0` (local)  | `.text.cp.constprop.0`     |
 //! | partially inlined `slow`                 | `slow.part.0` (local)     | `.text.slow.part.0`        |
 //!
-//! | clang 16 `-fbasic-block-sections=list=` | `f` (global), `f.cold` (local, `STT_NOTYPE`) | `.text.hot.f`, `.text.split.f` |
+//! | clang 16 `-fbasic-block-sections=list=` | `f` (global), `f.__part.N`, `f.cold` (locals, `STT_NOTYPE`) | `.text.hot.f` (one per cluster), `.text.split.f` |
 //!
 //! Note the `.cold` part: its section is named after the *parent* function
 //! (`.text.unlikely.f`), not after the `f.cold` symbol, which is why section names must be read
@@ -166,7 +166,7 @@ pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
                 continue;
             }
             SymbolKind::Text => {}
-            SymbolKind::Unknown if crate::is_split_cold_part(&name) => {}
+            SymbolKind::Unknown if crate::is_split_part(&name) => {}
             _ => continue,
         }
         let SymbolSection::Section(index) = sym.section() else {

@@ -19,7 +19,8 @@
 //! Compiler clones and split parts (`foo.constprop.0`, `foo.part.0`, `foo.cold`) are separate
 //! symbols and stay separate functions: they can be placed independently, which is the point of
 //! hot/cold splitting. Clang 16 writes the cold part of a basic-block-sections function as an
-//! `STT_NOTYPE` local (`foo.cold`); in a code section it is taken as a function too.
+//! `STT_NOTYPE` local (`foo.cold`, and `foo.__part.N` for its extra clusters); in a code section
+//! it is taken as a function too.
 //!
 //! Lookup is a binary search for the last symbol starting at or below the address. A symbol with
 //! a size covers `[addr, addr+size)`; a symbol of size zero (hand-written assembly) extends to the
@@ -254,7 +255,7 @@ fn collect_functions<'d, S: ObjectSymbol<'d>>(
                 if sym.is_definition()
                     && !name.is_empty()
                     && (kind == SymbolKind::Text
-                        || (crate::is_split_cold_part(&name) && in_code(obj, &sym))) =>
+                        || (crate::is_split_part(&name) && in_code(obj, &sym))) =>
             {
                 let file = if sym.is_local() {
                     current_file.clone()
