@@ -27,7 +27,8 @@ fn run(dir: &Path, tool: &str, args: &[&str]) {
     );
 }
 
-/// `sediment compare --json` in `dir`, read back as (label, metrics) columns.
+/// `sediment compare --json ARGS` in `dir` (options, then binaries), read back as (label,
+/// metrics) columns.
 fn compare_json(dir: &Path, binaries: &[&str]) -> Vec<(String, Metrics)> {
     let mut args = vec!["compare", "--json"];
     args.extend_from_slice(binaries);
@@ -288,22 +289,6 @@ fn demo_pipeline_meets_the_layout_target() {
     }
 }
 
-/// `sediment compare --json [--stdin FILE] prog prog2` in `d`, read back as columns.
-fn compare_stdin_json(d: &Path, stdin: Option<&str>) -> Vec<(String, Metrics)> {
-    let mut args = vec!["compare", "--json"];
-    if let Some(f) = stdin {
-        args.extend_from_slice(&["--stdin", f]);
-    }
-    args.extend_from_slice(&["prog", "prog2"]);
-    let out = sediment(d, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    parse_json(&String::from_utf8(out.stdout).unwrap()).unwrap()
-}
-
 #[test]
 fn compare_stdin_feeds_every_run() {
     // A program that loops as many times as its standard input says: with --stdin every run
@@ -323,8 +308,8 @@ fn compare_stdin_feeds_every_run() {
     std::fs::copy(d.join("prog"), d.join("prog2")).unwrap();
     std::fs::write(d.join("n.txt"), "200000\n").unwrap();
 
-    let fed = compare_stdin_json(d, Some("n.txt"));
-    let empty = compare_stdin_json(d, None);
+    let fed = compare_json(d, &["--stdin", "n.txt", "prog", "prog2"]);
+    let empty = compare_json(d, &["prog", "prog2"]);
     for (label, m) in &fed {
         // Both simulations saw the input: cachegrind's total and callgrind's object count.
         assert!(m.instructions > 200_000 * 3, "{label}: {m:?}");
