@@ -219,15 +219,19 @@ pg_setup() {
 }
 
 # pg_throughput DEFAULT VARIANT...: bench/run's step 6 for postgres (see the top of this file);
-# writes steps/stat-V.json for the V-th VARIANT (from 1), as the other programs' step 6 does.
+# writes steps/stat-V.json for the V-th VARIANT (from 1), as the other programs' step 6 does,
+# and first steps/stat-aa.json, DEFAULT against itself: the A/A control, which shows what the
+# setup alone (second server, second port, start order) does to the ratio.
 pg_throughput() {
-    local v bins=("$@") pb=(inst/bin/pgbench -S -n -c 1 -j 1 -t "$PG_TX" -h 127.0.0.1 -U postgres)
-    log "throughput of ${#bins[@]} variants against default-bfd: sediment stat -n $STAT_RUNS of $THROUGHPUT"
-    for ((v = 1; v < ${#bins[@]}; v++)); do
+    local v out bins=("$@") pb=(inst/bin/pgbench -S -n -c 1 -j 1 -t "$PG_TX" -h 127.0.0.1 -U postgres)
+    log "throughput of ${#bins[@]} variants against default-bfd (and A/A): sediment stat -n $STAT_RUNS of $THROUGHPUT"
+    for ((v = 0; v < ${#bins[@]}; v++)); do
+        out=steps/stat-$v.json
+        ((v > 0)) || out=steps/stat-aa.json
         pg_start "${bins[0]}" data-a "$PG_PORT"
         pg_start "${bins[$v]}" data-b $((PG_PORT + 1))
         "$SEDIMENT" stat -n "$STAT_RUNS" --json -- "${pb[@]}" -p "$PG_PORT" postgres \
-            ::: "${pb[@]}" -p $((PG_PORT + 1)) postgres >"steps/stat-$v.json"
+            ::: "${pb[@]}" -p $((PG_PORT + 1)) postgres >"$out"
         pg_stop data-a
         pg_stop data-b
     done

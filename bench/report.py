@@ -91,6 +91,17 @@ def throughput_cell(m):
     return f"{1 / m['ratio']:.3f} [{1 / m['ratio_ci_high']:.3f}, {1 / m['ratio_ci_low']:.3f}]"
 
 
+def throughput_median_cell(m):
+    """The same from the medians: median_a / median_b, with stat's seeded percentile-bootstrap
+    interval of the ratio of medians inverted (1/x of every bootstrap replicate reverses their
+    order, so the percentiles map exactly). Robust to the few very slow runs a shared machine
+    gives, which move the means."""
+    if m["median_ratio"] is None or m["median_ratio_ci_low"] is None:
+        return "-"
+    return (f"{1 / m['median_ratio']:.3f} [{1 / m['median_ratio_ci_high']:.3f}, "
+            f"{1 / m['median_ratio_ci_low']:.3f}]")
+
+
 def transactions(command):
     """The transaction count of a `pgbench ... -t N` command."""
     words = command.split()
@@ -320,16 +331,25 @@ def main():
         tx = transactions(tput)
         out.append(f"Throughput in detail (`sediment stat -n {a.stat_runs} --json` of `{tput}`, one "
                    f"pair of servers per row; TPS = {tx} transactions over the median wall time of "
-                   "a run, connection included; A is the default server, B the variant's; p is "
+                   "a run, connection included; A is the default server, B the variant's; TPS B/A "
+                   "is from the means as in the table above, and again from the medians with "
+                   "stat's bootstrap interval, which a few very slow runs do not move; p is "
                    "Welch's t-test on the wall times; the client's CPU time is not shown, as it "
-                   "says nothing about the server):")
+                   "says nothing about the server. The A/A row, when there is one, runs the default "
+                   "on both servers: how far from 1 the setup alone puts a ratio):")
         out.append("")
-        out.append("| variant | TPS median A / B | TPS B/A [95% CI] | wall B/A [95% CI] | p |")
-        out.append("|---|---:|---:|---:|---:|")
-        for v in names[1:]:
-            w = stats[v]["wall_s"]
+        out.append("| variant | TPS median A / B | TPS B/A, means [95% CI] | TPS B/A, medians [95% CI] "
+                   "| wall B/A [95% CI] | p |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        rows_t = [(v, stats[v]["wall_s"]) for v in names[1:]]
+        aa = os.path.join(work, "steps", "stat-aa.json")
+        if os.path.exists(aa):
+            with open(aa, encoding="utf-8") as f:
+                aa_wall = {m["metric"]: m for m in json.load(f)["metrics"]}["wall_s"]
+            rows_t.insert(0, (f"{names[0]} against itself (A/A control)", aa_wall))
+        for v, w in rows_t:
             out.append(f"| {v} | {tx / w['median_a']:.0f} / {tx / w['median_b']:.0f} | "
-                       f"{throughput_cell(w)} | {ci_cell(w)} | {fmt_p(w)} |")
+                       f"{throughput_cell(w)} | {throughput_median_cell(w)} | {ci_cell(w)} | {fmt_p(w)} |")
     else:
         out.append(f"Wall and CPU time in detail (`sediment stat -n {a.stat_runs} --json`, one pair of "
                    "commands per row; CPU time is user+system from `wait4`, usually the steadier of "
