@@ -25,7 +25,8 @@
 #   fixed number of `pgbench -S` transactions against each, interleaved ABBA. The TPS ratio
 #   variant/default is the inverse of stat's wall ratio B/A (mean over mean), and its 95%
 #   interval the inverse of stat's (the interval is symmetric in the log-ratio, so inverting
-#   both ends is exact). Every server started is stopped on any exit (pg_cleanup, a trap).
+#   both ends is exact). A first pair runs the default on both servers: the A/A control.
+#   Every server started is stopped on any exit (pg_cleanup, a trap).
 #
 # Environment: PG_USER (the user postgres runs as when bench/run runs as root; postgres),
 # PG_PORT (first of the two loopback ports; 54329), PG_TX (pgbench transactions per timed run;
@@ -33,9 +34,13 @@
 
 PG_USER=${PG_USER:-postgres}
 PG_PORT=${PG_PORT:-54329}
-PG_TX=${PG_TX:-20000}
+PG_TX=${PG_TX:-20000}      # about 1.3 s per timed run at the 12000-25000 TPS seen here
 PG_SCALE=1                 # pgbench -i -s: 100000 accounts, 13 MiB, all in shared_buffers
 PG_ROWS=$((100000 * PG_SCALE))
+# Sizes, tuned on this bench's 2-core VM: a single-user run costs about 25 M instructions of
+# start-up and shutdown and 0.1 M per `pgbench -S` statement, and the five Valgrind runs of one
+# binary take about 20 s at 2000 statements (one at a time), so the 32 binaries of SHIFTS=3
+# take 10 to 20 minutes; the held-out script runs about as many instructions (210 M).
 PG_TRAIN_QUERIES=3000      # training: `pgbench -S` statements, keys from seed 1
 PG_TEST_QUERIES=2000       # measured: the same statement, keys from seed 2
 PG_HELDOUT_PAIRS=150       # held out: 300 TPC-B-like transactions, seed 3
