@@ -4,7 +4,9 @@
 Reads compare.json (every variant at every layout), compare-heldout.json (first layout of every
 variant on the held-out workload, when there is one), variants.txt ("label layouts" per line, in
 the order of compare.json's columns), steps/stat-V.json (`sediment stat --json` of default-bfd
-against variant V) and steps/times.tsv. Writes the section between `<!-- BEGIN SECTION -->` and
+against variant V) and steps/times.tsv. With --throughput (postgres), the stat runs are a fixed
+number of `pgbench` transactions against a server of each binary, and the tables show the
+throughput ratio instead of wall and CPU time (see throughput_cell). Writes the section between `<!-- BEGIN SECTION -->` and
 `<!-- END SECTION -->`, leaving the other sections as they are, and one SVG bar chart per metric,
 bench/charts/SECTION-METRIC.svg, of each variant's ratio to the first variant (default-bfd).
 Only the standard library; the SVG is written by hand so that the same numbers give the same
@@ -83,6 +85,35 @@ def ci_cell(m):
     return f"{m['ratio']:.3f} [{m['ratio_ci_low']:.3f}, {m['ratio_ci_high']:.3f}]"
 
 
+def throughput_cell(m):
+    """`ratio [low, high]` of throughput variant/default from a `sediment stat` wall-time metric
+    of a fixed transaction count: TPS_B / TPS_A = mean_a / mean_b, the inverse of stat's ratio
+    of means B/A. Its interval is the inverse of stat's too, ends swapped: stat's interval is
+    symmetric in the log-ratio (delta method), so 1/x maps it onto the interval of the inverse."""
+    if m["ratio"] is None or m["ratio_ci_low"] is None:
+        return "-"
+    return f"{1 / m['ratio']:.3f} [{1 / m['ratio_ci_high']:.3f}, {1 / m['ratio_ci_low']:.3f}]"
+
+
+def throughput_median_cell(m):
+    """The same from the medians: median_a / median_b, with stat's seeded percentile-bootstrap
+    interval of the ratio of medians inverted (1/x of every bootstrap replicate reverses their
+    order, so the percentiles map exactly). Robust to the few very slow runs a shared machine
+    gives, which move the means."""
+    if m["median_ratio"] is None or m["median_ratio_ci_low"] is None:
+        return "-"
+    return (f"{1 / m['median_ratio']:.3f} [{1 / m['median_ratio_ci_high']:.3f}, "
+            f"{1 / m['median_ratio_ci_low']:.3f}]")
+
+
+def transactions(command):
+    """The transaction count of a `pgbench ... -t N` command."""
+    words = command.split()
+    if "-t" not in words or words.index("-t") + 1 >= len(words):
+        raise SystemExit(f"report.py: --throughput '{command}' has no `-t N`")
+    return int(words[words.index("-t") + 1])
+
+
 def tool_summary(steps, names):
     """Per tool, the cost of getting a profile and of the optimization itself, from the step
     times: Sediment = `order` + `link` (its lld link of the ordering file is the same link as
@@ -126,9 +157,10 @@ def tool_summary(steps, names):
 
 
 # --- SVG ------------------------------------------------------------------------------------------
-def svg_chart(title, labels, ratios, cis=None):
+def svg_chart(title, labels, ratios, cis=None, better="shorter"):
     """A horizontal bar chart of ratios to the baseline, a line at 1.0, optional [low, high]
-    whiskers. Fixed geometry and 3-decimal text, so equal inputs give equal bytes."""
+    whiskers. Fixed geometry and 3-decimal text, so equal inputs give equal bytes. `better`
+    says which way is good ("longer" for a throughput): it sets the subtitle and the colours."""
     left, width, bar, gap, top = 190, 420, 18, 6, 46
     # The scale follows the bars, not the whiskers: one very wide interval (a noisy wall time)
     # would squash every bar; whiskers past the edge are cut there and drawn without an end cap.
@@ -143,7 +175,7 @@ def svg_chart(title, labels, ratios, cis=None):
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="100%" height="100%" fill="white"/>',
            f'<text x="10" y="20" font-size="14" font-weight="bold">{esc(title)}</text>',
-           f'<text x="10" y="36" fill="#555">ratio to {esc(labels[0])} (shorter is better'
+           f'<text x="10" y="36" fill="#555">ratio to {esc(labels[0])} ({better} is better'
            + ('; blue-grey: the 95% interval contains 1' if cis else '') + ')</text>']
     for i, (lab, r) in enumerate(zip(labels, ratios)):
         y = top + i * (bar + gap)
@@ -151,7 +183,8 @@ def svg_chart(title, labels, ratios, cis=None):
         if r is None:
             out.append(f'<text x="{left + 4}" y="{y + bar - 5}" fill="#555">n/a</text>')
             continue
-        colour = "#888" if i == 0 else ("#2a7" if r < 1 else "#c44")
+        good = r < 1 if better == "shorter" else r > 1
+        colour = "#888" if i == 0 else ("#2a7" if good else "#c44")
         if i > 0 and cis and cis[i] and None not in cis[i] and cis[i][0] <= 1 <= cis[i][1]:
             colour = "#9ab"  # the interval contains 1: no difference shown
         out.append(f'<rect x="{left}" y="{y}" width="{x(r) - left:.1f}" height="{bar}" fill="{colour}"/>')
@@ -188,6 +221,8 @@ def main():
               "elapsed", "work", "results", "charts"):
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--command", default=None)
+    ap.add_argument("--throughput", default="",
+                    help="the pgbench command timed per variant (postgres); empty: wall and CPU time")
     a = ap.parse_args()
     work = a.work
     here = os.path.dirname(os.path.abspath(__file__))
@@ -246,6 +281,20 @@ def main():
     out.append("")
     out += [f"- {k}: {v}" for k, v in machine()]
     out.append("")
+    tput = a.throughput
+    if tput:
+        last = (f" The TPS column is `sediment stat -n {a.stat_runs}` of `{tput}` against a server "
+                f"of `{names[0]}` and one of the variant, both running on 127.0.0.1 (fresh copies of "
+                "one data directory), interleaved (ABBA) after one warm-up each: throughput of the "
+                "variant over the default's, which is the default's mean wall time over the "
+                "variant's (the transaction count is fixed), with the 95% confidence interval of "
+                "stat's ratio inverted (it is symmetric in the log-ratio); above 1 is faster, an "
+                "interval that contains 1 shows no difference.")
+    else:
+        last = (" The wall and CPU "
+                f"columns are `sediment stat -n {a.stat_runs}` of `{names[0]}` against the variant, "
+                "interleaved (ABBA), on the measured workload: ratio of means with its 95% "
+                "confidence interval (an interval that contains 1 shows no difference).")
     out.append(f"Each cell: value, and in parentheses the ratio to `{names[0]}`. iTLB, pages and "
                f"lines are from the unshifted link; " + (
                    f"the I1 columns are the median over {shifts} layouts with the code shifted by "
@@ -253,16 +302,18 @@ def main():
                    "measured at their one layout (BOLT places its output code at a 2 MiB-aligned "
                    "address whatever the input's layout)." if shifts > 1 else
                    "this run had SHIFTS=1, so the I1 columns are from one layout too (no median: "
-                   "read them with the spread of the quick mode's shifted layouts in mind).") + " The wall and CPU "
-               f"columns are `sediment stat -n {a.stat_runs}` of `{names[0]}` against the variant, "
-               "interleaved (ABBA), on the measured workload: ratio of means with its 95% "
-               "confidence interval (an interval that contains 1 shows no difference).")
+                   "read them with the spread of the quick mode's shifted layouts in mind).") + last)
     out.append("")
-    out.append("| variant | " + " | ".join(t for _, t, _, _ in METRICS) + " | wall vs default [95% CI] | CPU vs default [95% CI] |")
-    out.append("|---|" + "---:|" * (len(METRICS) + 2))
+    stat_titles = (["TPS vs default [95% CI]"] if tput else
+                   ["wall vs default [95% CI]", "CPU vs default [95% CI]"])
+    out.append("| variant | " + " | ".join(t for _, t, _, _ in METRICS) + " | "
+               + " | ".join(stat_titles) + " |")
+    out.append("|---|" + "---:|" * (len(METRICS) + len(stat_titles)))
     for v in names:
         cells = [f"{rows[v][f]} ({ratio(rows[v][f], base[f])})" for f, _, _, _ in METRICS]
-        for m, _ in STAT_METRICS:
+        if tput:
+            cells.append(throughput_cell(stats[v]["wall_s"]) if v in stats else "1 (baseline)")
+        for m, _ in ([] if tput else STAT_METRICS):
             cells.append(ci_cell(stats[v][m]) if v in stats else "1 (baseline)")
         lab = v if layouts[v] == shifts else f"{v} ({layouts[v]} layout)"
         out.append(f"| {lab} | " + " | ".join(cells) + " |")
@@ -272,23 +323,54 @@ def main():
     for f, title, _, stem in METRICS:
         rs = [rows[v][f] / base[f] if base[f] else None for v in names]
         charts.append((f"{sec}-{stem}.svg", svg_chart(f"{sec}: {title}", names, rs)))
-    for m, title in STAT_METRICS:
+    if tput:
+        inv = lambda x: None if x is None else 1 / x
+        rs = [1.0] + [inv(stats[v]["wall_s"]["ratio"]) for v in names[1:]]
+        cis = [None] + [(inv(stats[v]["wall_s"]["ratio_ci_high"]), inv(stats[v]["wall_s"]["ratio_ci_low"]))
+                        for v in names[1:]]
+        charts.append((f"{sec}-tps.svg", svg_chart(f"{sec}: pgbench -S throughput, ratio, 95% CI",
+                                                   names, rs, cis, better="longer")))
+    for m, title in ([] if tput else STAT_METRICS):
         rs = [1.0] + [stats[v][m]["ratio"] for v in names[1:]]
         cis = [None] + [(stats[v][m]["ratio_ci_low"], stats[v][m]["ratio_ci_high"]) for v in names[1:]]
         charts.append((f"{sec}-{m.replace('_s', '')}.svg",
                        svg_chart(f"{sec}: {title}, mean ratio, 95% CI", names, rs, cis)))
 
-    out.append(f"Wall and CPU time in detail (`sediment stat -n {a.stat_runs} --json`, one pair of "
-               "commands per row; CPU time is user+system from `wait4`, usually the steadier of "
-               "the two on a shared machine; p is Welch's t-test):")
-    out.append("")
-    out.append("| variant | wall median A / B (s) | wall B/A [95% CI] | p | CPU B/A [95% CI] | p |")
-    out.append("|---|---:|---:|---:|---:|---:|")
-    for v in names[1:]:
-        w, c = stats[v]["wall_s"], stats[v]["cpu_s"]
-        fmt_p = lambda m: "-" if m["p_value"] is None else f"{m['p_value']:.2g}"
-        out.append(f"| {v} | {w['median_a']:.4f} / {w['median_b']:.4f} | {ci_cell(w)} | {fmt_p(w)} "
-                   f"| {ci_cell(c)} | {fmt_p(c)} |")
+    fmt_p = lambda m: "-" if m["p_value"] is None else f"{m['p_value']:.2g}"
+    if tput:
+        tx = transactions(tput)
+        out.append(f"Throughput in detail (`sediment stat -n {a.stat_runs} --json` of `{tput}`, one "
+                   f"pair of servers per row; TPS = {tx} transactions over the median wall time of "
+                   "a run, connection included; A is the default server, B the variant's; TPS B/A "
+                   "is from the means as in the table above, and again from the medians with "
+                   "stat's bootstrap interval, which a few very slow runs do not move; p is "
+                   "Welch's t-test on the wall times; the client's CPU time is not shown, as it "
+                   "says nothing about the server. The A/A row, when there is one, runs the default "
+                   "on both servers: how far from 1 the setup alone puts a ratio):")
+        out.append("")
+        out.append("| variant | TPS median A / B | TPS B/A, means [95% CI] | TPS B/A, medians [95% CI] "
+                   "| wall B/A [95% CI] | p |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        rows_t = [(v, stats[v]["wall_s"]) for v in names[1:]]
+        aa = os.path.join(work, "steps", "stat-aa.json")
+        if os.path.exists(aa):
+            with open(aa, encoding="utf-8") as f:
+                aa_wall = {m["metric"]: m for m in json.load(f)["metrics"]}["wall_s"]
+            rows_t.insert(0, (f"{names[0]} against itself (A/A control)", aa_wall))
+        for v, w in rows_t:
+            out.append(f"| {v} | {tx / w['median_a']:.0f} / {tx / w['median_b']:.0f} | "
+                       f"{throughput_cell(w)} | {throughput_median_cell(w)} | {ci_cell(w)} | {fmt_p(w)} |")
+    else:
+        out.append(f"Wall and CPU time in detail (`sediment stat -n {a.stat_runs} --json`, one pair of "
+                   "commands per row; CPU time is user+system from `wait4`, usually the steadier of "
+                   "the two on a shared machine; p is Welch's t-test):")
+        out.append("")
+        out.append("| variant | wall median A / B (s) | wall B/A [95% CI] | p | CPU B/A [95% CI] | p |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for v in names[1:]:
+            w, c = stats[v]["wall_s"], stats[v]["cpu_s"]
+            out.append(f"| {v} | {w['median_a']:.4f} / {w['median_b']:.4f} | {ci_cell(w)} | {fmt_p(w)} "
+                       f"| {ci_cell(c)} | {fmt_p(c)} |")
     out.append("")
 
     if heldout:

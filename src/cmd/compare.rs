@@ -42,6 +42,10 @@ pub struct Args {
     /// Bytes between consecutive shifts.
     #[arg(long, default_value_t = super::noise::DEFAULT_SHIFT_STEP)]
     pub shift_step: u64,
+    /// Give every run this file as its standard input (default: empty), for programs driven
+    /// by a script on stdin such as `postgres --single`.
+    #[arg(long, value_name = "FILE")]
+    pub stdin: Option<PathBuf>,
     /// Arguments passed to every binary (after `--`).
     #[arg(last = true)]
     pub args: Vec<OsString>,
@@ -71,6 +75,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(j) = args.jobs {
         opts.jobs = j.max(1);
     }
+    opts.stdin.clone_from(&args.stdin);
     let metrics =
         sediment_measure::measure(&binaries, &args.args, &opts).context("sediment compare")?;
     let labels = labels(&binaries);
@@ -98,6 +103,7 @@ pub fn run(args: Args) -> Result<()> {
             &OsString::from("valgrind"),
             opts.jobs,
             &plan,
+            args.stdin.as_deref(),
         )
         .context("sediment compare --shifts")?;
         let sim_columns: Vec<(String, Vec<super::sim::SimMetrics>)> = columns

@@ -151,7 +151,7 @@ fn simulate_table(
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)?;
         plan.orders.push((name.to_string(), order));
     }
-    let layouts = crate::cmd::sim::simulate(binary, workload, &"valgrind".into(), &plan)?;
+    let layouts = crate::cmd::sim::simulate(binary, workload, &"valgrind".into(), &plan, None)?;
     let mut columns = Vec::with_capacity(layouts.len());
     let labels = std::iter::once("as linked").chain(Algorithm::NAMES.iter().copied());
     for (label, per_shift) in labels.zip(layouts) {

@@ -251,7 +251,14 @@ pub fn run(args: Args) -> Result<()> {
         }
         plan.first_order = true;
     }
-    let results = simulate_all(&args.binaries, &args.args, &args.valgrind, jobs, &plan)?;
+    let results = simulate_all(
+        &args.binaries,
+        &args.args,
+        &args.valgrind,
+        jobs,
+        &plan,
+        None,
+    )?;
     if let Some(path) = &args.first_order {
         let first = results
             .first()
@@ -316,13 +323,14 @@ pub type Layouts = Vec<Vec<SimMetrics>>;
 
 /// Simulates every binary, `jobs` at a time. Each result lands in its binary's slot, so the
 /// output does not depend on scheduling; on failure the error of the first failing binary (in
-/// argument order) is returned.
+/// argument order) is returned. Every run reads `stdin` (a file, opened afresh) or nothing.
 pub fn simulate_all(
     binaries: &[PathBuf],
     args: &[OsString],
     valgrind: &OsString,
     jobs: usize,
     plan: &Plan,
+    stdin: Option<&Path>,
 ) -> Result<Vec<Layouts>> {
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Result<Layouts>>>> =
@@ -332,7 +340,7 @@ pub fn simulate_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(b) = binaries.get(i) else { break };
-                let r = simulate(b, args, valgrind, plan);
+                let r = simulate(b, args, valgrind, plan, stdin);
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some(r);
                 }
@@ -349,12 +357,14 @@ pub fn simulate_all(
     Ok(out)
 }
 
-/// Runs one binary under lackey and replays its trace under every layout of `plan`.
+/// Runs one binary under lackey and replays its trace under every layout of `plan`; the
+/// program reads `stdin` (a file) or nothing.
 pub fn simulate(
     binary: &Path,
     args: &[OsString],
     valgrind: &OsString,
     plan: &Plan,
+    stdin: Option<&Path>,
 ) -> Result<Layouts> {
     let canon = std::fs::canonicalize(binary)
         .with_context(|| format!("{}: no such executable file", binary.display()))?;
@@ -395,7 +405,7 @@ pub fn simulate(
         .args(["--tool=lackey", "--trace-mem=yes", "-q", "--log-fd=3"])
         .arg(&canon)
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(sediment_measure::stdin_for(stdin)?)
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| {

@@ -27,7 +27,8 @@ fn run(dir: &Path, tool: &str, args: &[&str]) {
     );
 }
 
-/// `sediment compare --json` in `dir`, read back as (label, metrics) columns.
+/// `sediment compare --json ARGS` in `dir` (options, then binaries), read back as (label,
+/// metrics) columns.
 fn compare_json(dir: &Path, binaries: &[&str]) -> Vec<(String, Metrics)> {
     let mut args = vec!["compare", "--json"];
     args.extend_from_slice(binaries);
@@ -286,4 +287,58 @@ fn demo_pipeline_meets_the_layout_target() {
             "{label}: {base:?}\n{new:?}"
         );
     }
+}
+
+#[test]
+fn compare_stdin_feeds_every_run() {
+    // A program that loops as many times as its standard input says: with --stdin every run
+    // (callgrind and each cachegrind) reads the file from its start; without it, nothing.
+    assert!(have_tool("gcc") && have_tool("valgrind"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("loop.c"),
+        "#include <stdio.h>\nint main(void) { long n = 0, i; unsigned long h = 1;\n\
+         if (scanf(\"%ld\", &n) != 1) n = 0;\n\
+         for (i = 0; i < n; i++) h = h * 31 + (unsigned long)i;\n\
+         printf(\"%lu\\n\", h); return 0; }\n",
+    )
+    .unwrap();
+    run(d, "gcc", &["-O1", "-o", "prog", "loop.c"]);
+    std::fs::copy(d.join("prog"), d.join("prog2")).unwrap();
+    std::fs::write(d.join("n.txt"), "200000\n").unwrap();
+
+    let fed = compare_json(d, &["--stdin", "n.txt", "prog", "prog2"]);
+    let empty = compare_json(d, &["prog", "prog2"]);
+    for (label, m) in &fed {
+        // Both simulations saw the input: cachegrind's total and callgrind's object count.
+        assert!(m.instructions > 200_000 * 3, "{label}: {m:?}");
+        assert!(m.object_instructions > 200_000 * 3, "{label}: {m:?}");
+        assert_eq!(m.stdout_fnv1a, fed[0].1.stdout_fnv1a);
+    }
+    for (label, m) in &empty {
+        assert!(m.object_instructions < 200_000, "{label}: {m:?}");
+    }
+    assert_ne!(fed[0].1.stdout_fnv1a, empty[0].1.stdout_fnv1a);
+}
+
+#[test]
+fn compare_stdin_missing_file_is_a_one_line_error() {
+    // A --stdin file that does not exist is named in one line, before any simulation runs.
+    let dir = tempfile::tempdir().unwrap();
+    let out = sediment(
+        dir.path(),
+        &[
+            "compare",
+            "--stdin",
+            "no-such-input",
+            "/bin/true",
+            "/bin/true",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no-such-input"), "{err}");
 }

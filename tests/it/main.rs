@@ -1,6 +1,7 @@
 //! The one integration-test binary: end-to-end runs of the `sediment` executable and the real
 //! tools it drives (gcc, lld, gold, GNU ld, valgrind, perf). One module per area.
 
+mod bench;
 mod blocks;
 mod callgrind;
 mod common;

@@ -32,7 +32,7 @@ mod run;
 pub mod spread;
 mod table;
 
-pub use run::{die_with_parent, measure, Options, I1_CONFIGS};
+pub use run::{die_with_parent, measure, stdin_for, Options, I1_CONFIGS};
 pub use table::{format_json, format_table, format_table_without, parse_json, ROWS};
 
 use std::path::PathBuf;

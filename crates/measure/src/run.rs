@@ -34,14 +34,19 @@ pub struct Options {
     pub valgrind: OsString,
     /// Simulations run at once (at least 1).
     pub jobs: usize,
+    /// A file every run reads as its standard input (each run opens it afresh); `None` gives
+    /// the program an empty standard input (`/dev/null`). For programs driven by a script on
+    /// stdin, such as `postgres --single`.
+    pub stdin: Option<PathBuf>,
 }
 
 impl Default for Options {
-    /// `valgrind` from `PATH`, one job per available core.
+    /// `valgrind` from `PATH`, one job per available core, no standard input.
     fn default() -> Self {
         Options {
             valgrind: "valgrind".into(),
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            stdin: None,
         }
     }
 }
@@ -77,6 +82,13 @@ pub fn measure(
             source,
         })?);
     }
+    // Checked once here, so that a missing input is one error rather than one per job.
+    if let Some(p) = &opts.stdin {
+        std::fs::File::open(p).map_err(|source| Error::Io {
+            path: p.clone(),
+            source,
+        })?;
+    }
     let tmp = tempfile::Builder::new()
         .prefix("sediment-measure-")
         .tempdir()
@@ -106,7 +118,7 @@ pub fn measure(
                 let j = next.fetch_add(1, Ordering::SeqCst);
                 let Some(&(b, sim)) = jobs.get(j) else { break };
                 let out = tmp.path().join(format!("job{j}.out"));
-                let r = run_one(&opts.valgrind, &binaries[b], &canon[b], args, sim, &out);
+                let r = run_one(opts, &binaries[b], &canon[b], args, sim, &out);
                 if r.is_err() {
                     failed.store(true, Ordering::SeqCst);
                 }
@@ -177,7 +189,7 @@ pub fn die_with_parent(cmd: &mut Command) {
 }
 
 fn run_one(
-    valgrind: &OsString,
+    opts: &Options,
     binary: &Path,
     canon: &Path,
     args: &[OsString],
@@ -188,7 +200,7 @@ fn run_one(
         Sim::Cache(_) => "cachegrind",
         Sim::Instr => "callgrind",
     };
-    let mut cmd = Command::new(valgrind);
+    let mut cmd = Command::new(&opts.valgrind);
     cmd.arg(format!("--tool={tool}")).arg("-q");
     match sim {
         Sim::Cache(i) => {
@@ -207,7 +219,7 @@ fn run_one(
     // object by its real path, which is what the `ob=` match below compares against.
     cmd.arg(canon).args(args);
     die_with_parent(&mut cmd);
-    cmd.stdin(Stdio::null())
+    cmd.stdin(stdin_for(opts.stdin.as_deref())?)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let output = cmd.output().map_err(|source| Error::ToolMissing {
@@ -291,6 +303,20 @@ fn object_counts(
         return Ok(loose.counts);
     }
     Err(Ok(exact.objects.join(", ")))
+}
+
+/// The standard input of one run: `file` opened afresh (so every run reads it from the start),
+/// or `/dev/null`.
+pub fn stdin_for(file: Option<&Path>) -> Result<Stdio, Error> {
+    match file {
+        None => Ok(Stdio::null()),
+        Some(p) => std::fs::File::open(p)
+            .map(Stdio::from)
+            .map_err(|source| Error::Io {
+                path: p.to_path_buf(),
+                source,
+            }),
+    }
 }
 
 fn os_concat(prefix: &str, path: &Path) -> OsString {
