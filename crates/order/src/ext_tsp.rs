@@ -119,22 +119,6 @@ pub(crate) fn edge_score(from: u64, to: u64, count: u64, p: &ExtTspParams) -> f6
     weight * count as f64
 }
 
-/// Value of one jump between chains `x < y` once concatenated as `merge`: its ExtTSP score.
-fn jump_value(
-    c: &Chains,
-    x: u32,
-    y: u32,
-    merge: MergeType,
-    j: &EdgeCount,
-    p: &ExtTspParams,
-) -> f64 {
-    let from = c
-        .merged_addr(j.src, x, y, merge)
-        .saturating_add(c.node_size[j.src as usize]);
-    let to = c.merged_addr(j.dst, x, y, merge);
-    edge_score(from, to, j.count, p)
-}
-
 /// ExtTSP gain of concatenating two chains: the score of the jumps between them, for the better
 /// of `X+Y` and `Y+X` (`X+Y` on a tie within [`EPS`]).
 fn better(xy: f64, yx: f64) -> (f64, MergeType) {
@@ -171,13 +155,15 @@ fn layout_with_scan(
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
     let weights = counts.iter().map(|&c| c as f64).collect();
-    let mut chains = Chains::new(sizes.to_vec(), weights, edges);
+    let mut chains = Chains::new(sizes.to_vec(), weights, edges, params.max_chain_size);
     let sp = &params.score;
     greedy_merge(
         &mut chains,
         params.max_chain_size,
         scan,
-        |c, x, y, m, j| jump_value(c, x, y, m, j, sp),
+        |caller, caller_size, callee, count| {
+            edge_score(caller.saturating_add(caller_size), callee, count, sp)
+        },
         |_, _, _, xy, yx| better(xy, yx),
     );
     // Density = self weight / size, compared exactly as cross products in u128; a zero-size

@@ -79,21 +79,37 @@ pub(crate) struct Chains {
     pub size: Vec<u64>,
     /// Weight of each chain (sum of its nodes' weights as the algorithm counts them).
     pub weight: Vec<f64>,
-    /// Size of each node as this algorithm counts it.
-    pub node_size: Vec<u64>,
-    /// Start of each node, in bytes from the start of its chain.
-    pub offset: Vec<u64>,
-    /// The chain (slot) each node is in.
-    owner: Vec<u32>,
+    /// Chain, offset and size of each node, together so that a sweep reads one cache line per
+    /// neighbour.
+    node: Vec<Node>,
     /// Number of nodes in each chain (`nodes[c].len()`, kept dense for the sweep's cache).
     len: Vec<u32>,
     /// CSR index: the jumps of node `v` are `adj[adj_start[v]..adj_start[v + 1]]`.
     adj_start: Vec<usize>,
     /// The jumps (non-recursive edges with a positive count), grouped by endpoint: each appears
-    /// under both of its endpoints, as the edge itself, so a sweep reads them sequentially.
-    adj: Vec<EdgeCount>,
+    /// under both of its endpoints, so a sweep reads them sequentially.
+    adj: Vec<Jump>,
     /// Merge count at which each chain last changed; queue entries older than it are stale.
     changed_at: Vec<u64>,
+}
+
+/// Where a node is: its chain (slot), its start from the start of the chain, and its size as
+/// the algorithm counts it.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    owner: u32,
+    offset: u64,
+    size: u64,
+}
+
+/// One jump as seen from one of its endpoints.
+#[derive(Debug, Clone, Copy)]
+struct Jump {
+    /// The other endpoint.
+    other: u32,
+    /// Whether this endpoint is the caller.
+    out: bool,
+    count: u64,
 }
 
 /// A queued merge: highest gain first, then the smallest slots.
@@ -127,12 +143,18 @@ impl Ord for Candidate {
 }
 
 impl Chains {
-    /// One chain per node, with the node's size and weight.
-    pub fn new(node_size: Vec<u64>, weight: Vec<f64>, edges: &[EdgeCount]) -> Chains {
+    /// One chain per node, with the node's size and weight. Only jumps that are among the
+    /// `max_jumps` heaviest of *both* their endpoints take part (see [`kept_jumps`]).
+    pub fn new(
+        node_size: Vec<u64>,
+        weight: Vec<f64>,
+        edges: &[EdgeCount],
+        max_jumps: usize,
+    ) -> Chains {
         let n = node_size.len();
-        let is_jump = |e: &EdgeCount| e.src != e.dst && e.count > 0;
+        let keep = kept_jumps(n, edges, max_jumps);
         let mut adj_start = vec![0usize; n + 1];
-        for e in edges.iter().filter(|e| is_jump(e)) {
+        for (e, _) in edges.iter().zip(&keep).filter(|(_, &k)| k) {
             adj_start[e.src as usize + 1] += 1;
             adj_start[e.dst as usize + 1] += 1;
         }
@@ -141,16 +163,20 @@ impl Chains {
         }
         let mut fill = adj_start.clone();
         let mut adj = vec![
-            EdgeCount {
-                src: 0,
-                dst: 0,
+            Jump {
+                other: 0,
+                out: false,
                 count: 0
             };
             adj_start[n]
         ];
-        for e in edges.iter().filter(|e| is_jump(e)) {
-            for v in [e.src, e.dst] {
-                adj[fill[v as usize]] = *e;
+        for (e, _) in edges.iter().zip(&keep).filter(|(_, &k)| k) {
+            for (v, other, out) in [(e.src, e.dst, true), (e.dst, e.src, false)] {
+                adj[fill[v as usize]] = Jump {
+                    other,
+                    out,
+                    count: e.count,
+                };
                 fill[v as usize] += 1;
             }
         }
@@ -158,9 +184,13 @@ impl Chains {
             nodes: (0..n as u32).map(|v| vec![v]).collect(),
             size: node_size.clone(),
             weight,
-            node_size,
-            offset: vec![0; n],
-            owner: (0..n as u32).collect(),
+            node: (0..n)
+                .map(|v| Node {
+                    owner: v as u32,
+                    offset: 0,
+                    size: node_size[v],
+                })
+                .collect(),
             len: vec![1; n],
             adj_start,
             adj,
@@ -168,15 +198,14 @@ impl Chains {
         }
     }
 
-    /// Start of node `v` when chains `x` and `y` are concatenated as `merge` says.
-    pub fn merged_addr(&self, v: u32, x: u32, y: u32, merge: MergeType) -> u64 {
-        let in_x = self.owner[v as usize] == x;
-        let shift = match (merge, in_x) {
+    /// Shift of chain `x`'s nodes (`x` being either of `a < b`) when `a` and `b` are
+    /// concatenated as `merge` says.
+    fn shift(&self, x: u32, a: u32, b: u32, merge: MergeType) -> u64 {
+        match (merge, x == a) {
             (MergeType::XY, true) | (MergeType::YX, false) => 0,
-            (MergeType::XY, false) => self.size[x as usize],
-            (MergeType::YX, true) => self.size[y as usize],
-        };
-        self.offset[v as usize].saturating_add(shift)
+            (MergeType::XY, false) => self.size[a as usize],
+            (MergeType::YX, true) => self.size[b as usize],
+        }
     }
 
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
@@ -187,20 +216,22 @@ impl Chains {
         match merge {
             MergeType::XY => {
                 for &v in &ynodes {
-                    self.offset[v as usize] = self.offset[v as usize].saturating_add(sx);
+                    let o = &mut self.node[v as usize].offset;
+                    *o = o.saturating_add(sx);
                 }
                 self.nodes[xi].extend_from_slice(&ynodes);
             }
             MergeType::YX => {
                 for &v in &self.nodes[xi] {
-                    self.offset[v as usize] = self.offset[v as usize].saturating_add(sy);
+                    let o = &mut self.node[v as usize].offset;
+                    *o = o.saturating_add(sy);
                 }
                 let xnodes = std::mem::replace(&mut self.nodes[xi], ynodes);
                 self.nodes[xi].extend_from_slice(&xnodes);
             }
         }
         for &v in &self.nodes[xi] {
-            self.owner[v as usize] = x;
+            self.node[v as usize].owner = x;
         }
         self.len[xi] = self.nodes[xi].len() as u32;
         self.len[yi] = 0;
@@ -219,14 +250,14 @@ impl Chains {
                 let size = self.size[x as usize];
                 let front = nodes
                     .iter()
-                    .take_while(|&&v| self.offset[v as usize] <= d)
+                    .take_while(|&&v| self.node[v as usize].offset <= d)
                     .count();
                 let tail = nodes[front..]
                     .iter()
                     .rev()
                     .take_while(|&&v| {
-                        let end =
-                            self.offset[v as usize].saturating_add(self.node_size[v as usize]);
+                        let node = self.node[v as usize];
+                        let end = node.offset.saturating_add(node.size);
                         size.saturating_sub(end) <= d
                     })
                     .count();
@@ -240,23 +271,85 @@ impl Chains {
     }
 }
 
+/// Which edges are jumps the merging looks at: non-recursive, a positive count, and among the
+/// `max_jumps` heaviest jumps of *both* endpoints (heavier first, then the earlier edge).
+///
+/// Why a cap: a hub (a function called from hundreds of thousands of places) is swept with all
+/// its jumps every time its chain merges, and its chain merges up to `max_chain_size` times;
+/// on the scale benchmark's graph that was most of the run time. A chain holds at most
+/// `max_chain_size` nodes, so at most that many of a node's partners can ever sit in its chain,
+/// and the caller passes that bound: a node keeps as many jumps as its chain can have members.
+/// Requiring both endpoints to keep a jump (not either) is what bounds the hub's degree; the
+/// jumps dropped are, for the hub, lighter than every one it kept. A graph in which no node has
+/// more jumps than the cap (every tiny test graph) is merged exactly as without it.
+/// Turned down: sampling a hub's jumps (results would depend on the sample), and keeping a jump
+/// when either endpoint keeps it (the hub keeps all its jumps again).
+fn kept_jumps(n: usize, edges: &[EdgeCount], max_jumps: usize) -> Vec<bool> {
+    let is_jump = |e: &EdgeCount| e.src != e.dst && e.count > 0;
+    let mut keep: Vec<bool> = edges.iter().map(is_jump).collect();
+    let mut degree = vec![0usize; n];
+    for e in edges.iter().filter(|e| is_jump(e)) {
+        degree[e.src as usize] += 1;
+        degree[e.dst as usize] += 1;
+    }
+    if degree.iter().all(|&d| d <= max_jumps) {
+        return keep;
+    }
+    // The jumps of each over-cap node, as edge indices in a CSR array.
+    let hub = |v: u32| degree[v as usize] > max_jumps;
+    let mut start = vec![0usize; n + 1];
+    for v in 0..n {
+        start[v + 1] = start[v] + if degree[v] > max_jumps { degree[v] } else { 0 };
+    }
+    let mut fill = start.clone();
+    let mut list = vec![0usize; start[n]];
+    for (i, e) in edges.iter().enumerate().filter(|(_, e)| is_jump(e)) {
+        for v in [e.src, e.dst] {
+            if hub(v) {
+                list[fill[v as usize]] = i;
+                fill[v as usize] += 1;
+            }
+        }
+    }
+    let heavier =
+        |a: &usize, b: &usize| edges[*b].count.cmp(&edges[*a].count).then(a.cmp(b));
+    for v in 0..n {
+        let mine = &mut list[start[v]..start[v + 1]];
+        if mine.len() > max_jumps {
+            mine.select_nth_unstable_by(max_jumps, heavier);
+            for &i in &mine[max_jumps..] {
+                keep[i] = false;
+            }
+        }
+    }
+    keep
+}
+
 /// Per-neighbour sums of jump values, reused across merges (dense arrays indexed by slot, and
 /// the list of slots touched so they can be reset in time linear in what was touched).
 struct Scratch {
-    xy: Vec<f64>,
-    yx: Vec<f64>,
+    /// Per neighbour: summed values as `X+Y` and `Y+X`, and whether it is in `touched`.
+    sum: Vec<Sums>,
     touched: Vec<u32>,
-    mark: Vec<bool>,
     /// Queue entries pushed for each chain since it last changed (an entry counts for both of
     /// its chains, so stale entries are over-estimated, at most twice).
     queued: Vec<u32>,
 }
 
+/// One neighbour's slot of [`Scratch`] (one cache line holds it whole).
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    xy: f64,
+    yx: f64,
+    mark: bool,
+}
+
 /// Runs greedy merging, never creating a chain of more than `max_nodes` nodes.
 ///
-/// `value(chains, x, y, merge, jump)` is what one jump between chains `x < y` is worth once
-/// they are concatenated as `merge`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed
-/// values of all jumps between them into the merge gain and the concatenation to use.
+/// `value(caller_start, caller_size, callee_start, count)` is what one jump is worth when, in
+/// the concatenation being evaluated, its caller starts at `caller_start` and its callee at
+/// `callee_start`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed values of all jumps
+/// between chains `x < y` into the merge gain and the concatenation to use.
 pub(crate) fn greedy_merge<V, G>(
     chains: &mut Chains,
     max_nodes: usize,
@@ -264,54 +357,62 @@ pub(crate) fn greedy_merge<V, G>(
     value: V,
     gain: G,
 ) where
-    V: Fn(&Chains, u32, u32, MergeType, &EdgeCount) -> f64,
+    V: Fn(u64, u64, u64, u64) -> f64,
     G: Fn(&Chains, u32, u32, f64, f64) -> (f64, MergeType),
 {
     let n = chains.nodes.len();
     let mut s = Scratch {
-        xy: vec![0.0; n],
-        yx: vec![0.0; n],
+        sum: vec![Sums::default(); n],
         touched: Vec::new(),
-        mark: vec![false; n],
         queued: vec![0; n],
     };
-    let mut heap = BinaryHeap::new();
     let mut now = 0u64;
     // Sums the values of the jumps between `x` and each neighbour, then queues the gains.
     let evaluate = |chains: &Chains,
                     s: &mut Scratch,
-                    heap: &mut BinaryHeap<Candidate>,
+                    queue: &mut Vec<Candidate>,
                     x: u32,
                     now: u64,
                     only_larger: bool| {
+        let len_x = chains.len[x as usize] as usize;
         for v in chains.scanned(x, scan) {
-            let v = v as usize;
-            for e in &chains.adj[chains.adj_start[v]..chains.adj_start[v + 1]] {
-                let other = if e.src as usize == v { e.dst } else { e.src };
-                let z = chains.owner[other as usize];
+            let nv = chains.node[v as usize];
+            let jumps = &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
+            for j in jumps {
+                let no = chains.node[j.other as usize];
+                let z = no.owner;
                 if z == x || (only_larger && z < x) {
                     continue;
                 }
-                if (chains.len[x as usize] + chains.len[z as usize]) as usize > max_nodes {
+                if len_x + chains.len[z as usize] as usize > max_nodes {
                     continue;
                 }
                 let (a, b) = (x.min(z), x.max(z));
-                if !s.mark[z as usize] {
-                    s.mark[z as usize] = true;
+                let slot = &mut s.sum[z as usize];
+                if !slot.mark {
+                    slot.mark = true;
                     s.touched.push(z);
                 }
-                s.xy[z as usize] += value(chains, a, b, MergeType::XY, e);
-                s.yx[z as usize] += value(chains, a, b, MergeType::YX, e);
+                for (merge, total) in [(MergeType::XY, &mut slot.xy), (MergeType::YX, &mut slot.yx)]
+                {
+                    let pv = nv.offset.saturating_add(chains.shift(x, a, b, merge));
+                    let po = no.offset.saturating_add(chains.shift(z, a, b, merge));
+                    *total += if j.out {
+                        value(pv, nv.size, po, j.count)
+                    } else {
+                        value(po, no.size, pv, j.count)
+                    };
+                }
             }
         }
         for &z in &s.touched {
-            let zi = z as usize;
+            let slot = std::mem::take(&mut s.sum[z as usize]);
             let (a, b) = (x.min(z), x.max(z));
-            let (g, merge) = gain(chains, a, b, s.xy[zi], s.yx[zi]);
+            let (g, merge) = gain(chains, a, b, slot.xy, slot.yx);
             if g > EPS {
                 s.queued[a as usize] = s.queued[a as usize].saturating_add(1);
                 s.queued[b as usize] = s.queued[b as usize].saturating_add(1);
-                heap.push(Candidate {
+                queue.push(Candidate {
                     gain: g,
                     x: a,
                     y: b,
@@ -319,15 +420,15 @@ pub(crate) fn greedy_merge<V, G>(
                     merge,
                 });
             }
-            s.xy[zi] = 0.0;
-            s.yx[zi] = 0.0;
-            s.mark[zi] = false;
         }
         s.touched.clear();
     };
+    // The first gains of all pairs are collected, then heapified at once (linear time).
+    let mut fresh = Vec::new();
     for x in 0..n as u32 {
-        evaluate(chains, &mut s, &mut heap, x, now, true);
+        evaluate(chains, &mut s, &mut fresh, x, now, true);
     }
+    let mut heap = BinaryHeap::from(std::mem::take(&mut fresh));
     // Upper bound on the stale entries in the heap.
     let mut stale_entries = 0usize;
     while let Some(c) = heap.pop() {
@@ -342,7 +443,8 @@ pub(crate) fn greedy_merge<V, G>(
         for z in [c.x, c.y] {
             stale_entries += std::mem::take(&mut s.queued[z as usize]) as usize;
         }
-        evaluate(chains, &mut s, &mut heap, c.x, now, false);
+        evaluate(chains, &mut s, &mut fresh, c.x, now, false);
+        heap.extend(fresh.drain(..));
         if heap.len() > MIN_COMPACT_LEN && 2 * stale_entries > heap.len() {
             heap.retain(|c| !stale(c, chains));
             stale_entries = 0;
