@@ -66,7 +66,7 @@ pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
 pub use fill::{fill_layout, FillParams};
 pub use hot::hot_layout;
-pub use paged::{pack_clusters, page_crossings, paged_layout, PagedParams};
+pub use paged::{crossing_weight, pack_clusters, paged_layout, PagedParams};
 pub use pettis_hansen::pettis_hansen_layout;
 pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
 pub use tiered::{tiered_layout, tiers, TieredParams};

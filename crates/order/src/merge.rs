@@ -40,7 +40,7 @@
 //! Ties: the larger gain first, then the smaller `x`, then the smaller `y`; `X+Y` is chosen over
 //! `Y+X` unless `Y+X` is better by more than [`EPS`].
 
-use crate::{append_unseen, EdgeCount};
+use crate::{append_unseen, EdgeCount, NONE};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
@@ -94,12 +94,16 @@ pub(crate) struct Chains {
 }
 
 /// Where a node is: its chain (slot), its start from the start of the chain, and its size as
-/// the algorithm counts it.
+/// the algorithm counts it; with copies of its chain's length and size, so that a sweep learns
+/// everything it needs about a neighbour's chain from one cache line (they are rewritten for
+/// every node of a chain when it merges, which the merge walks anyway).
 #[derive(Debug, Clone, Copy)]
 struct Node {
     owner: u32,
+    chain_len: u32,
     offset: u64,
     size: u64,
+    chain_size: u64,
 }
 
 /// One jump as seen from one of its endpoints.
@@ -187,8 +191,10 @@ impl Chains {
             node: (0..n)
                 .map(|v| Node {
                     owner: v as u32,
+                    chain_len: 1,
                     offset: 0,
                     size: node_size[v],
+                    chain_size: node_size[v],
                 })
                 .collect(),
             len: vec![1; n],
@@ -198,15 +204,6 @@ impl Chains {
         }
     }
 
-    /// Shift of chain `x`'s nodes (`x` being either of `a < b`) when `a` and `b` are
-    /// concatenated as `merge` says.
-    fn shift(&self, x: u32, a: u32, b: u32, merge: MergeType) -> u64 {
-        match (merge, x == a) {
-            (MergeType::XY, true) | (MergeType::YX, false) => 0,
-            (MergeType::XY, false) => self.size[a as usize],
-            (MergeType::YX, true) => self.size[b as usize],
-        }
-    }
 
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
     fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u64) {
@@ -230,12 +227,15 @@ impl Chains {
                 self.nodes[xi].extend_from_slice(&xnodes);
             }
         }
-        for &v in &self.nodes[xi] {
-            self.node[v as usize].owner = x;
-        }
         self.len[xi] = self.nodes[xi].len() as u32;
         self.len[yi] = 0;
         self.size[xi] = sx.saturating_add(sy);
+        for &v in &self.nodes[xi] {
+            let node = &mut self.node[v as usize];
+            node.owner = x;
+            node.chain_len = self.len[xi];
+            node.chain_size = self.size[xi];
+        }
         self.weight[xi] += self.weight[yi];
         self.changed_at[xi] = now;
         self.changed_at[yi] = now;
@@ -325,23 +325,69 @@ fn kept_jumps(n: usize, edges: &[EdgeCount], max_jumps: usize) -> Vec<bool> {
     keep
 }
 
-/// Per-neighbour sums of jump values, reused across merges (dense arrays indexed by slot, and
-/// the list of slots touched so they can be reset in time linear in what was touched).
+/// Per-neighbour sums of jump values, reused across merges: a small open-addressing table
+/// keyed by the neighbour's slot (it stays in the L1 cache, where an array indexed by slot
+/// cost a cache miss per jump), and the neighbours in the order they were first met, which is
+/// the order their gains are queued in.
 struct Scratch {
-    /// Per neighbour: summed values as `X+Y` and `Y+X`, and whether it is in `touched`.
-    sum: Vec<Sums>,
-    touched: Vec<u32>,
+    /// Slot of each table entry, [`NONE`] when free.
+    keys: Vec<u32>,
+    sums: Vec<Sums>,
+    /// Neighbours met in this sweep, with their table index.
+    touched: Vec<(u32, usize)>,
     /// Queue entries pushed for each chain since it last changed (an entry counts for both of
     /// its chains, so stale entries are over-estimated, at most twice).
     queued: Vec<u32>,
 }
 
-/// One neighbour's slot of [`Scratch`] (one cache line holds it whole).
+/// One neighbour's sums of jump values as `X+Y` and as `Y+X`.
 #[derive(Debug, Clone, Copy, Default)]
 struct Sums {
     xy: f64,
     yx: f64,
-    mark: bool,
+}
+
+impl Scratch {
+    /// The sums of neighbour `z`, inserted as zero when first met.
+    fn slot(&mut self, z: u32) -> &mut Sums {
+        if 2 * (self.touched.len() + 1) > self.keys.len() {
+            self.grow();
+        }
+        let mask = self.keys.len() - 1;
+        let mut i = (z.wrapping_mul(0x9E37_79B1) as usize) & mask;
+        loop {
+            if self.keys[i] == z {
+                return &mut self.sums[i];
+            }
+            if self.keys[i] == NONE {
+                self.keys[i] = z;
+                self.sums[i] = Sums::default();
+                self.touched.push((z, i));
+                return &mut self.sums[i];
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the table, keeping the entries and their order in `touched`.
+    fn grow(&mut self) {
+        let old: Vec<(u32, Sums)> = self.touched.iter().map(|&(z, i)| (z, self.sums[i])).collect();
+        let cap = (self.keys.len() * 2).max(64);
+        self.keys = vec![NONE; cap];
+        self.sums = vec![Sums::default(); cap];
+        self.touched.clear();
+        for (z, sums) in old {
+            *self.slot(z) = sums;
+        }
+    }
+
+    /// Empties the table, in time linear in the neighbours met.
+    fn clear(&mut self) {
+        for &(_, i) in &self.touched {
+            self.keys[i] = NONE;
+        }
+        self.touched.clear();
+    }
 }
 
 /// Runs greedy merging, never creating a chain of more than `max_nodes` nodes.
@@ -362,7 +408,8 @@ pub(crate) fn greedy_merge<V, G>(
 {
     let n = chains.nodes.len();
     let mut s = Scratch {
-        sum: vec![Sums::default(); n],
+        keys: vec![NONE; 64],
+        sums: vec![Sums::default(); 64],
         touched: Vec::new(),
         queued: vec![0; n],
     };
@@ -375,6 +422,7 @@ pub(crate) fn greedy_merge<V, G>(
                     now: u64,
                     only_larger: bool| {
         let len_x = chains.len[x as usize] as usize;
+        let size_x = chains.size[x as usize];
         for v in chains.scanned(x, scan) {
             let nv = chains.node[v as usize];
             let jumps = &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
@@ -384,19 +432,19 @@ pub(crate) fn greedy_merge<V, G>(
                 if z == x || (only_larger && z < x) {
                     continue;
                 }
-                if len_x + chains.len[z as usize] as usize > max_nodes {
+                if len_x + no.chain_len as usize > max_nodes {
                     continue;
                 }
-                let (a, b) = (x.min(z), x.max(z));
-                let slot = &mut s.sum[z as usize];
-                if !slot.mark {
-                    slot.mark = true;
-                    s.touched.push(z);
-                }
-                for (merge, total) in [(MergeType::XY, &mut slot.xy), (MergeType::YX, &mut slot.yx)]
-                {
-                    let pv = nv.offset.saturating_add(chains.shift(x, a, b, merge));
-                    let po = no.offset.saturating_add(chains.shift(z, a, b, merge));
+                // Shifts of x's and z's nodes as `X+Y` and as `Y+X`, `X` the smaller slot.
+                let (xy, yx) = if x < z {
+                    ((0, size_x), (no.chain_size, 0))
+                } else {
+                    ((no.chain_size, 0), (0, size_x))
+                };
+                let slot = s.slot(z);
+                for ((shift_x, shift_z), total) in [(xy, &mut slot.xy), (yx, &mut slot.yx)] {
+                    let pv = nv.offset.saturating_add(shift_x);
+                    let po = no.offset.saturating_add(shift_z);
                     *total += if j.out {
                         value(pv, nv.size, po, j.count)
                     } else {
@@ -405,8 +453,8 @@ pub(crate) fn greedy_merge<V, G>(
                 }
             }
         }
-        for &z in &s.touched {
-            let slot = std::mem::take(&mut s.sum[z as usize]);
+        for &(z, i) in &s.touched {
+            let slot = s.sums[i];
             let (a, b) = (x.min(z), x.max(z));
             let (g, merge) = gain(chains, a, b, slot.xy, slot.yx);
             if g > EPS {
@@ -421,7 +469,7 @@ pub(crate) fn greedy_merge<V, G>(
                 });
             }
         }
-        s.touched.clear();
+        s.clear();
     };
     // The first gains of all pairs are collected, then heapified at once (linear time).
     let mut fresh = Vec::new();
