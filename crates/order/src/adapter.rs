@@ -107,7 +107,7 @@ pub enum Algorithm {
     Bp,
     /// [`crate::tiered`]: Sediment's own, CDSort inside density tiers.
     Tiered,
-    /// [`crate::paged`]: Sediment's own, page-sized C3 clusters packed into pages.
+    /// [`crate::paged`]: Sediment's own, C3 without its cold members, hot functions page-aligned.
     Paged,
 }
 
@@ -201,14 +201,7 @@ impl Algorithm {
                 tiered_layout(&g.sizes, &g.counts, &g.edges, &TieredParams::default())
             }
             Algorithm::Paged => {
-                let mut p = PagedParams::default();
-                if let Ok(v) = std::env::var("SEDIMENT_PAGED_EXPERIMENT") {
-                    let f: Vec<u64> = v.split(',').map(|x| x.parse().unwrap()).collect();
-                    p.lookahead = f[0] as usize;
-                    p.c3.max_cluster_size = f[1];
-                    p.cross_with_filler = f[2] == 1;
-                }
-                paged_layout(&g.sizes, &g.counts, &g.edges, &p)
+                paged_layout(&g.sizes, &g.counts, &g.edges, &PagedParams::default())
             }
         }
     }

@@ -39,8 +39,8 @@
 //! - [`bp`]: balanced partitioning for startup page faults (Hoag et al., as lld).
 //! - [`tiered`]: Sediment's own: CDSort inside heat tiers cut by density, so that lukewarm
 //!   callees never enter the hot region.
-//! - [`paged`]: Sediment's own: C3 clusters of at most a page, packed into pages so that a
-//!   cluster does not straddle a page boundary when a colder one can fill the gap.
+//! - [`paged`]: Sediment's own: C3's call chains with their cold members moved out of the hot
+//!   region and hot functions moved off needless page crossings.
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 
@@ -66,7 +66,7 @@ pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
 pub use fill::{fill_layout, FillParams};
 pub use hot::hot_layout;
-pub use paged::{crossing_weight, pack_clusters, paged_layout, PagedParams};
+pub use paged::{paged_layout, straddle_weight, PagedParams};
 pub use pettis_hansen::pettis_hansen_layout;
 pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
 pub use tiered::{tiered_layout, tiers, TieredParams};
