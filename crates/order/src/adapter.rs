@@ -11,9 +11,9 @@
 //! which is also where every algorithm here would have put them.
 
 use crate::{
-    bp_layout, c3_layout, paged_layout, cdsort_layout, ext_tsp_layout, hot_layout, pettis_hansen_layout,
-    seen_nodes, tiered_layout, BpParams, C3Params, CdSortParams, EdgeCount, Error,
-    ExtTspLayoutParams, PagedParams, TieredParams,
+    bp_layout, c3_layout, cdsort_layout, ext_tsp_layout, hot_layout, paged_layout,
+    pettis_hansen_layout, seen_nodes, tiered_layout, BpParams, C3Params, CdSortParams, EdgeCount,
+    Error, ExtTspLayoutParams, PagedParams, TieredParams,
 };
 use sediment_profile::{FuncKey, FunctionOrder, Profile};
 use std::collections::HashMap;

@@ -218,7 +218,6 @@ impl Chains {
         }
     }
 
-
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
     fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u64) {
         let (xi, yi) = (x as usize, y as usize);
@@ -325,8 +324,7 @@ fn kept_jumps(n: usize, edges: &[EdgeCount], max_jumps: usize) -> Vec<bool> {
             }
         }
     }
-    let heavier =
-        |a: &usize, b: &usize| edges[*b].count.cmp(&edges[*a].count).then(a.cmp(b));
+    let heavier = |a: &usize, b: &usize| edges[*b].count.cmp(&edges[*a].count).then(a.cmp(b));
     for v in 0..n {
         let mine = &mut list[start[v]..start[v + 1]];
         if mine.len() > max_jumps {
@@ -385,7 +383,11 @@ impl Scratch {
 
     /// Doubles the table, keeping the entries and their order in `touched`.
     fn grow(&mut self) {
-        let old: Vec<(u32, Sums)> = self.touched.iter().map(|&(z, i)| (z, self.sums[i])).collect();
+        let old: Vec<(u32, Sums)> = self
+            .touched
+            .iter()
+            .map(|&(z, i)| (z, self.sums[i]))
+            .collect();
         let cap = (self.keys.len() * 2).max(64);
         self.keys = vec![NONE; cap];
         self.sums = vec![Sums::default(); cap];

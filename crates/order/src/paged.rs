@@ -185,8 +185,10 @@ pub fn paged_layout(
     check_graph(sizes, counts, edges)?;
     let clusters = c3_clusters(sizes, counts, edges, &params.c3)?;
     let hot = hot_set(sizes, counts, params.hot_share);
-    let (mut layout, cold): (Vec<u32>, Vec<u32>) =
-        clusters.into_iter().flatten().partition(|&v| hot[v as usize]);
+    let (mut layout, cold): (Vec<u32>, Vec<u32>) = clusters
+        .into_iter()
+        .flatten()
+        .partition(|&v| hot[v as usize]);
     align_straddlers(&mut layout, sizes, counts, params);
     layout.extend(cold);
     append_unseen(&mut layout, &seen_nodes(counts, edges));
