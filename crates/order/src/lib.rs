@@ -175,6 +175,23 @@ pub(crate) fn seen_nodes(counts: &[u64], edges: &[EdgeCount]) -> Vec<bool> {
     seen
 }
 
+/// The nodes with a positive count, densest first (count / size, compared exactly in `u128`,
+/// a zero size counting as one byte); equal densities by index.
+pub(crate) fn by_density(sizes: &[u64], counts: &[u64]) -> Vec<u32> {
+    let mut nodes: Vec<u32> = (0..counts.len() as u32)
+        .filter(|&v| counts[v as usize] > 0)
+        .collect();
+    let size = |v: u32| u128::from(sizes[v as usize].max(1));
+    nodes.sort_by(|&a, &b| {
+        let (wa, wb) = (
+            u128::from(counts[a as usize]),
+            u128::from(counts[b as usize]),
+        );
+        (wb * size(a)).cmp(&(wa * size(b))).then(a.cmp(&b))
+    });
+    nodes
+}
+
 /// Appends the never-seen nodes, in input order, to a layout of the seen ones.
 pub(crate) fn append_unseen(layout: &mut Vec<u32>, seen: &[bool]) {
     layout.extend(

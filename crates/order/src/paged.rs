@@ -112,17 +112,7 @@ fn pages(start: u64, len: u64, page: u64) -> (u64, u64) {
 
 /// The hot set: the densest nodes whose self weight first reaches `share` of the total.
 fn hot_set(sizes: &[u64], counts: &[u64], share: (u64, u64)) -> Vec<bool> {
-    let mut by_density: Vec<u32> = (0..counts.len() as u32)
-        .filter(|&v| counts[v as usize] > 0)
-        .collect();
-    let size = |v: u32| u128::from(sizes[v as usize].max(1));
-    by_density.sort_by(|&a, &b| {
-        let (wa, wb) = (
-            u128::from(counts[a as usize]),
-            u128::from(counts[b as usize]),
-        );
-        (wb * size(a)).cmp(&(wa * size(b))).then(a.cmp(&b))
-    });
+    let by_density = crate::by_density(sizes, counts);
     let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     let mut hot = vec![false; counts.len()];
     let mut acc = 0u128;
