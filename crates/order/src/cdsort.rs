@@ -35,7 +35,7 @@
 //!
 //! Ties: as in [`crate::ext_tsp`] (equal gains go to the smaller chain ids, `X+Y` before `Y+X`,
 //! equal densities by chain id). Complexity: as [`crate::ext_tsp`], with `max_chain_size` 128
-//! (also the number of heaviest jumps a node keeps, see [`crate::merge`]), but every node of a
+//! (also the number of heaviest jumps a node keeps, see `merge.rs`), but every node of a
 //! merged chain is swept, not only its ends. `distance_power` 0.25 is computed as two square
 //! roots rather than `powf` (the same value within a rounding or two; SQLite's speedtest1
 //! profile gives the same bytes either way).

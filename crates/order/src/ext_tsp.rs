@@ -43,7 +43,7 @@
 //! `X+Y` is preferred to `Y+X` on an equal gain, `X` being the chain with the smaller id; chains
 //! of equal density are concatenated by id.
 //!
-//! Complexity: see [`crate::merge`], the engine this shares with CDSort. A merge re-evaluates
+//! Complexity: see `merge.rs`, the engine this shares with CDSort. A merge re-evaluates
 //! the merged chain against its neighbours in one sweep over the jumps of the nodes near its
 //! ends; a node takes part with at most `max_chain_size` of its heaviest jumps (the bound a
 //! chain puts on its partners; graphs where no node has more jumps are merged exactly as
