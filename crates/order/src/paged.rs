@@ -40,7 +40,7 @@
 //! nearby cluster cross a page boundary in place of a hot one (up to 35% more), and ordering
 //! C3's clusters by CDSort instead of density (C3 made one cluster of nearly all hot code, so
 //! nothing changed), and keeping cold members under 256 to 4096 bytes beside their callers
-//! (up to 7% more, and a third more misses of a 128-entry iTLB than the full split).
+//! (up to 7% more, and 48-69% more misses of a 128-entry iTLB than the full split).
 //!
 //! Ties: as in C3; the partition and the moves keep C3's order otherwise.
 
