@@ -21,9 +21,9 @@
 //! - **A hub keeps its heaviest jumps only** ([`Chains::new`]): a jump takes part only when it is
 //!   among the `max_chain_size` heaviest of *both* its endpoints. A node can share its chain with
 //!   at most that many others, so this is the algorithms' own bound on a chain, applied to a
-//!   node's partners. On the 1,000,000-node benchmark graph the heaviest hub had about 200,000
-//!   jumps, swept every time its chain merged; with the cap ExtTSP sweeps 49.5 million jumps in
-//!   all and its score drops by 0.07% (5.757e8 to 5.753e8). A graph in which no node has more
+//!   node's partners. On the 1,000,000-node benchmark graph (calls drawn toward the hottest
+//!   nodes, so those are hubs, swept whole every time their chain merged) ExtTSP then sweeps
+//!   49.5 million jumps in all and its score drops by 0.07% (5.757e8 to 5.753e8). A graph in which no node has more
 //!   jumps than the cap (SQLite's speedtest1 profile: at most 66; every tiny test) gives exactly
 //!   the layout it gave without the cap.
 //! - **One cache line per neighbour.** A sweep is bound by memory latency: every jump leads to a
