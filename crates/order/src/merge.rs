@@ -30,7 +30,7 @@
 //!   random node. That node's record holds its chain, offset and size *and* a copy of its
 //!   chain's length and size (rewritten on a merge, whose nodes are walked anyway), and the sums
 //!   per neighbour live in a small open-addressing table that stays in the L1 cache, so a jump
-//!   costs one cache miss where it cost four (owner, offset, chain length, scratch slot).
+//!   costs one cache miss where it cost several (owner, offset, chain length, scratch slot).
 //! - **The first gains are heapified at once**, in linear time, instead of pushed one by one.
 //! - **Only nodes that can matter are swept** ([`Scan::Boundary`]). A gain is the value of the
 //!   jumps *between* the two chains once concatenated; when the value is zero beyond a distance
