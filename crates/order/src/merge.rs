@@ -537,3 +537,27 @@ pub(crate) fn concat_chains<K>(
     append_unseen(&mut layout, seen);
     layout
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::e;
+
+    // Hub 0 has three calls and a cap of two: it keeps its two heaviest (to 2 and 3), so the
+    // lighter call to 1 is dropped although 1 itself is under the cap. Recursive and zero-count
+    // edges are never jumps; on equal counts the earlier edge is the heavier.
+    #[test]
+    fn hub_keeps_its_heaviest_jumps() {
+        let edges = [e(0, 1, 5), e(0, 2, 9), e(3, 0, 7), e(1, 1, 50), e(2, 3, 0)];
+        assert_eq!(
+            kept_jumps(4, &edges, 2),
+            vec![false, true, true, false, false]
+        );
+        assert_eq!(
+            kept_jumps(4, &edges, 3),
+            vec![true, true, true, false, false]
+        );
+        let ties = [e(0, 1, 4), e(0, 2, 4), e(0, 3, 4)];
+        assert_eq!(kept_jumps(4, &ties, 2), vec![true, true, false]);
+    }
+}
