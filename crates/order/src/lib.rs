@@ -255,6 +255,24 @@ pub(crate) mod testutil {
         super::check_permutation(order, n).is_ok()
     }
 
+    /// The properties every layout has: a permutation, the same on a second run, never-seen
+    /// nodes last in input order, a finite ExtTSP score. Returns the layout for more checks.
+    pub fn check_layout(
+        layout: impl Fn(&[u64], &[u64], &[EdgeCount]) -> Vec<u32>,
+        sizes: &[u64],
+        counts: &[u64],
+        edges: &[EdgeCount],
+    ) -> Result<Vec<u32>, TestCaseError> {
+        let l = layout(sizes, counts, edges);
+        prop_assert!(is_permutation(&l, sizes.len()));
+        prop_assert_eq!(&l, &layout(sizes, counts, edges));
+        let un = unseen(counts, edges);
+        prop_assert_eq!(&l[l.len() - un.len()..], &un[..]);
+        let s = crate::ext_tsp_score(sizes, edges, &l, &crate::ExtTspParams::default()).unwrap();
+        prop_assert!(s.is_finite());
+        Ok(l)
+    }
+
     /// The never-seen nodes (zero count, no positive edge) in input order.
     pub fn unseen(counts: &[u64], edges: &[EdgeCount]) -> Vec<u32> {
         let seen = super::seen_nodes(counts, edges);

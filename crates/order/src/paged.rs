@@ -215,10 +215,11 @@ pub fn straddle_weight(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{e, graph, is_permutation, unseen};
-    use crate::{c3_layout, ext_tsp_score, ExtTspParams};
+    use crate::c3_layout;
+    use crate::testutil::{check_layout, e, graph};
     use proptest::prelude::*;
 
+    /// `paged` with its default parameters.
     fn layout(sizes: &[u64], counts: &[u64], edges: &[EdgeCount]) -> Vec<u32> {
         paged_layout(sizes, counts, edges, &PagedParams::default()).unwrap()
     }
@@ -277,13 +278,7 @@ mod tests {
         #[test]
         fn properties((sizes, counts, edges) in graph()) {
             let p = PagedParams::default();
-            let l = layout(&sizes, &counts, &edges);
-            prop_assert!(is_permutation(&l, sizes.len()));
-            prop_assert_eq!(&l, &layout(&sizes, &counts, &edges));
-            let un = unseen(&counts, &edges);
-            prop_assert_eq!(&l[l.len() - un.len()..], &un[..]);
-            let s = ext_tsp_score(&sizes, &edges, &l, &ExtTspParams::default()).unwrap();
-            prop_assert!(s.is_finite());
+            let l = check_layout(layout, &sizes, &counts, &edges)?;
             let hot = hot_set(&sizes, &counts, p.hot_share);
             let flags: Vec<bool> = l.iter().map(|&v| hot[v as usize]).collect();
             prop_assert!(flags.windows(2).all(|w| w[0] || !w[1]));
