@@ -36,8 +36,9 @@ pub struct Args {
     pub profile: PathBuf,
     /// Ordering algorithm: `c3` (call-chain clustering, hfsort), `hot` (hottest first),
     /// `pettis-hansen` (greedy heaviest-edge chaining), `ext-tsp` (chain merging maximising the
-    /// ExtTSP score), `cdsort` (cache-directed sort), `bp` (balanced partitioning for startup)
-    /// or `tiered` (Sediment's own: CDSort inside density tiers).
+    /// ExtTSP score), `cdsort` (cache-directed sort), `bp` (balanced partitioning for startup),
+    /// `tiered` (Sediment's own: CDSort inside density tiers) or `paged` (Sediment's own: C3
+    /// without its cold members, hot functions moved off needless page crossings).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
     /// A static call graph (`import --format gcc-callgraph`): append the functions its edges

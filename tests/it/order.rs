@@ -125,7 +125,7 @@ fn order_missing_input_and_unknown_algorithm() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
-            "unknown ordering algorithm `tsp` (known: bp, c3, cdsort, ext-tsp, hot, pettis-hansen, tiered)"
+            "unknown ordering algorithm `tsp` (known: bp, c3, cdsort, ext-tsp, hot, paged, pettis-hansen, tiered)"
         ),
         "{}",
         stderr(&o)
@@ -208,6 +208,7 @@ fn order_compare_prints_every_algorithm() {
             "cdsort",
             "ext-tsp",
             "hot",
+            "paged",
             "pettis-hansen",
             "tiered (chosen)"
         ]

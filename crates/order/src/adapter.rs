@@ -11,9 +11,9 @@
 //! which is also where every algorithm here would have put them.
 
 use crate::{
-    bp_layout, c3_layout, cdsort_layout, ext_tsp_layout, hot_layout, pettis_hansen_layout,
-    seen_nodes, tiered_layout, BpParams, C3Params, CdSortParams, EdgeCount, Error,
-    ExtTspLayoutParams, TieredParams,
+    bp_layout, c3_layout, cdsort_layout, ext_tsp_layout, hot_layout, paged_layout,
+    pettis_hansen_layout, seen_nodes, tiered_layout, BpParams, C3Params, CdSortParams, EdgeCount,
+    Error, ExtTspLayoutParams, PagedParams, TieredParams,
 };
 use sediment_profile::{FuncKey, FunctionOrder, Profile};
 use std::collections::HashMap;
@@ -107,6 +107,8 @@ pub enum Algorithm {
     Bp,
     /// [`crate::tiered`]: Sediment's own, CDSort inside density tiers.
     Tiered,
+    /// [`crate::paged`]: Sediment's own, C3 without its cold members, hot functions page-aligned.
+    Paged,
 }
 
 impl Algorithm {
@@ -117,6 +119,7 @@ impl Algorithm {
         "cdsort",
         "ext-tsp",
         "hot",
+        "paged",
         "pettis-hansen",
         "tiered",
     ];
@@ -131,6 +134,7 @@ impl Algorithm {
             "cdsort" => Ok(Algorithm::CdSort),
             "bp" => Ok(Algorithm::Bp),
             "tiered" => Ok(Algorithm::Tiered),
+            "paged" => Ok(Algorithm::Paged),
             other => Err(Error::UnknownAlgorithm(other.to_string())),
         }
     }
@@ -145,6 +149,7 @@ impl Algorithm {
             Algorithm::CdSort => "cdsort",
             Algorithm::Bp => "bp",
             Algorithm::Tiered => "tiered",
+            Algorithm::Paged => "paged",
         }
     }
 
@@ -163,6 +168,7 @@ impl Algorithm {
             Algorithm::CdSort => format!("{},{default_size}", CdSortParams::default().describe()),
             Algorithm::Bp => format!("{},{default_size}", BpParams::default().describe()),
             Algorithm::Tiered => format!("{},{default_size}", TieredParams::default().describe()),
+            Algorithm::Paged => format!("{},{default_size}", PagedParams::default().describe()),
         }
     }
 
@@ -193,6 +199,9 @@ impl Algorithm {
             }
             Algorithm::Tiered => {
                 tiered_layout(&g.sizes, &g.counts, &g.edges, &TieredParams::default())
+            }
+            Algorithm::Paged => {
+                paged_layout(&g.sizes, &g.counts, &g.edges, &PagedParams::default())
             }
         }
     }
@@ -443,7 +452,7 @@ mod tests {
         }
         assert_eq!(
             Algorithm::from_name("tsp").unwrap_err().to_string(),
-            "unknown ordering algorithm `tsp` (known: bp, c3, cdsort, ext-tsp, hot, pettis-hansen, tiered)"
+            "unknown ordering algorithm `tsp` (known: bp, c3, cdsort, ext-tsp, hot, paged, pettis-hansen, tiered)"
         );
     }
 }

@@ -43,17 +43,12 @@
 //! `X+Y` is preferred to `Y+X` on an equal gain, `X` being the chain with the smaller id; chains
 //! of equal density are concatenated by id.
 //!
-//! Complexity: the priority structure is a binary heap with lazy deletion (an entry is stale
-//! when either chain has merged since it was pushed). A merge of `X` and `Y` costs
-//! O(|X| + |Y|) to concatenate (at most `max_chain_size`), O(deg(Y) log deg) to move `Y`'s
-//! adjacency onto `X`, and recomputes the gain with each neighbour of the merged chain, in time
-//! linear in the edges between them, each pushed in O(log H). There are fewer than `n` merges,
-//! so the total is O(n · (max_chain_size + d · log H) + Σ_merges jumps(merged chain)), where `d`
-//! is the chain degree; for real call graphs (small degrees but a few hubs) this is close to
-//! O((n + E) log E). The heap holds one entry per push, stale ones included; hubs make it big
-//! (100,000 functions and 1,000,000 power-law calls take about 20 s, see `docs/algorithms.md`),
-//! so this is for real profiles, not the million-function case C3 meets. An indexed heap with
-//! decrease-key, and recomputing only the pairs whose gain can change, are the next steps.
+//! Complexity: see `merge.rs`, the engine this shares with CDSort. A merge re-evaluates
+//! the merged chain against its neighbours in one sweep over the jumps of the nodes near its
+//! ends; a node takes part with at most `max_chain_size` of its heaviest jumps (the bound a
+//! chain puts on its partners; graphs where no node has more jumps are merged exactly as
+//! without it). Measured in `docs/algorithms.md`, "Scale": not yet within the 2-second target
+//! at 1,000,000 functions; the sweep is bound by one cache miss per jump.
 
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
 use crate::{check_graph, seen_nodes, EdgeCount, Error, ExtTspParams};
@@ -119,22 +114,6 @@ pub(crate) fn edge_score(from: u64, to: u64, count: u64, p: &ExtTspParams) -> f6
     weight * count as f64
 }
 
-/// Value of one jump between chains `x < y` once concatenated as `merge`: its ExtTSP score.
-fn jump_value(
-    c: &Chains,
-    x: u32,
-    y: u32,
-    merge: MergeType,
-    j: &EdgeCount,
-    p: &ExtTspParams,
-) -> f64 {
-    let from = c
-        .merged_addr(j.src, x, y, merge)
-        .saturating_add(c.node_size[j.src as usize]);
-    let to = c.merged_addr(j.dst, x, y, merge);
-    edge_score(from, to, j.count, p)
-}
-
 /// ExtTSP gain of concatenating two chains: the score of the jumps between them, for the better
 /// of `X+Y` and `Y+X` (`X+Y` on a tie within [`EPS`]).
 fn better(xy: f64, yx: f64) -> (f64, MergeType) {
@@ -171,13 +150,15 @@ fn layout_with_scan(
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
     let weights = counts.iter().map(|&c| c as f64).collect();
-    let mut chains = Chains::new(sizes.to_vec(), weights, edges);
+    let mut chains = Chains::new(sizes.to_vec(), weights, edges, params.max_chain_size);
     let sp = &params.score;
     greedy_merge(
         &mut chains,
         params.max_chain_size,
         scan,
-        |c, x, y, m, j| jump_value(c, x, y, m, j, sp),
+        |caller, caller_size, callee, count| {
+            edge_score(caller.saturating_add(caller_size), callee, count, sp)
+        },
         |_, _, _, xy, yx| better(xy, yx),
     );
     // Density = self weight / size, compared exactly as cross products in u128; a zero-size

@@ -39,6 +39,8 @@
 //! - [`bp`]: balanced partitioning for startup page faults (Hoag et al., as lld).
 //! - [`tiered`]: Sediment's own: CDSort inside heat tiers cut by density, so that lukewarm
 //!   callees never enter the hot region.
+//! - [`paged`]: Sediment's own: C3's call chains with their cold members moved out of the hot
+//!   region and hot functions moved off needless page crossings.
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 
@@ -50,6 +52,7 @@ pub mod ext_tsp;
 pub mod fill;
 pub mod hot;
 pub(crate) mod merge;
+pub mod paged;
 pub mod pettis_hansen;
 pub mod score;
 pub mod tiered;
@@ -63,6 +66,7 @@ pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
 pub use fill::{fill_layout, FillParams};
 pub use hot::hot_layout;
+pub use paged::{paged_layout, straddle_weight, PagedParams};
 pub use pettis_hansen::pettis_hansen_layout;
 pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
 pub use tiered::{tiered_layout, tiers, TieredParams};
@@ -171,6 +175,23 @@ pub(crate) fn seen_nodes(counts: &[u64], edges: &[EdgeCount]) -> Vec<bool> {
     seen
 }
 
+/// The nodes with a positive count, densest first (count / size, compared exactly in `u128`,
+/// a zero size counting as one byte); equal densities by index.
+pub(crate) fn by_density(sizes: &[u64], counts: &[u64]) -> Vec<u32> {
+    let mut nodes: Vec<u32> = (0..counts.len() as u32)
+        .filter(|&v| counts[v as usize] > 0)
+        .collect();
+    let size = |v: u32| u128::from(sizes[v as usize].max(1));
+    nodes.sort_by(|&a, &b| {
+        let (wa, wb) = (
+            u128::from(counts[a as usize]),
+            u128::from(counts[b as usize]),
+        );
+        (wb * size(a)).cmp(&(wa * size(b))).then(a.cmp(&b))
+    });
+    nodes
+}
+
 /// Appends the never-seen nodes, in input order, to a layout of the seen ones.
 pub(crate) fn append_unseen(layout: &mut Vec<u32>, seen: &[bool]) {
     layout.extend(
@@ -232,6 +253,24 @@ pub(crate) mod testutil {
     /// True when `order` is a permutation of `0..n`.
     pub fn is_permutation(order: &[u32], n: usize) -> bool {
         super::check_permutation(order, n).is_ok()
+    }
+
+    /// The properties every layout has: a permutation, the same on a second run, never-seen
+    /// nodes last in input order, a finite ExtTSP score. Returns the layout for more checks.
+    pub fn check_layout(
+        layout: impl Fn(&[u64], &[u64], &[EdgeCount]) -> Vec<u32>,
+        sizes: &[u64],
+        counts: &[u64],
+        edges: &[EdgeCount],
+    ) -> Result<Vec<u32>, TestCaseError> {
+        let l = layout(sizes, counts, edges);
+        prop_assert!(is_permutation(&l, sizes.len()));
+        prop_assert_eq!(&l, &layout(sizes, counts, edges));
+        let un = unseen(counts, edges);
+        prop_assert_eq!(&l[l.len() - un.len()..], &un[..]);
+        let s = crate::ext_tsp_score(sizes, edges, &l, &crate::ExtTspParams::default()).unwrap();
+        prop_assert!(s.is_finite());
+        Ok(l)
     }
 
     /// The never-seen nodes (zero count, no positive edge) in input order.

@@ -14,10 +14,24 @@
 //! and took 22.6 s for ExtTSP at 100,000 nodes and 1,000,000 power-law edges):
 //! - **No chain-level adjacency.** Jumps are kept in a node-level CSR array (each jump copied
 //!   under both endpoints, so a sweep reads memory sequentially instead of chasing edge
-//!   indices: at 10,000,000 edges that costs 320 MB, within the 1 GiB budget). After a merge,
+//!   indices: 16 bytes a copy). After a merge,
 //!   the gains of the merged chain `X` with every neighbour `Z` are computed in one sweep over the
 //!   jumps of `X`'s nodes: each jump adds its value under `X+Z` and `Z+X` into a scratch slot of
 //!   `Z`. Nothing is moved or re-sorted, so a hub costs its degree once per merge it is in.
+//! - **A hub keeps its heaviest jumps only** ([`Chains::new`]): a jump takes part only when it is
+//!   among the `max_chain_size` heaviest of *both* its endpoints. A node can share its chain with
+//!   at most that many others, so this is the algorithms' own bound on a chain, applied to a
+//!   node's partners. On the 1,000,000-node benchmark graph (calls drawn toward the hottest
+//!   nodes, so those are hubs, swept whole every time their chain merged) ExtTSP then sweeps
+//!   49.5 million jumps in all and its score drops by 0.07% (5.757e8 to 5.753e8). A graph in which no node has more
+//!   jumps than the cap (SQLite's speedtest1 profile: at most 66; every tiny test) gives exactly
+//!   the layout it gave without the cap.
+//! - **One cache line per neighbour.** A sweep is bound by memory latency: every jump leads to a
+//!   random node. That node's record holds its chain, offset and size *and* a copy of its
+//!   chain's length and size (rewritten on a merge, whose nodes are walked anyway), and the sums
+//!   per neighbour live in a small open-addressing table that stays in the L1 cache, so a jump
+//!   costs one cache miss where it cost several (owner, offset, chain length, scratch slot).
+//! - **The first gains are heapified at once**, in linear time, instead of pushed one by one.
 //! - **Only nodes that can matter are swept** ([`Scan::Boundary`]). A gain is the value of the
 //!   jumps *between* the two chains once concatenated; when the value is zero beyond a distance
 //!   `D` (ExtTSP: 1024 bytes), a node whose start and end are both more than `D` bytes from
@@ -40,7 +54,7 @@
 //! Ties: the larger gain first, then the smaller `x`, then the smaller `y`; `X+Y` is chosen over
 //! `Y+X` unless `Y+X` is better by more than [`EPS`].
 
-use crate::{append_unseen, EdgeCount};
+use crate::{append_unseen, EdgeCount, NONE};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
@@ -79,21 +93,41 @@ pub(crate) struct Chains {
     pub size: Vec<u64>,
     /// Weight of each chain (sum of its nodes' weights as the algorithm counts them).
     pub weight: Vec<f64>,
-    /// Size of each node as this algorithm counts it.
-    pub node_size: Vec<u64>,
-    /// Start of each node, in bytes from the start of its chain.
-    pub offset: Vec<u64>,
-    /// The chain (slot) each node is in.
-    owner: Vec<u32>,
+    /// Chain, offset and size of each node, together so that a sweep reads one cache line per
+    /// neighbour.
+    node: Vec<Node>,
     /// Number of nodes in each chain (`nodes[c].len()`, kept dense for the sweep's cache).
     len: Vec<u32>,
     /// CSR index: the jumps of node `v` are `adj[adj_start[v]..adj_start[v + 1]]`.
     adj_start: Vec<usize>,
     /// The jumps (non-recursive edges with a positive count), grouped by endpoint: each appears
-    /// under both of its endpoints, as the edge itself, so a sweep reads them sequentially.
-    adj: Vec<EdgeCount>,
+    /// under both of its endpoints, so a sweep reads them sequentially.
+    adj: Vec<Jump>,
     /// Merge count at which each chain last changed; queue entries older than it are stale.
     changed_at: Vec<u64>,
+}
+
+/// Where a node is: its chain (slot), its start from the start of the chain, and its size as
+/// the algorithm counts it; with copies of its chain's length and size, so that a sweep learns
+/// everything it needs about a neighbour's chain from one cache line (they are rewritten for
+/// every node of a chain when it merges, which the merge walks anyway).
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    owner: u32,
+    chain_len: u32,
+    offset: u64,
+    size: u64,
+    chain_size: u64,
+}
+
+/// One jump as seen from one of its endpoints.
+#[derive(Debug, Clone, Copy)]
+struct Jump {
+    /// The other endpoint.
+    other: u32,
+    /// Whether this endpoint is the caller.
+    out: bool,
+    count: u64,
 }
 
 /// A queued merge: highest gain first, then the smallest slots.
@@ -127,12 +161,18 @@ impl Ord for Candidate {
 }
 
 impl Chains {
-    /// One chain per node, with the node's size and weight.
-    pub fn new(node_size: Vec<u64>, weight: Vec<f64>, edges: &[EdgeCount]) -> Chains {
+    /// One chain per node, with the node's size and weight. Only jumps that are among the
+    /// `max_jumps` heaviest of *both* their endpoints take part (see [`kept_jumps`]).
+    pub fn new(
+        node_size: Vec<u64>,
+        weight: Vec<f64>,
+        edges: &[EdgeCount],
+        max_jumps: usize,
+    ) -> Chains {
         let n = node_size.len();
-        let is_jump = |e: &EdgeCount| e.src != e.dst && e.count > 0;
+        let keep = kept_jumps(n, edges, max_jumps);
         let mut adj_start = vec![0usize; n + 1];
-        for e in edges.iter().filter(|e| is_jump(e)) {
+        for (e, _) in edges.iter().zip(&keep).filter(|(_, &k)| k) {
             adj_start[e.src as usize + 1] += 1;
             adj_start[e.dst as usize + 1] += 1;
         }
@@ -141,16 +181,20 @@ impl Chains {
         }
         let mut fill = adj_start.clone();
         let mut adj = vec![
-            EdgeCount {
-                src: 0,
-                dst: 0,
+            Jump {
+                other: 0,
+                out: false,
                 count: 0
             };
             adj_start[n]
         ];
-        for e in edges.iter().filter(|e| is_jump(e)) {
-            for v in [e.src, e.dst] {
-                adj[fill[v as usize]] = *e;
+        for (e, _) in edges.iter().zip(&keep).filter(|(_, &k)| k) {
+            for (v, other, out) in [(e.src, e.dst, true), (e.dst, e.src, false)] {
+                adj[fill[v as usize]] = Jump {
+                    other,
+                    out,
+                    count: e.count,
+                };
                 fill[v as usize] += 1;
             }
         }
@@ -158,25 +202,20 @@ impl Chains {
             nodes: (0..n as u32).map(|v| vec![v]).collect(),
             size: node_size.clone(),
             weight,
-            node_size,
-            offset: vec![0; n],
-            owner: (0..n as u32).collect(),
+            node: (0..n)
+                .map(|v| Node {
+                    owner: v as u32,
+                    chain_len: 1,
+                    offset: 0,
+                    size: node_size[v],
+                    chain_size: node_size[v],
+                })
+                .collect(),
             len: vec![1; n],
             adj_start,
             adj,
             changed_at: vec![0; n],
         }
-    }
-
-    /// Start of node `v` when chains `x` and `y` are concatenated as `merge` says.
-    pub fn merged_addr(&self, v: u32, x: u32, y: u32, merge: MergeType) -> u64 {
-        let in_x = self.owner[v as usize] == x;
-        let shift = match (merge, in_x) {
-            (MergeType::XY, true) | (MergeType::YX, false) => 0,
-            (MergeType::XY, false) => self.size[x as usize],
-            (MergeType::YX, true) => self.size[y as usize],
-        };
-        self.offset[v as usize].saturating_add(shift)
     }
 
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
@@ -187,24 +226,29 @@ impl Chains {
         match merge {
             MergeType::XY => {
                 for &v in &ynodes {
-                    self.offset[v as usize] = self.offset[v as usize].saturating_add(sx);
+                    let o = &mut self.node[v as usize].offset;
+                    *o = o.saturating_add(sx);
                 }
                 self.nodes[xi].extend_from_slice(&ynodes);
             }
             MergeType::YX => {
                 for &v in &self.nodes[xi] {
-                    self.offset[v as usize] = self.offset[v as usize].saturating_add(sy);
+                    let o = &mut self.node[v as usize].offset;
+                    *o = o.saturating_add(sy);
                 }
                 let xnodes = std::mem::replace(&mut self.nodes[xi], ynodes);
                 self.nodes[xi].extend_from_slice(&xnodes);
             }
         }
-        for &v in &self.nodes[xi] {
-            self.owner[v as usize] = x;
-        }
         self.len[xi] = self.nodes[xi].len() as u32;
         self.len[yi] = 0;
         self.size[xi] = sx.saturating_add(sy);
+        for &v in &self.nodes[xi] {
+            let node = &mut self.node[v as usize];
+            node.owner = x;
+            node.chain_len = self.len[xi];
+            node.chain_size = self.size[xi];
+        }
         self.weight[xi] += self.weight[yi];
         self.changed_at[xi] = now;
         self.changed_at[yi] = now;
@@ -219,14 +263,14 @@ impl Chains {
                 let size = self.size[x as usize];
                 let front = nodes
                     .iter()
-                    .take_while(|&&v| self.offset[v as usize] <= d)
+                    .take_while(|&&v| self.node[v as usize].offset <= d)
                     .count();
                 let tail = nodes[front..]
                     .iter()
                     .rev()
                     .take_while(|&&v| {
-                        let end =
-                            self.offset[v as usize].saturating_add(self.node_size[v as usize]);
+                        let node = self.node[v as usize];
+                        let end = node.offset.saturating_add(node.size);
                         size.saturating_sub(end) <= d
                     })
                     .count();
@@ -240,23 +284,134 @@ impl Chains {
     }
 }
 
-/// Per-neighbour sums of jump values, reused across merges (dense arrays indexed by slot, and
-/// the list of slots touched so they can be reset in time linear in what was touched).
+/// Which edges are jumps the merging looks at: non-recursive, a positive count, and among the
+/// `max_jumps` heaviest jumps of *both* endpoints (heavier first, then the earlier edge).
+///
+/// Why a cap: a hub (a function called from hundreds of thousands of places) is swept with all
+/// its jumps every time its chain merges, and its chain merges up to `max_chain_size` times;
+/// on the scale benchmark's graph that was most of the run time. A chain holds at most
+/// `max_chain_size` nodes, so at most that many of a node's partners can ever sit in its chain,
+/// and the caller passes that bound: a node keeps as many jumps as its chain can have members.
+/// Requiring both endpoints to keep a jump (not either) is what bounds the hub's degree; the
+/// jumps dropped are, for the hub, lighter than every one it kept. A graph in which no node has
+/// more jumps than the cap (every tiny test graph) is merged exactly as without it.
+/// Turned down: sampling a hub's jumps (results would depend on the sample), and keeping a jump
+/// when either endpoint keeps it (the hub keeps all its jumps again).
+fn kept_jumps(n: usize, edges: &[EdgeCount], max_jumps: usize) -> Vec<bool> {
+    let is_jump = |e: &EdgeCount| e.src != e.dst && e.count > 0;
+    let mut keep: Vec<bool> = edges.iter().map(is_jump).collect();
+    let mut degree = vec![0usize; n];
+    for e in edges.iter().filter(|e| is_jump(e)) {
+        degree[e.src as usize] += 1;
+        degree[e.dst as usize] += 1;
+    }
+    if degree.iter().all(|&d| d <= max_jumps) {
+        return keep;
+    }
+    // The jumps of each over-cap node, as edge indices in a CSR array.
+    let hub = |v: u32| degree[v as usize] > max_jumps;
+    let mut start = vec![0usize; n + 1];
+    for v in 0..n {
+        start[v + 1] = start[v] + if degree[v] > max_jumps { degree[v] } else { 0 };
+    }
+    let mut fill = start.clone();
+    let mut list = vec![0usize; start[n]];
+    for (i, e) in edges.iter().enumerate().filter(|(_, e)| is_jump(e)) {
+        for v in [e.src, e.dst] {
+            if hub(v) {
+                list[fill[v as usize]] = i;
+                fill[v as usize] += 1;
+            }
+        }
+    }
+    let heavier = |a: &usize, b: &usize| edges[*b].count.cmp(&edges[*a].count).then(a.cmp(b));
+    for v in 0..n {
+        let mine = &mut list[start[v]..start[v + 1]];
+        if mine.len() > max_jumps {
+            mine.select_nth_unstable_by(max_jumps, heavier);
+            for &i in &mine[max_jumps..] {
+                keep[i] = false;
+            }
+        }
+    }
+    keep
+}
+
+/// Per-neighbour sums of jump values, reused across merges: a small open-addressing table
+/// keyed by the neighbour's slot (it stays in the L1 cache, where an array indexed by slot
+/// cost a cache miss per jump), and the neighbours in the order they were first met, which is
+/// the order their gains are queued in.
 struct Scratch {
-    xy: Vec<f64>,
-    yx: Vec<f64>,
-    touched: Vec<u32>,
-    mark: Vec<bool>,
+    /// Slot of each table entry, [`NONE`] when free.
+    keys: Vec<u32>,
+    sums: Vec<Sums>,
+    /// Neighbours met in this sweep, with their table index.
+    touched: Vec<(u32, usize)>,
     /// Queue entries pushed for each chain since it last changed (an entry counts for both of
     /// its chains, so stale entries are over-estimated, at most twice).
     queued: Vec<u32>,
 }
 
+/// One neighbour's sums of jump values as `X+Y` and as `Y+X`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    xy: f64,
+    yx: f64,
+}
+
+impl Scratch {
+    /// The sums of neighbour `z`, inserted as zero when first met.
+    fn slot(&mut self, z: u32) -> &mut Sums {
+        if 2 * (self.touched.len() + 1) > self.keys.len() {
+            self.grow();
+        }
+        let mask = self.keys.len() - 1;
+        let mut i = (z.wrapping_mul(0x9E37_79B1) as usize) & mask;
+        loop {
+            if self.keys[i] == z {
+                return &mut self.sums[i];
+            }
+            if self.keys[i] == NONE {
+                self.keys[i] = z;
+                self.sums[i] = Sums::default();
+                self.touched.push((z, i));
+                return &mut self.sums[i];
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the table, keeping the entries and their order in `touched`.
+    fn grow(&mut self) {
+        let old: Vec<(u32, Sums)> = self
+            .touched
+            .iter()
+            .map(|&(z, i)| (z, self.sums[i]))
+            .collect();
+        let cap = (self.keys.len() * 2).max(64);
+        self.keys = vec![NONE; cap];
+        self.sums = vec![Sums::default(); cap];
+        self.touched.clear();
+        for (z, sums) in old {
+            *self.slot(z) = sums;
+        }
+    }
+
+    /// Empties the table, in time linear in the neighbours met.
+    fn clear(&mut self) {
+        for &(_, i) in &self.touched {
+            self.keys[i] = NONE;
+        }
+        self.touched.clear();
+    }
+}
+
 /// Runs greedy merging, never creating a chain of more than `max_nodes` nodes.
 ///
-/// `value(chains, x, y, merge, jump)` is what one jump between chains `x < y` is worth once
-/// they are concatenated as `merge`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed
-/// values of all jumps between them into the merge gain and the concatenation to use.
+/// `value(caller_start, caller_size, callee_start, count)` is what one jump is worth when, in
+/// the concatenation being evaluated, its caller starts at `caller_start` and its callee at
+/// `callee_start`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed values of all jumps
+/// between chains `x < y` into the merge gain and the concatenation to use.
 pub(crate) fn greedy_merge<V, G>(
     chains: &mut Chains,
     max_nodes: usize,
@@ -264,54 +419,64 @@ pub(crate) fn greedy_merge<V, G>(
     value: V,
     gain: G,
 ) where
-    V: Fn(&Chains, u32, u32, MergeType, &EdgeCount) -> f64,
+    V: Fn(u64, u64, u64, u64) -> f64,
     G: Fn(&Chains, u32, u32, f64, f64) -> (f64, MergeType),
 {
     let n = chains.nodes.len();
     let mut s = Scratch {
-        xy: vec![0.0; n],
-        yx: vec![0.0; n],
+        keys: vec![NONE; 64],
+        sums: vec![Sums::default(); 64],
         touched: Vec::new(),
-        mark: vec![false; n],
         queued: vec![0; n],
     };
-    let mut heap = BinaryHeap::new();
     let mut now = 0u64;
     // Sums the values of the jumps between `x` and each neighbour, then queues the gains.
     let evaluate = |chains: &Chains,
                     s: &mut Scratch,
-                    heap: &mut BinaryHeap<Candidate>,
+                    queue: &mut Vec<Candidate>,
                     x: u32,
                     now: u64,
                     only_larger: bool| {
+        let len_x = chains.len[x as usize] as usize;
+        let size_x = chains.size[x as usize];
         for v in chains.scanned(x, scan) {
-            let v = v as usize;
-            for e in &chains.adj[chains.adj_start[v]..chains.adj_start[v + 1]] {
-                let other = if e.src as usize == v { e.dst } else { e.src };
-                let z = chains.owner[other as usize];
+            let nv = chains.node[v as usize];
+            let jumps = &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
+            for j in jumps {
+                let no = chains.node[j.other as usize];
+                let z = no.owner;
                 if z == x || (only_larger && z < x) {
                     continue;
                 }
-                if (chains.len[x as usize] + chains.len[z as usize]) as usize > max_nodes {
+                if len_x + no.chain_len as usize > max_nodes {
                     continue;
                 }
-                let (a, b) = (x.min(z), x.max(z));
-                if !s.mark[z as usize] {
-                    s.mark[z as usize] = true;
-                    s.touched.push(z);
+                // Shifts of x's and z's nodes as `X+Y` and as `Y+X`, `X` the smaller slot.
+                let (xy, yx) = if x < z {
+                    ((0, size_x), (no.chain_size, 0))
+                } else {
+                    ((no.chain_size, 0), (0, size_x))
+                };
+                let slot = s.slot(z);
+                for ((shift_x, shift_z), total) in [(xy, &mut slot.xy), (yx, &mut slot.yx)] {
+                    let pv = nv.offset.saturating_add(shift_x);
+                    let po = no.offset.saturating_add(shift_z);
+                    *total += if j.out {
+                        value(pv, nv.size, po, j.count)
+                    } else {
+                        value(po, no.size, pv, j.count)
+                    };
                 }
-                s.xy[z as usize] += value(chains, a, b, MergeType::XY, e);
-                s.yx[z as usize] += value(chains, a, b, MergeType::YX, e);
             }
         }
-        for &z in &s.touched {
-            let zi = z as usize;
+        for &(z, i) in &s.touched {
+            let slot = s.sums[i];
             let (a, b) = (x.min(z), x.max(z));
-            let (g, merge) = gain(chains, a, b, s.xy[zi], s.yx[zi]);
+            let (g, merge) = gain(chains, a, b, slot.xy, slot.yx);
             if g > EPS {
                 s.queued[a as usize] = s.queued[a as usize].saturating_add(1);
                 s.queued[b as usize] = s.queued[b as usize].saturating_add(1);
-                heap.push(Candidate {
+                queue.push(Candidate {
                     gain: g,
                     x: a,
                     y: b,
@@ -319,15 +484,15 @@ pub(crate) fn greedy_merge<V, G>(
                     merge,
                 });
             }
-            s.xy[zi] = 0.0;
-            s.yx[zi] = 0.0;
-            s.mark[zi] = false;
         }
-        s.touched.clear();
+        s.clear();
     };
+    // The first gains of all pairs are collected, then heapified at once (linear time).
+    let mut fresh = Vec::new();
     for x in 0..n as u32 {
-        evaluate(chains, &mut s, &mut heap, x, now, true);
+        evaluate(chains, &mut s, &mut fresh, x, now, true);
     }
+    let mut heap = BinaryHeap::from(std::mem::take(&mut fresh));
     // Upper bound on the stale entries in the heap.
     let mut stale_entries = 0usize;
     while let Some(c) = heap.pop() {
@@ -342,7 +507,8 @@ pub(crate) fn greedy_merge<V, G>(
         for z in [c.x, c.y] {
             stale_entries += std::mem::take(&mut s.queued[z as usize]) as usize;
         }
-        evaluate(chains, &mut s, &mut heap, c.x, now, false);
+        evaluate(chains, &mut s, &mut fresh, c.x, now, false);
+        heap.extend(fresh.drain(..));
         if heap.len() > MIN_COMPACT_LEN && 2 * stale_entries > heap.len() {
             heap.retain(|c| !stale(c, chains));
             stale_entries = 0;
@@ -370,4 +536,28 @@ pub(crate) fn concat_chains<K>(
     }
     append_unseen(&mut layout, seen);
     layout
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::e;
+
+    // Hub 0 has three calls and a cap of two: it keeps its two heaviest (to 2 and 3), so the
+    // lighter call to 1 is dropped although 1 itself is under the cap. Recursive and zero-count
+    // edges are never jumps; on equal counts the earlier edge is the heavier.
+    #[test]
+    fn hub_keeps_its_heaviest_jumps() {
+        let edges = [e(0, 1, 5), e(0, 2, 9), e(3, 0, 7), e(1, 1, 50), e(2, 3, 0)];
+        assert_eq!(
+            kept_jumps(4, &edges, 2),
+            vec![false, true, true, false, false]
+        );
+        assert_eq!(
+            kept_jumps(4, &edges, 3),
+            vec![true, true, true, false, false]
+        );
+        let ties = [e(0, 1, 4), e(0, 2, 4), e(0, 3, 4)];
+        assert_eq!(kept_jumps(4, &ties, 2), vec![true, true, false]);
+    }
 }

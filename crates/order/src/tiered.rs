@@ -73,15 +73,8 @@ pub fn tiers(
 ) -> Result<Vec<Option<u32>>, Error> {
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
-    let mut hot: Vec<u32> = (0..n as u32).filter(|&v| counts[v as usize] > 0).collect();
-    let size = |v: u32| u128::from(sizes[v as usize].max(1));
-    hot.sort_by(|&a, &b| {
-        let (wa, wb) = (
-            u128::from(counts[a as usize]),
-            u128::from(counts[b as usize]),
-        );
-        (wb * size(a)).cmp(&(wa * size(b))).then(a.cmp(&b))
-    });
+    debug_assert_eq!(n, counts.len());
+    let hot = crate::by_density(sizes, counts);
     let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     let last = shares.len() as u32;
     let mut tier: Vec<Option<u32>> = seen.iter().map(|&s| s.then_some(last)).collect();
