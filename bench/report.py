@@ -221,6 +221,8 @@ def main():
               "elapsed", "work", "results", "charts"):
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--command", default=None)
+    ap.add_argument("--timed", default="",
+                    help="the workload arguments `sediment stat` timed, when not the measured ones")
     ap.add_argument("--throughput", default="",
                     help="the pgbench command timed per variant (postgres); empty: wall and CPU time")
     a = ap.parse_args()
@@ -293,7 +295,10 @@ def main():
     else:
         last = (" The wall and CPU "
                 f"columns are `sediment stat -n {a.stat_runs}` of `{names[0]}` against the variant, "
-                "interleaved (ABBA), on the measured workload: ratio of means with its 95% "
+                "interleaved (ABBA), on "
+                + (f"`{show(a.timed)}` (a longer run of the same program than the measured workload)"
+                   if a.timed and a.timed != a.test else "the measured workload")
+                + ": ratio of means with its 95% "
                 "confidence interval (an interval that contains 1 shows no difference).")
     out.append(f"Each cell: value, and in parentheses the ratio to `{names[0]}`. iTLB, pages and "
                f"lines are from the unshifted link; " + (
