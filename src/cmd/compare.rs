@@ -100,7 +100,7 @@ pub fn run(args: Args) -> Result<()> {
         let shifted = super::sim::simulate_all(
             &binaries,
             &args.args,
-            &OsString::from("valgrind"),
+            &opts.valgrind,
             opts.jobs,
             &plan,
             args.stdin.as_deref(),
