@@ -76,7 +76,7 @@ pub fn write_profile(path: &Path, p: &sediment_profile::Profile) -> Result<()> {
     let recordings = p
         .meta
         .extra
-        .get(crate::cmd::record::RECORDINGS)
+        .get(sediment_profile::META_RECORDINGS)
         .map_or(String::new(), |n| format!(", {n} recordings"));
     eprintln!(
         "sediment: wrote {} ({}: {} {}, {} functions, {} calls{recordings})",

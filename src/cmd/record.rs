@@ -39,7 +39,7 @@ use crate::cmd::import::{self, parse_mode};
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_import::perf::Mode;
-use sediment_profile::{base_name, merge, Error as ProfileError, Profile};
+use sediment_profile::{base_name, merge, Error as ProfileError, Profile, META_RECORDINGS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -210,9 +210,6 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-/// Metadata key counting the recordings merged into a profile-directory file.
-pub const RECORDINGS: &str = "recordings";
-
 /// Writes one profile per binary into `dir` by the naming scheme of the module docs.
 fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
     for w in &imported.warnings {
@@ -240,7 +237,7 @@ fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
     let mut files: BTreeMap<PathBuf, Profile> = BTreeMap::new();
     for (_, mut p) in builds {
         let name = base_name(&p.meta.binary).to_string();
-        p.meta.extra.insert(RECORDINGS.into(), "1".into());
+        p.meta.extra.insert(META_RECORDINGS.into(), "1".into());
         let plain = dir.join(format!("{name}.sprof"));
         let distinct = dir.join(format!("{name}.{}.sprof", identity(&p)));
         let mut path = if by_name[&name].len() > 1 {
@@ -309,10 +306,10 @@ fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
     }
     let old = fsio::read_profile(path)?;
     let count = |p: &Profile| -> Result<u64> {
-        p.meta.extra.get(RECORDINGS).map_or(Ok(1), |v| {
+        p.meta.extra.get(META_RECORDINGS).map_or(Ok(1), |v| {
             v.parse().map_err(|_| {
                 anyhow!(
-                    "{}: meta {RECORDINGS} `{v}` is not a number",
+                    "{}: meta {META_RECORDINGS} `{v}` is not a number",
                     path.display()
                 )
             })
@@ -323,7 +320,7 @@ fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
         Ok(mut m) => {
             m.meta
                 .extra
-                .insert(RECORDINGS.into(), (n_old + 1).to_string());
+                .insert(META_RECORDINGS.into(), (n_old + 1).to_string());
             Ok(Some(m))
         }
         Err(ProfileError::Mismatch { .. }) => Ok(None),

@@ -108,6 +108,11 @@ pub struct Edge {
     pub weight: u64,
 }
 
+/// The [`Meta::extra`] key counting the recordings merged into one profile-directory file
+/// (`sediment record --prof-dir`): its weight when the next recording is merged in
+/// (docs/profile-format.md).
+pub const META_RECORDINGS: &str = "recordings";
+
 /// Where a profile came from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Meta {
