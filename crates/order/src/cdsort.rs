@@ -103,6 +103,11 @@ impl Model<'_> {
         (1.0 - page_samples / self.total_samples).powf(self.p.cache_entries as f64)
     }
 
+    /// Expected misses of a chain of this weight and size: `weight * miss_probability(density)`.
+    fn cost(&self, weight: f64, size: u64) -> f64 {
+        weight * self.miss_probability(weight / size as f64)
+    }
+
     /// Distance locality of `count` calls between two addresses.
     fn dist_score(&self, s: u64, t: u64, count: u64) -> f64 {
         let d = s.abs_diff(t);
@@ -131,7 +136,8 @@ impl Model<'_> {
         let (xi, yi) = (x as usize, y as usize);
         let (wx, wy) = (c.weight[xi], c.weight[yi]);
         let (sx, sy) = (c.size[xi] as f64, c.size[yi] as f64);
-        let cur = wx * self.miss_probability(wx / sx) + wy * self.miss_probability(wy / sy);
+        // `cost` is `weight * miss_probability(density)` of each chain, kept by the engine.
+        let cur = c.cost[xi] + c.cost[yi];
         let new = (wx + wy) * self.miss_probability((wx + wy) / (sx + sy));
         let freq = cur - new;
         let total = |dist: f64| {
@@ -188,6 +194,7 @@ pub fn cdsort_layout(
         Scan::All,
         |caller, caller_size, callee, count| model.jump_value(caller, caller_size, callee, count),
         |c, x, y, xy, yx| model.gain(c, x, y, xy, yx),
+        |w, size| model.cost(w, size),
     );
     // Density = weight / size, descending.
     let key = |c: u32| chains.weight[c as usize] / chains.size[c as usize] as f64;

@@ -160,6 +160,7 @@ fn layout_with_scan(
             edge_score(caller.saturating_add(caller_size), callee, count, sp)
         },
         |_, _, _, xy, yx| better(xy, yx),
+        |_, _| 0.0,
     );
     // Density = self weight / size, compared exactly as cross products in u128; a zero-size
     // chain counts as one byte.

@@ -104,7 +104,11 @@ pub(crate) struct Chains {
     /// under both of its endpoints, so a sweep reads them sequentially.
     adj: Vec<Jump>,
     /// Merge count at which each chain last changed; queue entries older than it are stale.
-    changed_at: Vec<u64>,
+    /// (A merge count fits in `u32`: there are fewer merges than nodes.)
+    changed_at: Vec<u32>,
+    /// A per-chain term of the gain that depends on the chain alone (CDSort's expected cache
+    /// misses), computed once per chain when it forms instead of once per pair evaluated.
+    pub cost: Vec<f64>,
 }
 
 /// Where a node is: its chain (slot), its start from the start of the chain, and its size as
@@ -136,7 +140,7 @@ struct Candidate {
     x: u32,
     y: u32,
     /// Merge count when this entry was computed.
-    stamp: u64,
+    stamp: u32,
     merge: MergeType,
 }
 
@@ -215,11 +219,12 @@ impl Chains {
             adj_start,
             adj,
             changed_at: vec![0; n],
+            cost: vec![0.0; n],
         }
     }
 
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
-    fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u64) {
+    fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u32) {
         let (xi, yi) = (x as usize, y as usize);
         let ynodes = std::mem::take(&mut self.nodes[yi]);
         let (sx, sy) = (self.size[xi], self.size[yi]);
@@ -350,6 +355,10 @@ struct Scratch {
     /// Queue entries pushed for each chain since it last changed (an entry counts for both of
     /// its chains, so stale entries are over-estimated, at most twice).
     queued: Vec<u32>,
+    /// The nodes of the chain being swept.
+    swept: Vec<u32>,
+    /// The records of the other endpoints of their jumps, in sweep order (see `evaluate`).
+    others: Vec<Node>,
 }
 
 /// One neighbour's sums of jump values as `X+Y` and as `Y+X`.
@@ -411,39 +420,62 @@ impl Scratch {
 /// `value(caller_start, caller_size, callee_start, count)` is what one jump is worth when, in
 /// the concatenation being evaluated, its caller starts at `caller_start` and its callee at
 /// `callee_start`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed values of all jumps
-/// between chains `x < y` into the merge gain and the concatenation to use.
-pub(crate) fn greedy_merge<V, G>(
+/// between chains `x < y` into the merge gain and the concatenation to use; `cost(weight,
+/// size)` is the per-chain term it may read from [`Chains::cost`] (zero when unused).
+pub(crate) fn greedy_merge<V, G, C>(
     chains: &mut Chains,
     max_nodes: usize,
     scan: Scan,
     value: V,
     gain: G,
+    cost: C,
 ) where
     V: Fn(u64, u64, u64, u64) -> f64,
     G: Fn(&Chains, u32, u32, f64, f64) -> (f64, MergeType),
+    C: Fn(f64, u64) -> f64,
 {
     let n = chains.nodes.len();
+    for c in 0..n {
+        chains.cost[c] = cost(chains.weight[c], chains.size[c]);
+    }
     let mut s = Scratch {
         keys: vec![NONE; 64],
         sums: vec![Sums::default(); 64],
         touched: Vec::new(),
         queued: vec![0; n],
+        swept: Vec::new(),
+        others: Vec::new(),
     };
-    let mut now = 0u64;
+    let mut now = 0u32;
     // Sums the values of the jumps between `x` and each neighbour, then queues the gains.
     let evaluate = |chains: &Chains,
                     s: &mut Scratch,
                     queue: &mut Vec<Candidate>,
                     x: u32,
-                    now: u64,
+                    now: u32,
                     only_larger: bool| {
         let len_x = chains.len[x as usize] as usize;
         let size_x = chains.size[x as usize];
-        for v in chains.scanned(x, scan) {
+        let jumps_of =
+            |v: u32| &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
+        // Gather first: the records of all the neighbours, read in a loop whose iterations do
+        // not depend on each other, so the processor overlaps their cache misses (the sweep
+        // below, which hashes and sums, let it overlap few). Same jumps, same order.
+        s.swept.clear();
+        s.swept.extend(chains.scanned(x, scan));
+        s.others.clear();
+        for &v in &s.swept {
+            s.others
+                .extend(jumps_of(v).iter().map(|j| chains.node[j.other as usize]));
+        }
+        let mut others = std::mem::take(&mut s.others);
+        let mut k = 0;
+        for i in 0..s.swept.len() {
+            let v = s.swept[i];
             let nv = chains.node[v as usize];
-            let jumps = &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
-            for j in jumps {
-                let no = chains.node[j.other as usize];
+            for j in jumps_of(v) {
+                let no = others[k];
+                k += 1;
                 let z = no.owner;
                 if z == x || (only_larger && z < x) {
                     continue;
@@ -469,6 +501,8 @@ pub(crate) fn greedy_merge<V, G>(
                 }
             }
         }
+        others.clear();
+        s.others = others;
         for &(z, i) in &s.touched {
             let slot = s.sums[i];
             let (a, b) = (x.min(z), x.max(z));
@@ -504,6 +538,7 @@ pub(crate) fn greedy_merge<V, G>(
         }
         now += 1;
         chains.merge(c.x, c.y, c.merge, now);
+        chains.cost[c.x as usize] = cost(chains.weight[c.x as usize], chains.size[c.x as usize]);
         for z in [c.x, c.y] {
             stale_entries += std::mem::take(&mut s.queued[z as usize]) as usize;
         }
