@@ -502,13 +502,12 @@ pub(crate) fn greedy_merge<V, G, C>(
         }
         others.clear();
         s.others = others;
+        let first = queue.len();
         for &(z, i) in &s.touched {
             let slot = s.sums[i];
             let (a, b) = (x.min(z), x.max(z));
             let (g, merge) = gain(chains, a, b, slot.xy, slot.yx);
             if g > EPS {
-                s.queued[a as usize] = s.queued[a as usize].saturating_add(1);
-                s.queued[b as usize] = s.queued[b as usize].saturating_add(1);
                 queue.push(Candidate {
                     gain: g,
                     x: a,
@@ -517,6 +516,13 @@ pub(crate) fn greedy_merge<V, G, C>(
                     merge,
                 });
             }
+        }
+        // Counted in a loop of its own: the neighbours' counters are random cache lines, and
+        // independent increments let the processor overlap their misses.
+        s.queued[x as usize] = s.queued[x as usize].saturating_add((queue.len() - first) as u32);
+        for c in &queue[first..] {
+            let z = if c.x == x { c.y } else { c.x };
+            s.queued[z as usize] = s.queued[z as usize].saturating_add(1);
         }
         s.clear();
     };
