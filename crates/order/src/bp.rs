@@ -144,9 +144,17 @@ fn log2(x: u32) -> f64 {
     }
 }
 
-/// Log-gap cost of a utility with `d` members in a half of `n` functions.
-fn cost(d: u32, n: u32) -> f64 {
-    f64::from(d) * (log2(n) - log2(d + 1))
+/// [`log2`] of every count up to `n`, so that the move gains, which need eight of them per
+/// membership, look them up (lld keeps the same table); the values are [`log2`]'s own, so the
+/// layout is the same as computing them each time.
+fn log2_table(n: usize) -> Vec<f64> {
+    (0..=n as u32 + 1).map(log2).collect()
+}
+
+/// Log-gap cost of a utility with `d` members in a half of `n` functions, with `log` from
+/// [`log2_table`].
+fn cost(log: &[f64], d: u32, n: u32) -> f64 {
+    f64::from(d) * (log[n as usize] - log[d as usize + 1])
 }
 
 /// Orders nodes by recursive balanced partitioning over `utilities` (see the module docs).
@@ -208,6 +216,8 @@ pub fn bp_layout(
         side: vec![false; n],
         gain: vec![0.0; n],
         iterations: params.iterations,
+        log: log2_table(n),
+        by_gain: Vec::new(),
     };
     bp.recurse(&mut nodes, params.max_depth, &key);
     append_unseen(&mut nodes, &seen);
@@ -224,6 +234,10 @@ struct Bisection<'a> {
     side: Vec<bool>,
     gain: Vec<f64>,
     iterations: u32,
+    /// `log2` of every count up to the number of nodes ([`log2_table`]).
+    log: Vec<f64>,
+    /// Scratch for sorting a half by gain: (gain, tie-break, node).
+    by_gain: Vec<(f64, u64, u32)>,
 }
 
 impl Bisection<'_> {
@@ -248,14 +262,8 @@ impl Bisection<'_> {
                 self.gain[v as usize] = g;
             }
             let (left, right) = nodes.split_at_mut(mid);
-            let g = &self.gain;
-            let by_gain = |a: &u32, b: &u32| {
-                g[*b as usize]
-                    .total_cmp(&g[*a as usize])
-                    .then(scramble(*a).cmp(&scramble(*b)))
-            };
-            left.sort_unstable_by(by_gain);
-            right.sort_unstable_by(by_gain);
+            self.sort_by_gain(left);
+            self.sort_by_gain(right);
             // Swap pairs in gain order. Each pair's gain is re-evaluated against the counts the
             // earlier swaps left: `a` from the left is moved, then the first of the next
             // `PAIR_WINDOW` right candidates whose move still lowers the cost joins it; if none
@@ -300,6 +308,20 @@ impl Bisection<'_> {
         if !first_left {
             nodes.rotate_left(mid);
         }
+    }
+
+    /// Sorts `half` by gain, descending, ties by [`scramble`] (a bijection, so no two keys are
+    /// equal and the order is fully determined). The keys are gathered first so that the sort
+    /// compares values in hand, not gains looked up at random.
+    fn sort_by_gain(&mut self, half: &mut [u32]) {
+        let mut keyed = std::mem::take(&mut self.by_gain);
+        keyed.clear();
+        keyed.extend(half.iter().map(|&v| (self.gain[v as usize], scramble(v), v)));
+        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (slot, &(_, _, v)) in half.iter_mut().zip(&keyed) {
+            *slot = v;
+        }
+        self.by_gain = keyed;
     }
 
     /// Moves `v` to the other half, updating the member counts of its utilities.
@@ -347,7 +369,9 @@ impl Bisection<'_> {
                 } else {
                     (d1, d2, n1, n2)
                 };
-                (cost(from, nf) + cost(to, nt)) - (cost(from - 1, nf) + cost(to + 1, nt))
+                let log = &self.log;
+                (cost(log, from, nf) + cost(log, to, nt))
+                    - (cost(log, from - 1, nf) + cost(log, to + 1, nt))
             })
             .sum()
     }
