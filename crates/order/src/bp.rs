@@ -316,7 +316,10 @@ impl Bisection<'_> {
     fn sort_by_gain(&mut self, half: &mut [u32]) {
         let mut keyed = std::mem::take(&mut self.by_gain);
         keyed.clear();
-        keyed.extend(half.iter().map(|&v| (self.gain[v as usize], scramble(v), v)));
+        keyed.extend(
+            half.iter()
+                .map(|&v| (self.gain[v as usize], scramble(v), v)),
+        );
         keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         for (slot, &(_, _, v)) in half.iter_mut().zip(&keyed) {
             *slot = v;

@@ -159,7 +159,7 @@ fn layout_with_scan(
         |caller, caller_size, callee, count| {
             edge_score(caller.saturating_add(caller_size), callee, count, sp)
         },
-        |_, _, _, xy, yx| better(xy, yx),
+        |_, _, xy, yx| better(xy, yx),
         |_, _| 0.0,
     );
     // Density = self weight / size, compared exactly as cross products in u128; a zero-size
@@ -168,7 +168,7 @@ fn layout_with_scan(
         let w = chains.nodes[c as usize]
             .iter()
             .fold(0u64, |a, &v| a.saturating_add(counts[v as usize]));
-        (w, chains.size[c as usize].max(1))
+        (w, chains.stat[c as usize].size.max(1))
     };
     let denser = |a: &(u64, u64), b: &(u64, u64)| {
         (u128::from(b.0) * u128::from(a.1)).cmp(&(u128::from(a.0) * u128::from(b.1)))

@@ -88,15 +88,11 @@ pub(crate) enum Scan {
 pub(crate) struct Chains {
     /// Nodes of each chain, in layout order; a merged-away chain is left empty.
     pub nodes: Vec<Vec<u32>>,
-    /// Size of each chain in bytes (sum of its nodes' sizes, saturating).
-    pub size: Vec<u64>,
-    /// Weight of each chain (sum of its nodes' weights as the algorithm counts them).
-    pub weight: Vec<f64>,
+    /// Size, weight and length of each chain (see [`Stat`]).
+    pub stat: Vec<Stat>,
     /// Chain, offset and size of each node, together so that a sweep reads one cache line per
     /// neighbour.
     node: Vec<Node>,
-    /// Number of nodes in each chain (`nodes[c].len()`, kept dense for the sweep's cache).
-    len: Vec<u32>,
     /// CSR index: the jumps of node `v` are `adj[adj_start[v]..adj_start[v + 1]]`.
     adj_start: Vec<usize>,
     /// The jumps (non-recursive edges with a positive count), grouped by endpoint: each appears
@@ -105,9 +101,25 @@ pub(crate) struct Chains {
     /// Merge count at which each chain last changed; queue entries older than it are stale.
     /// (A merge count fits in `u32`: there are fewer merges than nodes.)
     changed_at: Vec<u32>,
-    /// A per-chain term of the gain that depends on the chain alone (CDSort's expected cache
-    /// misses), computed once per chain when it forms instead of once per pair evaluated.
-    pub cost: Vec<f64>,
+}
+
+/// What a gain needs to know about a chain, in one record: evaluating a merged chain's gains
+/// reads it for every neighbour, and one cache line per neighbour is the cost (CDSort read
+/// size, weight and its miss term from three arrays, three misses, before).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stat {
+    /// Size in bytes (sum of the nodes' sizes, saturating).
+    pub size: u64,
+    /// Weight (sum of the nodes' weights as the algorithm counts them).
+    pub weight: f64,
+    /// A term of the gain that depends on the chain alone (CDSort's expected cache misses),
+    /// computed once when the chain forms instead of once per pair evaluated.
+    pub cost: f64,
+    /// Number of nodes (`nodes[c].len()`).
+    len: u32,
+    /// Queue entries pushed for the chain since it last changed (an entry counts for both of
+    /// its chains, so stale entries are over-estimated, at most twice).
+    queued: u32,
 }
 
 /// Where a node is: its chain (slot), its start from the start of the chain, and its size as
@@ -203,8 +215,15 @@ impl Chains {
         }
         Chains {
             nodes: (0..n as u32).map(|v| vec![v]).collect(),
-            size: node_size.clone(),
-            weight,
+            stat: (0..n)
+                .map(|v| Stat {
+                    size: node_size[v],
+                    weight: weight[v],
+                    cost: 0.0,
+                    len: 1,
+                    queued: 0,
+                })
+                .collect(),
             node: (0..n)
                 .map(|v| Node {
                     owner: v as u32,
@@ -214,11 +233,9 @@ impl Chains {
                     chain_size: node_size[v],
                 })
                 .collect(),
-            len: vec![1; n],
             adj_start,
             adj,
             changed_at: vec![0; n],
-            cost: vec![0.0; n],
         }
     }
 
@@ -226,7 +243,7 @@ impl Chains {
     fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u32) {
         let (xi, yi) = (x as usize, y as usize);
         let ynodes = std::mem::take(&mut self.nodes[yi]);
-        let (sx, sy) = (self.size[xi], self.size[yi]);
+        let (sx, sy) = (self.stat[xi].size, self.stat[yi].size);
         match merge {
             MergeType::XY => {
                 for &v in &ynodes {
@@ -244,16 +261,17 @@ impl Chains {
                 self.nodes[xi].extend_from_slice(&xnodes);
             }
         }
-        self.len[xi] = self.nodes[xi].len() as u32;
-        self.len[yi] = 0;
-        self.size[xi] = sx.saturating_add(sy);
+        let (len, size) = (self.nodes[xi].len() as u32, sx.saturating_add(sy));
+        self.stat[yi].len = 0;
+        self.stat[xi].len = len;
+        self.stat[xi].size = size;
         for &v in &self.nodes[xi] {
             let node = &mut self.node[v as usize];
             node.owner = x;
-            node.chain_len = self.len[xi];
-            node.chain_size = self.size[xi];
+            node.chain_len = len;
+            node.chain_size = size;
         }
-        self.weight[xi] += self.weight[yi];
+        self.stat[xi].weight += self.stat[yi].weight;
         self.changed_at[xi] = now;
         self.changed_at[yi] = now;
     }
@@ -264,7 +282,7 @@ impl Chains {
         let (front, back) = match scan {
             Scan::All => (nodes.len(), nodes.len()),
             Scan::Boundary(d) => {
-                let size = self.size[x as usize];
+                let size = self.stat[x as usize].size;
                 let front = nodes
                     .iter()
                     .take_while(|&&v| self.node[v as usize].offset <= d)
@@ -351,9 +369,8 @@ struct Scratch {
     sums: Vec<Sums>,
     /// Neighbours met in this sweep, with their table index.
     touched: Vec<(u32, usize)>,
-    /// Queue entries pushed for each chain since it last changed (an entry counts for both of
-    /// its chains, so stale entries are over-estimated, at most twice).
-    queued: Vec<u32>,
+    /// The records of the neighbours met, in `touched` order (gathered, see `evaluate`).
+    stats: Vec<Stat>,
     /// The nodes of the chain being swept.
     swept: Vec<u32>,
     /// The records of the other endpoints of their jumps, in sweep order (see `evaluate`).
@@ -430,31 +447,32 @@ pub(crate) fn greedy_merge<V, G, C>(
     cost: C,
 ) where
     V: Fn(u64, u64, u64, u64) -> f64,
-    G: Fn(&Chains, u32, u32, f64, f64) -> (f64, MergeType),
+    G: Fn(&Stat, &Stat, f64, f64) -> (f64, MergeType),
     C: Fn(f64, u64) -> f64,
 {
     let n = chains.nodes.len();
-    for c in 0..n {
-        chains.cost[c] = cost(chains.weight[c], chains.size[c]);
+    for c in &mut chains.stat {
+        c.cost = cost(c.weight, c.size);
     }
     let mut s = Scratch {
         keys: vec![NONE; 64],
         sums: vec![Sums::default(); 64],
         touched: Vec::new(),
-        queued: vec![0; n],
+        stats: Vec::new(),
         swept: Vec::new(),
         others: Vec::new(),
     };
     let mut now = 0u32;
     // Sums the values of the jumps between `x` and each neighbour, then queues the gains.
-    let evaluate = |chains: &Chains,
+    let evaluate = |chains_mut: &mut Chains,
                     s: &mut Scratch,
                     queue: &mut Vec<Candidate>,
                     x: u32,
                     now: u32,
                     only_larger: bool| {
-        let len_x = chains.len[x as usize] as usize;
-        let size_x = chains.size[x as usize];
+        let chains: &Chains = chains_mut;
+        let this = chains.stat[x as usize];
+        let (len_x, size_x) = (this.len as usize, this.size);
         let jumps_of =
             |v: u32| &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
         // Gather first: the records of all the neighbours, read in a loop whose iterations do
@@ -502,11 +520,20 @@ pub(crate) fn greedy_merge<V, G, C>(
         }
         others.clear();
         s.others = others;
+        // Gathered as the records above, for the same reason.
+        s.stats.clear();
+        s.stats
+            .extend(s.touched.iter().map(|&(z, _)| chains.stat[z as usize]));
         let first = queue.len();
-        for &(z, i) in &s.touched {
+        for (&(z, i), other) in s.touched.iter().zip(&s.stats) {
             let slot = s.sums[i];
             let (a, b) = (x.min(z), x.max(z));
-            let (g, merge) = gain(chains, a, b, slot.xy, slot.yx);
+            let (sa, sb) = if x < z {
+                (&this, other)
+            } else {
+                (other, &this)
+            };
+            let (g, merge) = gain(sa, sb, slot.xy, slot.yx);
             if g > EPS {
                 queue.push(Candidate {
                     gain: g,
@@ -519,10 +546,13 @@ pub(crate) fn greedy_merge<V, G, C>(
         }
         // Counted in a loop of its own: the neighbours' counters are random cache lines, and
         // independent increments let the processor overlap their misses.
-        s.queued[x as usize] = s.queued[x as usize].saturating_add((queue.len() - first) as u32);
+        let chains = &mut *chains_mut;
+        let q = &mut chains.stat[x as usize].queued;
+        *q = q.saturating_add((queue.len() - first) as u32);
         for c in &queue[first..] {
             let z = if c.x == x { c.y } else { c.x };
-            s.queued[z as usize] = s.queued[z as usize].saturating_add(1);
+            let q = &mut chains.stat[z as usize].queued;
+            *q = q.saturating_add(1);
         }
         s.clear();
     };
@@ -543,9 +573,10 @@ pub(crate) fn greedy_merge<V, G, C>(
         }
         now += 1;
         chains.merge(c.x, c.y, c.merge, now);
-        chains.cost[c.x as usize] = cost(chains.weight[c.x as usize], chains.size[c.x as usize]);
+        let merged = &mut chains.stat[c.x as usize];
+        merged.cost = cost(merged.weight, merged.size);
         for z in [c.x, c.y] {
-            stale_entries += std::mem::take(&mut s.queued[z as usize]) as usize;
+            stale_entries += std::mem::take(&mut chains.stat[z as usize].queued) as usize;
         }
         evaluate(chains, &mut s, &mut fresh, c.x, now, false);
         for c in fresh.drain(..) {
