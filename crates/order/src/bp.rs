@@ -255,8 +255,9 @@ impl Bisection<'_> {
             self.side[v as usize] = i >= mid;
         }
         let (n1, n2) = (mid as u32, (nodes.len() - mid) as u32);
+        // The member counts are taken once: every swap below keeps them current (`shift`).
+        self.count(nodes, true);
         for _ in 0..self.iterations {
-            self.count(nodes, true);
             for &v in nodes.iter() {
                 let g = self.move_gain(v, n1, n2);
                 self.gain[v as usize] = g;
@@ -291,11 +292,11 @@ impl Bisection<'_> {
                     None => self.shift(*a),
                 }
             }
-            self.count(nodes, false);
             if swapped == 0 {
                 break;
             }
         }
+        self.count(nodes, false);
         // Members of each half in a canonical order before recursing, so the result does not
         // depend on the swap history.
         let (left, right) = nodes.split_at_mut(mid);
