@@ -257,8 +257,12 @@ impl Bisection<'_> {
         let (n1, n2) = (mid as u32, (nodes.len() - mid) as u32);
         // The member counts are taken once: every swap below keeps them current (`shift`).
         self.count(nodes, true);
+        // Gains are computed in node order, whatever order the swaps left `nodes` in: each
+        // node's memberships are then read at increasing addresses instead of at random.
+        let mut in_order = nodes.to_vec();
+        in_order.sort_unstable();
         for _ in 0..self.iterations {
-            for &v in nodes.iter() {
+            for &v in &in_order {
                 let g = self.move_gain(v, n1, n2);
                 self.gain[v as usize] = g;
             }
