@@ -717,6 +717,38 @@ pub(crate) fn concat_chains<K>(
 mod tests {
     use super::*;
     use crate::testutil::e;
+    use proptest::prelude::*;
+
+    proptest! {
+        // The four-ary heap pops any mix of pushes, heapified entries and a filter in
+        // descending order, as a sort would.
+        #[test]
+        fn quad_heap_pops_in_order(
+            first in proptest::collection::vec(0u32..50, 0..200),
+            later in proptest::collection::vec(0u32..50, 0..200),
+            drop_below in 0u32..50,
+        ) {
+            let mut heap = QuadHeap::from_vec(first.clone());
+            for &v in &later {
+                heap.push(v);
+            }
+            let mut expected: Vec<u32> = first.iter().chain(&later).copied().collect();
+            // Pop a third, filter, then pop the rest.
+            expected.sort_unstable_by(|a, b| b.cmp(a));
+            let third = expected.len() / 3;
+            for want in &expected[..third] {
+                prop_assert_eq!(heap.pop(), Some(*want));
+            }
+            heap.retain(|&v| v >= drop_below);
+            let rest: Vec<u32> =
+                expected[third..].iter().copied().filter(|&v| v >= drop_below).collect();
+            prop_assert_eq!(heap.len(), rest.len());
+            for want in rest {
+                prop_assert_eq!(heap.pop(), Some(want));
+            }
+            prop_assert_eq!(heap.pop(), None);
+        }
+    }
 
     // Hub 0 has three calls and a cap of two: it keeps its two heaviest (to 2 and 3), so the
     // lighter call to 1 is dropped although 1 itself is under the cap. Recursive and zero-count
