@@ -36,9 +36,10 @@
 //! Ties: as in [`crate::ext_tsp`] (equal gains go to the smaller chain ids, `X+Y` before `Y+X`,
 //! equal densities by chain id). Complexity: as [`crate::ext_tsp`], with `max_chain_size` 128
 //! (also the number of heaviest jumps a node keeps, see `merge.rs`), but every node of a
-//! merged chain is swept, not only its ends. `distance_power` 0.25 is computed as two square
-//! roots rather than `powf` (the same value within a rounding or two; SQLite's speedtest1
-//! profile gives the same bytes either way).
+//! merged chain is swept, not only its ends; each chain's `weight * miss_probability` is kept
+//! with the chain, computed once when it forms, not twice per pair evaluated.
+//! `distance_power` 0.25 is computed as two square roots rather than `powf` (the same value
+//! within a rounding or two; SQLite's speedtest1 profile gives the same bytes either way).
 
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, Stat, EPS};
 use crate::{check_graph, seen_nodes, EdgeCount, Error};
