@@ -2,8 +2,8 @@
 //!
 //! Generates a random call graph with power-law (Zipf-like) hotness deterministically from a
 //! seed, then runs every algorithm on it, each in a child process of its own, and prints a
-//! Markdown table: layout time (CPU and wall), peak RSS of the process (graph included), and
-//! the two scores.
+//! Markdown table: layout time (CPU and wall), peak RSS of the process (graph included), the
+//! two scores, and a hash of the layout (equal hashes: the same layout, byte for byte).
 //! The target recorded in `docs/algorithms.md` is 1,000,000 functions and 10,000,000 edges in
 //! under 2 s and 1 GiB on one core.
 //!
@@ -135,8 +135,15 @@ fn run_one(name: &str, n: usize, m: usize, seed: u64) {
     let page = page_locality_score(&g.sizes, &g.edges, &layout, PAGE_SIZE).expect("permutation");
     let tsp =
         ext_tsp_score(&g.sizes, &g.edges, &layout, &ExtTspParams::default()).expect("permutation");
+    // FNV-1a over the layout: two runs (or two versions of an algorithm) gave the same layout
+    // exactly when the hashes match.
+    let hash = layout.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &v| {
+        v.to_le_bytes()
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    });
     println!(
-        "| {name} | {gen_time:.2} s | {cpu:.2} s | {time:.2} s | {rss:.0} MiB | {:.2}% | {tsp:.3e} |",
+        "| {name} | {gen_time:.2} s | {cpu:.2} s | {time:.2} s | {rss:.0} MiB | {:.2}% | {tsp:.3e} | {hash:016x} |",
         100.0 * page as f64 / total as f64
     );
 }
@@ -193,9 +200,9 @@ fn main() {
     };
     println!("{n} nodes, {m} edges, seed {seed}");
     println!(
-        "| algorithm | generate (wall) | layout (CPU) | layout (wall) | peak RSS | same-page weight | ExtTSP score |"
+        "| algorithm | generate (wall) | layout (CPU) | layout (wall) | peak RSS | same-page weight | ExtTSP score | layout hash |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let exe = std::env::current_exe().expect("own path");
     for name in names {
         let status = std::process::Command::new(&exe)

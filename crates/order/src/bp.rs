@@ -35,6 +35,16 @@
 //! (our choice: enough for the chain a call path forms, few enough that a hub's utility does
 //! not drown the rest; tuned on nothing but the tests yet).
 //!
+//! Cost: every level of the recursion runs up to `iterations` rounds over all memberships, so
+//! about `max_depth * iterations * memberships` reads of a utility's member counts, at random.
+//! What keeps that down without changing the layout: the member counts are taken once per
+//! bisection (the swaps keep them current), the two halves' counts of a utility sit side by
+//! side (one cache line), gains are computed in node order (a node's memberships are read at
+//! increasing addresses), `log2` comes from a table of its own values (lld does the same), and
+//! the halves are sorted on gathered keys. Measured in `docs/algorithms.md` ("Scale"): still
+//! far from the 2-second target at 1,000,000 functions; the remaining time is the random reads
+//! of member counts.
+//!
 //! Deviations from lld: lld balances by count and so do we; lld lets a utility be dropped when
 //! it holds too many functions, we keep all (prefix sets are few); lld moves functions in
 //! random order within a tie and seeds it, we break every tie by node index.
@@ -144,9 +154,17 @@ fn log2(x: u32) -> f64 {
     }
 }
 
-/// Log-gap cost of a utility with `d` members in a half of `n` functions.
-fn cost(d: u32, n: u32) -> f64 {
-    f64::from(d) * (log2(n) - log2(d + 1))
+/// [`log2`] of every count up to `n`, so that the move gains, which need eight of them per
+/// membership, look them up (lld keeps the same table); the values are [`log2`]'s own, so the
+/// layout is the same as computing them each time.
+fn log2_table(n: usize) -> Vec<f64> {
+    (0..=n as u32 + 1).map(log2).collect()
+}
+
+/// Log-gap cost of a utility with `d` members in a half of `n` functions, with `log` from
+/// [`log2_table`].
+fn cost(log: &[f64], d: u32, n: u32) -> f64 {
+    f64::from(d) * (log[n as usize] - log[d as usize + 1])
 }
 
 /// Orders nodes by recursive balanced partitioning over `utilities` (see the module docs).
@@ -203,11 +221,12 @@ pub fn bp_layout(
     let mut bp = Bisection {
         start: &start,
         member: &member,
-        d1: vec![0; utilities.len()],
-        d2: vec![0; utilities.len()],
+        d: vec![[0; 2]; utilities.len()],
         side: vec![false; n],
         gain: vec![0.0; n],
         iterations: params.iterations,
+        log: log2_table(n),
+        by_gain: Vec::new(),
     };
     bp.recurse(&mut nodes, params.max_depth, &key);
     append_unseen(&mut nodes, &seen);
@@ -218,12 +237,17 @@ pub fn bp_layout(
 struct Bisection<'a> {
     start: &'a [usize],
     member: &'a [u32],
-    d1: Vec<u32>,
-    d2: Vec<u32>,
+    /// Members of each utility in the first and in the second half, side by side: a gain
+    /// reads both, and together they are one cache miss, not two.
+    d: Vec<[u32; 2]>,
     /// `true`: the node is in the second half.
     side: Vec<bool>,
     gain: Vec<f64>,
     iterations: u32,
+    /// `log2` of every count up to the number of nodes ([`log2_table`]).
+    log: Vec<f64>,
+    /// Scratch for sorting a half by gain: (gain, tie-break, node).
+    by_gain: Vec<(f64, u64, u32)>,
 }
 
 impl Bisection<'_> {
@@ -241,21 +265,20 @@ impl Bisection<'_> {
             self.side[v as usize] = i >= mid;
         }
         let (n1, n2) = (mid as u32, (nodes.len() - mid) as u32);
+        // The member counts are taken once: every swap below keeps them current (`shift`).
+        self.count(nodes, true);
+        // Gains are computed in node order, whatever order the swaps left `nodes` in: each
+        // node's memberships are then read at increasing addresses instead of at random.
+        let mut in_order = nodes.to_vec();
+        in_order.sort_unstable();
         for _ in 0..self.iterations {
-            self.count(nodes, true);
-            for &v in nodes.iter() {
+            for &v in &in_order {
                 let g = self.move_gain(v, n1, n2);
                 self.gain[v as usize] = g;
             }
             let (left, right) = nodes.split_at_mut(mid);
-            let g = &self.gain;
-            let by_gain = |a: &u32, b: &u32| {
-                g[*b as usize]
-                    .total_cmp(&g[*a as usize])
-                    .then(scramble(*a).cmp(&scramble(*b)))
-            };
-            left.sort_unstable_by(by_gain);
-            right.sort_unstable_by(by_gain);
+            self.sort_by_gain(left);
+            self.sort_by_gain(right);
             // Swap pairs in gain order. Each pair's gain is re-evaluated against the counts the
             // earlier swaps left: `a` from the left is moved, then the first of the next
             // `PAIR_WINDOW` right candidates whose move still lowers the cost joins it; if none
@@ -283,11 +306,11 @@ impl Bisection<'_> {
                     None => self.shift(*a),
                 }
             }
-            self.count(nodes, false);
             if swapped == 0 {
                 break;
             }
         }
+        self.count(nodes, false);
         // Members of each half in a canonical order before recursing, so the result does not
         // depend on the swap history.
         let (left, right) = nodes.split_at_mut(mid);
@@ -302,6 +325,23 @@ impl Bisection<'_> {
         }
     }
 
+    /// Sorts `half` by gain, descending, ties by [`scramble`] (a bijection, so no two keys are
+    /// equal and the order is fully determined). The keys are gathered first so that the sort
+    /// compares values in hand, not gains looked up at random.
+    fn sort_by_gain(&mut self, half: &mut [u32]) {
+        let mut keyed = std::mem::take(&mut self.by_gain);
+        keyed.clear();
+        keyed.extend(
+            half.iter()
+                .map(|&v| (self.gain[v as usize], scramble(v), v)),
+        );
+        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (slot, &(_, _, v)) in half.iter_mut().zip(&keyed) {
+            *slot = v;
+        }
+        self.by_gain = keyed;
+    }
+
     /// Moves `v` to the other half, updating the member counts of its utilities.
     fn shift(&mut self, v: u32) {
         let to_second = !self.side[v as usize];
@@ -309,11 +349,11 @@ impl Bisection<'_> {
         for i in self.start[v as usize]..self.start[v as usize + 1] {
             let u = self.member[i] as usize;
             if to_second {
-                self.d1[u] -= 1;
-                self.d2[u] += 1;
+                self.d[u][0] -= 1;
+                self.d[u][1] += 1;
             } else {
-                self.d2[u] -= 1;
-                self.d1[u] += 1;
+                self.d[u][1] -= 1;
+                self.d[u][0] += 1;
             }
         }
     }
@@ -324,12 +364,11 @@ impl Bisection<'_> {
             for i in self.start[v as usize]..self.start[v as usize + 1] {
                 let u = self.member[i] as usize;
                 if !add {
-                    self.d1[u] = 0;
-                    self.d2[u] = 0;
+                    self.d[u] = [0; 2];
                 } else if self.side[v as usize] {
-                    self.d2[u] += 1;
+                    self.d[u][1] += 1;
                 } else {
-                    self.d1[u] += 1;
+                    self.d[u][0] += 1;
                 }
             }
         }
@@ -341,13 +380,15 @@ impl Bisection<'_> {
         self.utilities(v)
             .iter()
             .map(|&u| {
-                let (d1, d2) = (self.d1[u as usize], self.d2[u as usize]);
+                let [d1, d2] = self.d[u as usize];
                 let (from, to, nf, nt) = if in_second {
                     (d2, d1, n2, n1)
                 } else {
                     (d1, d2, n1, n2)
                 };
-                (cost(from, nf) + cost(to, nt)) - (cost(from - 1, nf) + cost(to + 1, nt))
+                let log = &self.log;
+                (cost(log, from, nf) + cost(log, to, nt))
+                    - (cost(log, from - 1, nf) + cost(log, to + 1, nt))
             })
             .sum()
     }

@@ -36,11 +36,12 @@
 //! Ties: as in [`crate::ext_tsp`] (equal gains go to the smaller chain ids, `X+Y` before `Y+X`,
 //! equal densities by chain id). Complexity: as [`crate::ext_tsp`], with `max_chain_size` 128
 //! (also the number of heaviest jumps a node keeps, see `merge.rs`), but every node of a
-//! merged chain is swept, not only its ends. `distance_power` 0.25 is computed as two square
-//! roots rather than `powf` (the same value within a rounding or two; SQLite's speedtest1
-//! profile gives the same bytes either way).
+//! merged chain is swept, not only its ends; each chain's `weight * miss_probability` is kept
+//! with the chain, computed once when it forms, not twice per pair evaluated.
+//! `distance_power` 0.25 is computed as two square roots rather than `powf` (the same value
+//! within a rounding or two; SQLite's speedtest1 profile gives the same bytes either way).
 
-use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
+use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, Stat, EPS};
 use crate::{check_graph, seen_nodes, EdgeCount, Error};
 
 /// Parameters of [`cdsort_layout`]; the defaults are LLVM's `CDSortConfig`.
@@ -103,6 +104,11 @@ impl Model<'_> {
         (1.0 - page_samples / self.total_samples).powf(self.p.cache_entries as f64)
     }
 
+    /// Expected misses of a chain of this weight and size: `weight * miss_probability(density)`.
+    fn cost(&self, weight: f64, size: u64) -> f64 {
+        weight * self.miss_probability(weight / size as f64)
+    }
+
     /// Distance locality of `count` calls between two addresses.
     fn dist_score(&self, s: u64, t: u64, count: u64) -> f64 {
         let d = s.abs_diff(t);
@@ -127,11 +133,11 @@ impl Model<'_> {
 
     /// Gain of concatenating chains `x` and `y` whose jumps are worth `dist_xy` as `X+Y` and
     /// `dist_yx` as `Y+X` (see the module docs).
-    fn gain(&self, c: &Chains, x: u32, y: u32, dist_xy: f64, dist_yx: f64) -> (f64, MergeType) {
-        let (xi, yi) = (x as usize, y as usize);
-        let (wx, wy) = (c.weight[xi], c.weight[yi]);
-        let (sx, sy) = (c.size[xi] as f64, c.size[yi] as f64);
-        let cur = wx * self.miss_probability(wx / sx) + wy * self.miss_probability(wy / sy);
+    fn gain(&self, x: &Stat, y: &Stat, dist_xy: f64, dist_yx: f64) -> (f64, MergeType) {
+        let (wx, wy) = (x.weight, y.weight);
+        let (sx, sy) = (x.size as f64, y.size as f64);
+        // `cost` is `weight * miss_probability(density)` of each chain, kept by the engine.
+        let cur = x.cost + y.cost;
         let new = (wx + wy) * self.miss_probability((wx + wy) / (sx + sy));
         let freq = cur - new;
         let total = |dist: f64| {
@@ -187,10 +193,14 @@ pub fn cdsort_layout(
         params.max_chain_size,
         Scan::All,
         |caller, caller_size, callee, count| model.jump_value(caller, caller_size, callee, count),
-        |c, x, y, xy, yx| model.gain(c, x, y, xy, yx),
+        |x, y, xy, yx| model.gain(x, y, xy, yx),
+        |w, size| model.cost(w, size),
     );
     // Density = weight / size, descending.
-    let key = |c: u32| chains.weight[c as usize] / chains.size[c as usize] as f64;
+    let key = |c: u32| {
+        let c = &chains.stat[c as usize];
+        c.weight / c.size as f64
+    };
     Ok(concat_chains(&chains, &seen, key, |a, b| b.total_cmp(a)))
 }
 

@@ -31,7 +31,23 @@
 //!   chain's length and size (rewritten on a merge, whose nodes are walked anyway), and the sums
 //!   per neighbour live in a small open-addressing table that stays in the L1 cache, so a jump
 //!   costs one cache miss where it cost several (owner, offset, chain length, scratch slot).
+//! - **Random reads are gathered before they are used.** The records of all the neighbours
+//!   a sweep will meet are first copied in a loop whose iterations do not depend on each other,
+//!   so the processor keeps many of their cache misses in flight at once; the hashing and
+//!   summing loop then reads the copies in the same order (same sums, bit for bit). The
+//!   neighbour chains' records ([`Stat`]: size, weight, CDSort's miss term, queue count, one
+//!   cache line) are gathered the same way before the gains are computed, and the queue counts
+//!   are bumped in a loop of their own. Measured on the 1,000,000-node benchmark: the sweep's
+//!   time had been one serial cache miss per jump.
+//! - **Per-chain terms computed once per chain.** CDSort's gain needs each chain's expected
+//!   misses, `weight * miss_probability(density)` (a `powf`); it is kept in [`Stat::cost`],
+//!   computed when the chain forms, instead of twice per pair evaluated (92 million pairs at
+//!   1,000,000 nodes). The same expression on the same values: the same bits.
 //! - **The first gains are heapified at once**, in linear time, instead of pushed one by one.
+//! - **A four-ary heap** ([`QuadHeap`]): the heap holds millions of entries, far beyond the
+//!   caches, and a pop walks it root to leaf; four children a level halve the levels, and the
+//!   four are adjacent. Any correct priority queue pops the same merges, since the order of
+//!   entries is total except between copies of one pair, of which at most one is current.
 //! - **Only nodes that can matter are swept** ([`Scan::Boundary`]). A gain is the value of the
 //!   jumps *between* the two chains once concatenated; when the value is zero beyond a distance
 //!   `D` (ExtTSP: 1024 bytes), a node whose start and end are both more than `D` bytes from
@@ -49,6 +65,15 @@
 //!   erases the merged chains' entries from a `std::set` instead; that needs per-pair storage of
 //!   the queued key, which costs more memory than the occasional compaction.
 //!
+//! Every change listed here keeps the layouts byte for byte (checked on the benchmark graphs'
+//! layout hashes and on real profiles), except the hub cap, as its item says.
+//!
+//! Turned down: renumbering nodes hottest first so that the records swept most are close
+//! together (measured with the benchmark graph generated in rank order: ExtTSP 11.96 s
+//! against 11.91 s of CPU, no gain: after the hub cap, most jumps swept lead to lukewarm
+//! nodes); a lower hub cap for ExtTSP (128 jumps: no faster; 32: 17% faster, score -0.07%,
+//! not worth a parameter LLVM does not have).
+//!
 //! Chains are indexed by *slot*: chain `c` starts as node `c`, and a merge of `x < y` keeps `x`
 //! (so a chain's slot is always its smallest node index, which is the id ties are broken by).
 //! Ties: the larger gain first, then the smaller `x`, then the smaller `y`; `X+Y` is chosen over
@@ -56,7 +81,6 @@
 
 use crate::{append_unseen, EdgeCount, NONE};
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
 
 /// Gains at or below this are treated as no gain (LLVM's `EPS`), so rounding noise in `f64`
 /// sums never causes a merge.
@@ -89,22 +113,38 @@ pub(crate) enum Scan {
 pub(crate) struct Chains {
     /// Nodes of each chain, in layout order; a merged-away chain is left empty.
     pub nodes: Vec<Vec<u32>>,
-    /// Size of each chain in bytes (sum of its nodes' sizes, saturating).
-    pub size: Vec<u64>,
-    /// Weight of each chain (sum of its nodes' weights as the algorithm counts them).
-    pub weight: Vec<f64>,
+    /// Size, weight and length of each chain (see [`Stat`]).
+    pub stat: Vec<Stat>,
     /// Chain, offset and size of each node, together so that a sweep reads one cache line per
     /// neighbour.
     node: Vec<Node>,
-    /// Number of nodes in each chain (`nodes[c].len()`, kept dense for the sweep's cache).
-    len: Vec<u32>,
     /// CSR index: the jumps of node `v` are `adj[adj_start[v]..adj_start[v + 1]]`.
     adj_start: Vec<usize>,
     /// The jumps (non-recursive edges with a positive count), grouped by endpoint: each appears
     /// under both of its endpoints, so a sweep reads them sequentially.
     adj: Vec<Jump>,
     /// Merge count at which each chain last changed; queue entries older than it are stale.
-    changed_at: Vec<u64>,
+    /// (A merge count fits in `u32`: there are fewer merges than nodes.)
+    changed_at: Vec<u32>,
+}
+
+/// What a gain needs to know about a chain, in one record: evaluating a merged chain's gains
+/// reads it for every neighbour, and one cache line per neighbour is the cost (CDSort read
+/// size, weight and its miss term from three arrays, three misses, before).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stat {
+    /// Size in bytes (sum of the nodes' sizes, saturating).
+    pub size: u64,
+    /// Weight (sum of the nodes' weights as the algorithm counts them).
+    pub weight: f64,
+    /// A term of the gain that depends on the chain alone (CDSort's expected cache misses),
+    /// computed once when the chain forms instead of once per pair evaluated.
+    pub cost: f64,
+    /// Number of nodes (`nodes[c].len()`).
+    len: u32,
+    /// Queue entries pushed for the chain since it last changed (an entry counts for both of
+    /// its chains, so stale entries are over-estimated, at most twice).
+    queued: u32,
 }
 
 /// Where a node is: its chain (slot), its start from the start of the chain, and its size as
@@ -136,7 +176,7 @@ struct Candidate {
     x: u32,
     y: u32,
     /// Merge count when this entry was computed.
-    stamp: u64,
+    stamp: u32,
     merge: MergeType,
 }
 
@@ -200,8 +240,15 @@ impl Chains {
         }
         Chains {
             nodes: (0..n as u32).map(|v| vec![v]).collect(),
-            size: node_size.clone(),
-            weight,
+            stat: (0..n)
+                .map(|v| Stat {
+                    size: node_size[v],
+                    weight: weight[v],
+                    cost: 0.0,
+                    len: 1,
+                    queued: 0,
+                })
+                .collect(),
             node: (0..n)
                 .map(|v| Node {
                     owner: v as u32,
@@ -211,7 +258,6 @@ impl Chains {
                     chain_size: node_size[v],
                 })
                 .collect(),
-            len: vec![1; n],
             adj_start,
             adj,
             changed_at: vec![0; n],
@@ -219,10 +265,10 @@ impl Chains {
     }
 
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
-    fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u64) {
+    fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u32) {
         let (xi, yi) = (x as usize, y as usize);
         let ynodes = std::mem::take(&mut self.nodes[yi]);
-        let (sx, sy) = (self.size[xi], self.size[yi]);
+        let (sx, sy) = (self.stat[xi].size, self.stat[yi].size);
         match merge {
             MergeType::XY => {
                 for &v in &ynodes {
@@ -240,16 +286,17 @@ impl Chains {
                 self.nodes[xi].extend_from_slice(&xnodes);
             }
         }
-        self.len[xi] = self.nodes[xi].len() as u32;
-        self.len[yi] = 0;
-        self.size[xi] = sx.saturating_add(sy);
+        let (len, size) = (self.nodes[xi].len() as u32, sx.saturating_add(sy));
+        self.stat[yi].len = 0;
+        self.stat[xi].len = len;
+        self.stat[xi].size = size;
         for &v in &self.nodes[xi] {
             let node = &mut self.node[v as usize];
             node.owner = x;
-            node.chain_len = self.len[xi];
-            node.chain_size = self.size[xi];
+            node.chain_len = len;
+            node.chain_size = size;
         }
-        self.weight[xi] += self.weight[yi];
+        self.stat[xi].weight += self.stat[yi].weight;
         self.changed_at[xi] = now;
         self.changed_at[yi] = now;
     }
@@ -260,7 +307,7 @@ impl Chains {
         let (front, back) = match scan {
             Scan::All => (nodes.len(), nodes.len()),
             Scan::Boundary(d) => {
-                let size = self.size[x as usize];
+                let size = self.stat[x as usize].size;
                 let front = nodes
                     .iter()
                     .take_while(|&&v| self.node[v as usize].offset <= d)
@@ -347,9 +394,12 @@ struct Scratch {
     sums: Vec<Sums>,
     /// Neighbours met in this sweep, with their table index.
     touched: Vec<(u32, usize)>,
-    /// Queue entries pushed for each chain since it last changed (an entry counts for both of
-    /// its chains, so stale entries are over-estimated, at most twice).
-    queued: Vec<u32>,
+    /// The records of the neighbours met, in `touched` order (gathered, see `evaluate`).
+    stats: Vec<Stat>,
+    /// The nodes of the chain being swept.
+    swept: Vec<u32>,
+    /// The records of the other endpoints of their jumps, in sweep order (see `evaluate`).
+    others: Vec<Node>,
 }
 
 /// One neighbour's sums of jump values as `X+Y` and as `Y+X`.
@@ -411,39 +461,63 @@ impl Scratch {
 /// `value(caller_start, caller_size, callee_start, count)` is what one jump is worth when, in
 /// the concatenation being evaluated, its caller starts at `caller_start` and its callee at
 /// `callee_start`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed values of all jumps
-/// between chains `x < y` into the merge gain and the concatenation to use.
-pub(crate) fn greedy_merge<V, G>(
+/// between chains `x < y` into the merge gain and the concatenation to use; `cost(weight,
+/// size)` is the per-chain term it may read from [`Chains::cost`] (zero when unused).
+pub(crate) fn greedy_merge<V, G, C>(
     chains: &mut Chains,
     max_nodes: usize,
     scan: Scan,
     value: V,
     gain: G,
+    cost: C,
 ) where
     V: Fn(u64, u64, u64, u64) -> f64,
-    G: Fn(&Chains, u32, u32, f64, f64) -> (f64, MergeType),
+    G: Fn(&Stat, &Stat, f64, f64) -> (f64, MergeType),
+    C: Fn(f64, u64) -> f64,
 {
     let n = chains.nodes.len();
+    for c in &mut chains.stat {
+        c.cost = cost(c.weight, c.size);
+    }
     let mut s = Scratch {
         keys: vec![NONE; 64],
         sums: vec![Sums::default(); 64],
         touched: Vec::new(),
-        queued: vec![0; n],
+        stats: Vec::new(),
+        swept: Vec::new(),
+        others: Vec::new(),
     };
-    let mut now = 0u64;
+    let mut now = 0u32;
     // Sums the values of the jumps between `x` and each neighbour, then queues the gains.
-    let evaluate = |chains: &Chains,
+    let evaluate = |chains_mut: &mut Chains,
                     s: &mut Scratch,
                     queue: &mut Vec<Candidate>,
                     x: u32,
-                    now: u64,
+                    now: u32,
                     only_larger: bool| {
-        let len_x = chains.len[x as usize] as usize;
-        let size_x = chains.size[x as usize];
-        for v in chains.scanned(x, scan) {
+        let chains: &Chains = chains_mut;
+        let this = chains.stat[x as usize];
+        let (len_x, size_x) = (this.len as usize, this.size);
+        let jumps_of =
+            |v: u32| &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
+        // Gather first: the records of all the neighbours, read in a loop whose iterations do
+        // not depend on each other, so the processor overlaps their cache misses (the sweep
+        // below, which hashes and sums, let it overlap few). Same jumps, same order.
+        s.swept.clear();
+        s.swept.extend(chains.scanned(x, scan));
+        s.others.clear();
+        for &v in &s.swept {
+            s.others
+                .extend(jumps_of(v).iter().map(|j| chains.node[j.other as usize]));
+        }
+        let mut others = std::mem::take(&mut s.others);
+        let mut k = 0;
+        for i in 0..s.swept.len() {
+            let v = s.swept[i];
             let nv = chains.node[v as usize];
-            let jumps = &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
-            for j in jumps {
-                let no = chains.node[j.other as usize];
+            for j in jumps_of(v) {
+                let no = others[k];
+                k += 1;
                 let z = no.owner;
                 if z == x || (only_larger && z < x) {
                     continue;
@@ -469,13 +543,23 @@ pub(crate) fn greedy_merge<V, G>(
                 }
             }
         }
-        for &(z, i) in &s.touched {
+        others.clear();
+        s.others = others;
+        // Gathered as the records above, for the same reason.
+        s.stats.clear();
+        s.stats
+            .extend(s.touched.iter().map(|&(z, _)| chains.stat[z as usize]));
+        let first = queue.len();
+        for (&(z, i), other) in s.touched.iter().zip(&s.stats) {
             let slot = s.sums[i];
             let (a, b) = (x.min(z), x.max(z));
-            let (g, merge) = gain(chains, a, b, slot.xy, slot.yx);
+            let (sa, sb) = if x < z {
+                (&this, other)
+            } else {
+                (other, &this)
+            };
+            let (g, merge) = gain(sa, sb, slot.xy, slot.yx);
             if g > EPS {
-                s.queued[a as usize] = s.queued[a as usize].saturating_add(1);
-                s.queued[b as usize] = s.queued[b as usize].saturating_add(1);
                 queue.push(Candidate {
                     gain: g,
                     x: a,
@@ -485,6 +569,16 @@ pub(crate) fn greedy_merge<V, G>(
                 });
             }
         }
+        // Counted in a loop of its own: the neighbours' counters are random cache lines, and
+        // independent increments let the processor overlap their misses.
+        let chains = &mut *chains_mut;
+        let q = &mut chains.stat[x as usize].queued;
+        *q = q.saturating_add((queue.len() - first) as u32);
+        for c in &queue[first..] {
+            let z = if c.x == x { c.y } else { c.x };
+            let q = &mut chains.stat[z as usize].queued;
+            *q = q.saturating_add(1);
+        }
         s.clear();
     };
     // The first gains of all pairs are collected, then heapified at once (linear time).
@@ -492,7 +586,7 @@ pub(crate) fn greedy_merge<V, G>(
     for x in 0..n as u32 {
         evaluate(chains, &mut s, &mut fresh, x, now, true);
     }
-    let mut heap = BinaryHeap::from(std::mem::take(&mut fresh));
+    let mut heap = QuadHeap::from_vec(std::mem::take(&mut fresh));
     // Upper bound on the stale entries in the heap.
     let mut stale_entries = 0usize;
     while let Some(c) = heap.pop() {
@@ -504,14 +598,120 @@ pub(crate) fn greedy_merge<V, G>(
         }
         now += 1;
         chains.merge(c.x, c.y, c.merge, now);
+        let merged = &mut chains.stat[c.x as usize];
+        merged.cost = cost(merged.weight, merged.size);
         for z in [c.x, c.y] {
-            stale_entries += std::mem::take(&mut s.queued[z as usize]) as usize;
+            stale_entries += std::mem::take(&mut chains.stat[z as usize].queued) as usize;
         }
         evaluate(chains, &mut s, &mut fresh, c.x, now, false);
-        heap.extend(fresh.drain(..));
+        for c in fresh.drain(..) {
+            heap.push(c);
+        }
         if heap.len() > MIN_COMPACT_LEN && 2 * stale_entries > heap.len() {
             heap.retain(|c| !stale(c, chains));
             stale_entries = 0;
+        }
+    }
+}
+
+/// A max-heap with four children per node: half the levels of a binary heap, and the four
+/// children of a node are adjacent (96 bytes of 24-byte entries), so a pop from a heap of
+/// millions of entries, far larger than the caches, takes half as many dependent cache misses.
+/// Which of two equal entries pops first cannot change the merges: equal entries are the same
+/// pair with the same gain, of which at most one is current (see [`greedy_merge`]).
+struct QuadHeap<T: Ord> {
+    v: Vec<T>,
+}
+
+impl<T: Ord> QuadHeap<T> {
+    /// Builds the heap in linear time.
+    fn from_vec(v: Vec<T>) -> Self {
+        let mut h = QuadHeap { v };
+        h.heapify();
+        h
+    }
+
+    fn heapify(&mut self) {
+        let n = self.v.len();
+        if n > 1 {
+            for i in (0..=(n - 2) / 4).rev() {
+                self.sift_down(i);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    fn push(&mut self, item: T) {
+        self.v.push(item);
+        self.sift_up(self.v.len() - 1);
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        let last = self.v.pop()?;
+        if self.v.is_empty() {
+            return Some(last);
+        }
+        let top = std::mem::replace(&mut self.v[0], last);
+        // Move the former last entry to the bottom along the largest children, then up: it
+        // usually belongs near the bottom, so this compares less than a plain sift-down.
+        let end = self.v.len();
+        let mut i = 0;
+        loop {
+            let first = 4 * i + 1;
+            if first >= end {
+                break;
+            }
+            let mut best = first;
+            for c in first + 1..(first + 4).min(end) {
+                if self.v[c] > self.v[best] {
+                    best = c;
+                }
+            }
+            self.v.swap(i, best);
+            i = best;
+        }
+        self.sift_up(i);
+        Some(top)
+    }
+
+    /// Keeps the entries `keep` says, then rebuilds the heap.
+    fn retain(&mut self, keep: impl FnMut(&T) -> bool) {
+        self.v.retain(keep);
+        self.heapify();
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 4;
+            if self.v[i] <= self.v[parent] {
+                break;
+            }
+            self.v.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let end = self.v.len();
+        loop {
+            let first = 4 * i + 1;
+            if first >= end {
+                return;
+            }
+            let mut best = first;
+            for c in first + 1..(first + 4).min(end) {
+                if self.v[c] > self.v[best] {
+                    best = c;
+                }
+            }
+            if self.v[best] <= self.v[i] {
+                return;
+            }
+            self.v.swap(i, best);
+            i = best;
         }
     }
 }
@@ -542,6 +742,38 @@ pub(crate) fn concat_chains<K>(
 mod tests {
     use super::*;
     use crate::testutil::e;
+    use proptest::prelude::*;
+
+    proptest! {
+        // The four-ary heap pops any mix of pushes, heapified entries and a filter in
+        // descending order, as a sort would.
+        #[test]
+        fn quad_heap_pops_in_order(
+            first in proptest::collection::vec(0u32..50, 0..200),
+            later in proptest::collection::vec(0u32..50, 0..200),
+            drop_below in 0u32..50,
+        ) {
+            let mut heap = QuadHeap::from_vec(first.clone());
+            for &v in &later {
+                heap.push(v);
+            }
+            let mut expected: Vec<u32> = first.iter().chain(&later).copied().collect();
+            // Pop a third, filter, then pop the rest.
+            expected.sort_unstable_by(|a, b| b.cmp(a));
+            let third = expected.len() / 3;
+            for want in &expected[..third] {
+                prop_assert_eq!(heap.pop(), Some(*want));
+            }
+            heap.retain(|&v| v >= drop_below);
+            let rest: Vec<u32> =
+                expected[third..].iter().copied().filter(|&v| v >= drop_below).collect();
+            prop_assert_eq!(heap.len(), rest.len());
+            for want in rest {
+                prop_assert_eq!(heap.pop(), Some(want));
+            }
+            prop_assert_eq!(heap.pop(), None);
+        }
+    }
 
     // Hub 0 has three calls and a cap of two: it keeps its two heaviest (to 2 and 3), so the
     // lighter call to 1 is dropped although 1 itself is under the cap. Recursive and zero-count
