@@ -35,13 +35,16 @@ STAT_METRICS = [("wall_s", "wall time"), ("cpu_s", "CPU time")]
 
 STEP_NOTES = ("`record` is the callgrind training run that every Sediment variant and `lld-c3` "
               "share; `order-X` is `sediment order --algorithm X` and `link-X` is "
-              "`sediment link --linker lld` (writing lld's ordering file) for it; `link-lld-c3` is "
+              "`sediment link --linker lld` (writing lld's ordering file) for it, `link-c3-gold` "
+              "and `link-c3-bfd` the same order's `sediment link --linker gold` (a section "
+              "ordering file) and `--linker bfd` (a linker script); `link-lld-c3` is "
               "the whole lld link with `--call-graph-ordering-file` (compare with "
               "`link-default-lld`: the difference is lld's C3); `bolt-instrument` is "
               "`llvm-bolt -instrument`, `bolt-train` the instrumented training run, "
               "`bolt-functions` and `bolt-full` the two optimizing `llvm-bolt` runs; "
-              "`clang-X` is the clang-16 compile of sqlite3.c for the block-level flow's build X "
-              "(default, labels, list; absent when cached), `blocks-record` its callgrind "
+              "`clang-X` is the clang-16 compile for the block-level flow's build X (default, "
+              "labels, list; absent when cached; SQLite: sqlite3.c, not speedtest1.c; Lua: every "
+              "source file), `blocks-record` its callgrind "
               "training run with jumps on the labels build, `blocks-plan` is `sediment blocks "
               "plan` and `link-blocks` its `sediment link`; "
               "`compare`, `compare-heldout` are the measurements, not tools.")
@@ -130,7 +133,9 @@ def tool_summary(steps, names):
                          (sum(p[0] for p in parts), max(p[1] for p in parts))))
         elif v.startswith("sediment-"):
             a = v[len("sediment-"):]
-            o, l = steps.get(f"order-{a}"), steps.get(f"link-{a}")
+            # sediment-c3-gold: the order of sediment-c3, its own `sediment link` (link-c3-gold).
+            algo = a.rsplit("-", 1)[0] if a.endswith(("-gold", "-bfd")) else a
+            o, l = steps.get(f"order-{algo}"), steps.get(f"link-{a}")
             if o and l:
                 rows.append((v, "callgrind `record`", rec, "`order` + `link`",
                              (o[0] + l[0], max(o[1], l[1]))))
@@ -152,6 +157,28 @@ def tool_summary(steps, names):
     for v, pn, p, on, o in rows:
         ps = f"{p[0]:.2f} | {p[1]}" if p else "- | -"
         out.append(f"| {v} | {pn} | {ps} | {on} | {o[0]:.2f} | {o[1]} |")
+    out.append("")
+    return out
+
+
+def order_check(path):
+    """The table of steps/order-check.tsv: per ordered variant, whether its unshifted binary
+    has the order's functions in the order's sequence (bench/run's check_order)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    if not rows:
+        return []
+    out = ["Order carried (`nm -n` of each ordered variant's unshifted binary against the ordering "
+           "it was given, as lld's symbol list: of the listed names that name one function in the "
+           "binary, the consecutive pairs placed at ascending addresses; `sediment-c3-gold` and "
+           "`sediment-c3-bfd` are read against `sediment-c3`'s list):", "",
+           "| variant | names listed | found once in the binary | pairs ascending |",
+           "|---|---:|---:|---:|"]
+    for name, listed, found, up, pairs in rows:
+        share = f" ({int(up) / int(pairs):.1%})" if int(pairs) else ""
+        out.append(f"| {name} | {listed} | {found} | {up} of {pairs}{share} |")
     out.append("")
     return out
 
@@ -417,6 +444,7 @@ def main():
                 step_rows.append(f"| {name} | {parts[0]} | {parts[1]} |")
             else:
                 step_rows.append(f"| {name} | {rest} | |")
+    out += order_check(os.path.join(work, "steps", "order-check.tsv"))
     out += tool_summary(steps, names)
     out.append("Every step (`/usr/bin/time -f '%e %M'`: wall seconds, peak RSS KiB). " + STEP_NOTES)
     out.append("")

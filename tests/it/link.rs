@@ -589,3 +589,82 @@ fn script_injection_never_reaches_output() {
         }
     }
 }
+
+// Regression: a function of hidden visibility (a library-internal global, like Lua's
+// `LUAI_FUNC`) is made local by the linker; lld writes it under its object's STT_FILE, GNU ld
+// after an empty one. Its key must not depend on that: the order's key has to name the global
+// that `sediment link` finds in the object files (before the fix, an order made from an lld
+// binary lost every such function: "not found in the objects").
+#[test]
+fn hidden_functions_have_one_key_whatever_the_linker() {
+    if !have_tool("ld.lld") {
+        eprintln!("skipped: ld.lld not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("h.c"),
+        "__attribute__((noinline)) static int st(int x) { return x * 7 + 1; }\n\
+         __attribute__((visibility(\"hidden\"), noinline)) int hid(int x) { return st(x) + 3; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("m.c"),
+        "int hid(int);\nint main(int argc, char **argv) { (void)argv; return hid(argc) == 11 ? 0 : 1; }\n",
+    )
+    .unwrap();
+    gcc(dir, &["-O2", "-ffunction-sections", "-c", "h.c", "m.c"]);
+    let mut orders = Vec::new();
+    for ld in ["lld", "bfd"] {
+        let exe = dir.join(format!("prog_{ld}"));
+        gcc(
+            dir,
+            &[
+                &format!("-fuse-ld={ld}"),
+                "h.o",
+                "m.o",
+                "-o",
+                exe.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(run(&exe), "");
+        let bin = sediment_elf::Binary::parse(ld, &std::fs::read(&exe).unwrap()).unwrap();
+        let key = |name: &str| {
+            let found: Vec<&FuncKey> = bin
+                .functions
+                .iter()
+                .map(|s| &s.key)
+                .filter(|k| k.name == name)
+                .collect();
+            assert_eq!(found.len(), 1, "{ld}: {name}: {found:?}");
+            found[0].clone()
+        };
+        assert_eq!(key("hid"), FuncKey::global("hid"), "{ld}");
+        assert_eq!(key("st"), FuncKey::local("st", "h.c"), "{ld}");
+        orders.push(vec![key("st"), key("hid"), key("main")]);
+    }
+    assert_eq!(orders[0], orders[1], "the same keys from both linkers");
+    // The keys read from the lld binary find every function in the objects.
+    write_order(dir, &orders[0]);
+    let out = sediment(
+        dir,
+        &[
+            "link",
+            "--linker",
+            "lld",
+            "--order",
+            "order.txt",
+            "-o",
+            "o.lld",
+            "h.o",
+            "m.o",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("3 of 3 functions found"),
+        "{}",
+        stderr(&out)
+    );
+}

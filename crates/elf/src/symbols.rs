@@ -14,7 +14,12 @@
 //!    neither is refused ("no symbol table (stripped?)"). A local (`STB_LOCAL`) function gets the
 //!    base name of the `STT_FILE` symbol that precedes it in the table: linkers keep each object's
 //!    locals together after its `STT_FILE` entry, which is how `helper` of `a.c` and `helper` of
-//!    `b.c` stay apart. Global functions never carry a file.
+//!    `b.c` stay apart. Global functions never carry a file, and neither do the locals that were
+//!    globals of hidden (or internal or protected) visibility in their object: the linker makes
+//!    those local, and lld keeps them under their object's `STT_FILE` with the visibility kept
+//!    (`LOCAL HIDDEN`), whereas GNU ld puts them after an empty `STT_FILE` (so no file either
+//!    way). Keying them by name alone gives one key whichever linker made the binary, the key
+//!    `sediment link` finds as a global in the object files (Lua's `LUAI_FUNC` functions).
 //!
 //! Compiler clones and split parts (`foo.constprop.0`, `foo.part.0`, `foo.cold`) are separate
 //! symbols and stay separate functions: they can be placed independently, which is the point of
@@ -224,6 +229,14 @@ impl Binary {
     }
 }
 
+/// True when a symbol has a non-default ELF visibility (`st_other & 3`): in a linked file, a
+/// local of that kind was a hidden, internal or protected global of its object (a `static`
+/// function has default visibility).
+fn was_hidden_global<'d>(sym: &impl ObjectSymbol<'d>) -> bool {
+    matches!(sym.flags(), object::SymbolFlags::Elf { st_other, .. }
+        if st_other.visibility() != object::elf::STV_DEFAULT)
+}
+
 /// True when a symbol is defined in a code section.
 fn in_code<'d>(obj: &object::File<'d>, sym: &impl ObjectSymbol<'d>) -> bool {
     match sym.section() {
@@ -257,7 +270,7 @@ fn collect_functions<'d, S: ObjectSymbol<'d>>(
                     && (kind == SymbolKind::Text
                         || (crate::is_split_part(&name) && in_code(obj, &sym))) =>
             {
-                let file = if sym.is_local() {
+                let file = if sym.is_local() && !was_hidden_global(&sym) {
                     current_file.clone()
                 } else {
                     None
