@@ -19,7 +19,8 @@
 //!    from offset 0. A function that weighs at least [`PagedParams::straddle_share`] of the total
 //!    and spans more pages than its size needs is moved later, past the fewest of its next
 //!    [`PagedParams::window`] successors that make it span the fewest pages; it is moved at
-//!    most once. Its successors, usually its own callees in C3's order, move up by its size.
+//!    most once, and never past a function already moved (that would only swap which of the
+//!    two straddles). Its successors, usually its own callees in C3's order, move up by its size.
 //! 4. Never-seen nodes last, in input order.
 //!
 //! Its score, beside the ExtTSP and page-locality scores every layout has, is
@@ -148,6 +149,11 @@ fn align_straddlers(layout: &mut [u32], sizes: &[u64], counts: &[u64], p: &Paged
             let mut at = start;
             let mut found = None;
             for k in 1..=p.window.min(layout.len() - 1 - i) {
+                // Never past a function already moved: that would shift it back across the
+                // boundary it was moved off (the two would only swap which one straddles).
+                if moved[layout[i + k] as usize] {
+                    break;
+                }
                 at = round_up(at, p.align).saturating_add(sizes[layout[i + k] as usize]);
                 if pages(round_up(at, p.align), len, page).0 == need {
                     found = Some(k);
@@ -249,6 +255,20 @@ mod tests {
         let p = PagedParams::default();
         assert_eq!(straddle_weight(&sizes, &counts, &c3, &p).unwrap(), 16000);
         assert_eq!(straddle_weight(&sizes, &counts, &l, &p).unwrap(), 0);
+    }
+
+    // 1 moves past 2 (to 4208, two pages); 2, now at 1008, straddles in turn, but moving it
+    // past 1 would put 1 back across the boundary it left, so 2 stays: the heavier one wins.
+    #[test]
+    fn straddler_is_not_moved_back_past_a_moved_one() {
+        let sizes = [1000, 8000, 3200];
+        let counts = [10000, 16000, 5000];
+        let c3 = c3_layout(&sizes, &counts, &[], &C3Params::default()).unwrap();
+        assert_eq!(c3, vec![0, 1, 2]);
+        let l = layout(&sizes, &counts, &[]);
+        assert_eq!(l, vec![0, 2, 1]);
+        let p = PagedParams::default();
+        assert_eq!(straddle_weight(&sizes, &counts, &l, &p).unwrap(), 5000);
     }
 
     // A light straddler stays where C3 put it: 1 holds less than 1/1024 of the weight (all
