@@ -72,6 +72,7 @@ fn trained(collect_jumps: bool) -> Option<tempfile::TempDir> {
         "clang-16",
         &[
             "-O2",
+            "-gdwarf-4",
             "-gline-tables-only",
             "-fdebug-info-for-profiling",
             "app.c",
@@ -103,7 +104,13 @@ fn trained(collect_jumps: bool) -> Option<tempfile::TempDir> {
 /// (`offset[.discriminator]: count [callee:count...]`) at the first indentation level.
 struct FnSamples {
     head: u64,
-    body: Vec<(String, u64, Vec<(String, u64)>)>,
+    body: Vec<BodyLine>,
+}
+
+/// `offset[.discriminator]: count [callee:count...]`.
+struct BodyLine {
+    count: u64,
+    targets: Vec<(String, u64)>,
 }
 
 fn function(profile: &str, name: &str) -> Option<FnSamples> {
@@ -119,7 +126,7 @@ fn function(profile: &str, name: &str) -> Option<FnSamples> {
         if rest.starts_with(' ') {
             continue;
         }
-        let (loc, counts) = rest.split_once(": ")?;
+        let (_loc, counts) = rest.split_once(": ")?;
         let mut words = counts.split_whitespace();
         let Ok(count) = words.next()?.parse() else {
             continue; // an inlined call site: `loc: callee:total`
@@ -130,7 +137,7 @@ fn function(profile: &str, name: &str) -> Option<FnSamples> {
                 Some((f.to_string(), c.parse().ok()?))
             })
             .collect();
-        body.push((loc.to_string(), count, targets));
+        body.push(BodyLine { count, targets });
     }
     Some(FnSamples { head, body })
 }
@@ -169,13 +176,13 @@ fn callgrind_profile_feeds_llvm_profgen_and_clang() {
     // Every call of hot_step is a head sample, and its first line (the `if`) runs on each.
     let hot = function(&profile, "hot_step").unwrap_or_else(|| panic!("no hot_step:\n{profile}"));
     assert_eq!(hot.head, calls, "{profile}");
-    let max = hot.body.iter().map(|b| b.1).max().unwrap();
+    let max = hot.body.iter().map(|b| b.count).max().unwrap();
     assert_eq!(max, calls, "{profile}");
     // The two returns split the calls between them: each ran, neither on every call.
     let split: Vec<u64> = hot
         .body
         .iter()
-        .map(|b| b.1)
+        .map(|b| b.count)
         .filter(|&c| c > 0 && c < calls)
         .collect();
     assert!(!split.is_empty(), "{profile}");
@@ -184,7 +191,7 @@ fn callgrind_profile_feeds_llvm_profgen_and_clang() {
     let to_hot: u64 = main
         .body
         .iter()
-        .flat_map(|b| &b.2)
+        .flat_map(|b| &b.targets)
         .filter(|(f, _)| f == "hot_step")
         .map(|(_, c)| c)
         .sum();
@@ -198,6 +205,7 @@ fn callgrind_profile_feeds_llvm_profgen_and_clang() {
         "clang-16",
         &[
             "-O2",
+            "-gdwarf-4",
             "-gline-tables-only",
             "-fdebug-info-for-profiling",
             "-fprofile-sample-use=app.prof",
