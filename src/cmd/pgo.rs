@@ -67,7 +67,7 @@ pub fn run(args: Args) -> Result<()> {
     if counts.jumps.is_empty() {
         bail!(
             "{}: no jump counts: record with valgrind --tool=callgrind --dump-instr=yes \
-             --collect-jumps=yes (llvm-profgen needs the taken branches)",
+             --collect-jumps=yes (the taken branches LBR would have recorded)",
             args.profile[0].display()
         );
     }
