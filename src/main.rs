@@ -37,6 +37,9 @@ enum Command {
     Order(cmd::order::Args),
     /// Split hot from cold blocks inside functions through the compiler (clang list file, GCC).
     Blocks(cmd::blocks::Args),
+    /// Write a callgrind training run as llvm-profgen's unsymbolized profile (clang sample PGO
+    /// without LBR).
+    Pgo(cmd::pgo::Args),
     /// Check an order against object files and write the chosen linker's ordering input.
     Link(cmd::link::Args),
     /// Write linker shims into a directory: with `-BDIR/` every link of a package build is
@@ -76,6 +79,7 @@ fn main() {
         Command::Export(a) => cmd::export::run(a),
         Command::Order(a) => cmd::order::run(a),
         Command::Blocks(a) => cmd::blocks::run(a),
+        Command::Pgo(a) => cmd::pgo::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::Wrappers(a) => cmd::ldwrap::run_wrappers(a),
         Command::Ld(a) => cmd::ldwrap::run_ld(a),

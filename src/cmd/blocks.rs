@@ -60,6 +60,10 @@ struct PlanArgs {
     /// Function-level algorithm ordering the hot parts (as in `sediment order`).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
     algorithm: Algorithm,
+    /// Keep the labels build's block order inside each cluster instead of ExtTSP's (for a
+    /// build whose compiler already placed blocks from a profile, e.g. `-fprofile-sample-use`).
+    #[arg(long)]
+    keep_block_order: bool,
     /// Output directory (created): `bb-list.txt` and `order.txt`.
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     output: PathBuf,
@@ -142,6 +146,7 @@ fn run_plan(args: PlanArgs) -> Result<()> {
         algorithm: args.algorithm,
         // In 1/10000: a share read as 0.995 is 9950.
         hot_coverage: (args.hot_coverage * 10_000.0).round() as u32,
+        keep_block_order: args.keep_block_order,
     };
     let plan = plan(&binary, &map, &executed, &jumps, profile, &params)
         .with_context(|| format!("{bin_path}: cannot plan"))?;

@@ -14,6 +14,7 @@ pub mod matching;
 pub mod merge;
 pub mod noise;
 pub mod order;
+pub mod pgo;
 pub mod record;
 pub mod sim;
 pub mod stat;

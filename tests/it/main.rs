@@ -17,6 +17,7 @@ mod noise;
 mod order;
 mod packaging;
 mod perf;
+mod pgo;
 mod prof_dir;
 mod sim;
 mod stat;

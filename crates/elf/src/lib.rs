@@ -40,6 +40,16 @@ pub(crate) fn is_split_part(name: &str) -> bool {
     cluster || (name.len() > ".cold".len() && name.ends_with(".cold"))
 }
 
+/// True when `data` is a readable ELF file with a non-empty section called `name` (e.g.
+/// `.debug_line`: whether a tool that maps addresses to source lines can use the file).
+pub fn has_section(data: &[u8], name: &str) -> bool {
+    use object::{Object, ObjectSection};
+    object::File::parse(data)
+        .ok()
+        .and_then(|f| f.section_by_name(name).map(|s| s.size() > 0))
+        .unwrap_or(false)
+}
+
 /// Errors of this crate. Each names the file it is about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

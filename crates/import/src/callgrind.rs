@@ -251,6 +251,9 @@ pub struct InstrCounts {
     /// (site, target, times taken) of jumps and taken conditional branches recorded with
     /// `--collect-jumps=yes`, sorted. Fall-throughs are not recorded by callgrind.
     pub jumps: Vec<(u64, u64, u64)>,
+    /// (call instruction, callee address, times called) of calls that stay in the object,
+    /// sorted (`calls=` lines with instruction positions; returns are not recorded).
+    pub calls: Vec<(u64, u64, u64)>,
 }
 
 /// Reads callgrind output files of one run (recorded with `--dump-instr=yes`, ideally with
@@ -315,10 +318,19 @@ pub fn instr_counts(
         .filter_map(|(&(s, t), &c)| Some((s.checked_sub(base)?, t.checked_sub(base)?, c)))
         .collect();
     jumps.sort_unstable();
+    let mut calls: Vec<(u64, u64, u64)> = acc
+        .addr_calls
+        .get(&object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(&(s, t), &c)| Some((s.checked_sub(base)?, t.checked_sub(base)?, c)))
+        .collect();
+    calls.sort_unstable();
     Ok(InstrCounts {
         object: name(object).to_string(),
         executed,
         jumps,
+        calls,
     })
 }
 

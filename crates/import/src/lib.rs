@@ -11,6 +11,9 @@
 //!   (`--dump-instr=yes`) and the binaries, attributed by address like perf.
 //! - [`perf_script`]: `perf script` text (call graphs or `brstacksym`), when only text is shared.
 //! - [`fdata`]: BOLT `.fdata` (LBR and `no_lbr` forms), read and written.
+//! - [`llvm_unsymbolized`]: written only: callgrind's instruction and jump counts as
+//!   `llvm-profgen`'s unsymbolized profile (range and branch counters by address), so clang's
+//!   sample PGO (`-fprofile-sample-use`) can be trained in a VM without LBR.
 //! - [`gprof`]: glibc `gmon.out` call arcs and histogram of a `-pg` build.
 //! - [`gv`]: the historical Sediment `.gv` call graph (Graphviz DOT, a cluster per executable),
 //!   read and written.
@@ -40,6 +43,7 @@ pub mod fdata;
 pub mod gcc_callgraph;
 pub mod gprof;
 pub mod gv;
+pub mod llvm_unsymbolized;
 pub mod perf;
 mod perf_branch;
 pub mod perf_script;

@@ -1,0 +1,103 @@
+//! `sediment pgo --binary BIN -p callgrind.out -o PROFILE`: the training run of a binary as
+//! `llvm-profgen`'s unsymbolized profile, the first step of clang's sample PGO (AutoFDO)
+//! without LBR hardware (docs/blocks.md, "Sample PGO from a VM profile"):
+//!
+//! ```sh
+//! clang-16 -O2 -gline-tables-only -fdebug-info-for-profiling *.c -o app
+//! valgrind --tool=callgrind --dump-instr=yes --collect-jumps=yes --callgrind-out-file=cg.out ./app ARGS
+//! sediment pgo --binary app -p cg.out -o app.unsym
+//! llvm-profgen --binary=app --unsymbolized-profile=app.unsym --output=app.afdo
+//! clang-16 -O2 -gline-tables-only -fdebug-info-for-profiling -fprofile-sample-use=app.afdo *.c
+//! ```
+//!
+//! Why a subcommand of its own rather than an `export` format: `export` rewrites Sediment
+//! profiles (functions and call edges, no addresses) in other tools' formats, while this needs
+//! the instruction-level counts of a callgrind file and the binary they were recorded on (the
+//! same inputs as `blocks plan`), and its output feeds the compiler's optimizer rather than a
+//! layout. It is one stage, "compiler profile from a VM training run", so one verb.
+//!
+//! This module reads the files, calls `sediment_import::callgrind::instr_counts` and
+//! `sediment_import::llvm_unsymbolized::write`, and writes the result atomically.
+
+use crate::fsio;
+use anyhow::{bail, Result};
+use sediment_elf::Binary;
+use sediment_import::{callgrind, llvm_unsymbolized};
+use std::path::PathBuf;
+
+/// Arguments of `sediment pgo`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The profiled binary, built with `-gline-tables-only -fdebug-info-for-profiling` (or
+    /// `-g`) so that llvm-profgen can map addresses to source lines.
+    #[arg(long, value_name = "BINARY")]
+    pub binary: PathBuf,
+    /// callgrind.out of that binary, recorded with `--dump-instr=yes --collect-jumps=yes`
+    /// (repeat for the parts of one run, e.g. `--dump-every-bb` or several threads).
+    #[arg(
+        short = 'p',
+        long = "profile",
+        value_name = "CALLGRIND_OUT",
+        required = true
+    )]
+    pub profile: Vec<PathBuf>,
+    /// Where to write the unsymbolized profile (input of `llvm-profgen
+    /// --unsymbolized-profile`).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+}
+
+/// Runs `sediment pgo`.
+pub fn run(args: Args) -> Result<()> {
+    let bin_path = args.binary.display().to_string();
+    let bytes = fsio::read_bytes(&args.binary)?;
+    let binary = Binary::parse(&bin_path, &bytes)?;
+
+    let mut texts = Vec::with_capacity(args.profile.len());
+    for p in &args.profile {
+        texts.push((p.display().to_string(), fsio::read_text(p)?));
+    }
+    let inputs: Vec<callgrind::Input<'_>> = texts
+        .iter()
+        .map(|(path, text)| callgrind::Input { path, text })
+        .collect();
+    // callgrind names the object by the path it was run as: matched by that path, else by a
+    // unique base name.
+    let counts = callgrind::instr_counts(&inputs, &bin_path, &binary, &bytes)?;
+    if counts.jumps.is_empty() {
+        bail!(
+            "{}: no jump counts: record with valgrind --tool=callgrind --dump-instr=yes \
+             --collect-jumps=yes (the taken branches LBR would have recorded)",
+            args.profile[0].display()
+        );
+    }
+    let written = llvm_unsymbolized::write(&bin_path, &binary.segments, &counts)?;
+    if !sediment_elf::has_section(&bytes, ".debug_line") {
+        eprintln!(
+            "sediment: warning: {bin_path} has no .debug_line: llvm-profgen cannot map its \
+             addresses to source lines (build with -gline-tables-only -fdebug-info-for-profiling)"
+        );
+    }
+    if written.outside > 0 {
+        eprintln!(
+            "sediment: warning: {} addresses outside {bin_path}'s code were left out",
+            written.outside
+        );
+    }
+    fsio::write_atomic(&args.output, written.text.as_bytes())?;
+    eprintln!(
+        "sediment: wrote {} ({} instructions executed {} times, {} taken branches and calls; \
+         offsets from {:#x})",
+        args.output.display(),
+        written.ranges,
+        written.instructions,
+        written.branches,
+        written.base
+    );
+    eprintln!(
+        "sediment: next: llvm-profgen --binary={bin_path} --unsymbolized-profile={} \
+         --output=PROFILE, then clang -fprofile-sample-use=PROFILE",
+        args.output.display()
+    );
+    Ok(())
+}
