@@ -173,6 +173,7 @@ pub fn run(args: Args) -> Result<()> {
             let mut cmd = Command::new("valgrind");
             cmd.args([
                 "-q",
+                "--vgdb=no", // as in sediment-measure: no PID-named FIFOs in /tmp
                 "--tool=callgrind",
                 "--demangle=no",
                 "--dump-instr=yes",

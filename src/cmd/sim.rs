@@ -402,7 +402,14 @@ pub fn simulate(
         .arg(&out_file)
         .arg(&err_file)
         .arg(valgrind)
-        .args(["--tool=lackey", "--trace-mem=yes", "-q", "--log-fd=3"])
+        // `--vgdb=no` as in sediment-measure: no PID-named FIFOs in /tmp.
+        .args([
+            "--tool=lackey",
+            "--trace-mem=yes",
+            "-q",
+            "--vgdb=no",
+            "--log-fd=3",
+        ])
         .arg(&canon)
         .args(args)
         .stdin(sediment_measure::stdin_for(stdin)?)

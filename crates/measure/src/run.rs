@@ -201,7 +201,9 @@ fn run_one(
         Sim::Instr => "callgrind",
     };
     let mut cmd = Command::new(&opts.valgrind);
-    cmd.arg(format!("--tool={tool}")).arg("-q");
+    // `--vgdb=no`: no gdbserver FIFOs in /tmp. They are named by PID only, so a stale one left
+    // by another user's killed run makes valgrind refuse to start under a reused PID.
+    cmd.arg(format!("--tool={tool}")).args(["-q", "--vgdb=no"]);
     match sim {
         Sim::Cache(i) => {
             cmd.arg("--cache-sim=yes")
