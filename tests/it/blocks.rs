@@ -4,11 +4,10 @@
 //! `-freorder-blocks-and-partition`, profiled under callgrind, linked with lld and the emitted
 //! order; the split sections and the final addresses are checked with the ELF readers.
 
-use crate::common::{have_tool, sediment};
+use crate::common::{have_tool, sediment, sh};
 use object::{Object, ObjectSection, ObjectSymbol};
 use sediment_elf::{read_bb_addr_map, Binary};
 use std::path::Path;
-use std::process::Command;
 
 const APP_C: &str = r#"#include <stdio.h>
 #include <stdlib.h>
@@ -34,20 +33,6 @@ int main(int argc, char **argv) {
   return 0;
 }
 "#;
-
-fn sh(dir: &Path, prog: &str, args: &[&str]) -> String {
-    let out = Command::new(prog)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{prog}: {e}"));
-    assert!(
-        out.status.success(),
-        "{prog} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = sediment(dir, args);

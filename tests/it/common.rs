@@ -31,6 +31,22 @@ pub fn have_tool(tool: &str) -> bool {
     ok
 }
 
+/// Runs `prog args` in `dir`, asserts it succeeded (its stderr in the message), and returns its
+/// standard output.
+pub fn sh(dir: &Path, prog: &str, args: &[&str]) -> String {
+    let out = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{prog}: {e}"));
+    assert!(
+        out.status.success(),
+        "{prog} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Path to a fixture under `tests/fixtures`.
 pub fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,9 +5,7 @@
 //! `hot_step` 10 times per loop iteration, and never calls `cold_path` without a second
 //! argument.
 
-use crate::common::{have_tool, sediment};
-use std::path::Path;
-use std::process::Command;
+use crate::common::{have_tool, sediment, sh};
 
 const PROFGEN: &str = "/usr/lib/llvm-16/bin/llvm-profgen";
 
@@ -40,22 +38,17 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// clang-16 flags of the profiled build and of the PGO build: line tables with discriminators
+/// (DWARF 4: valgrind 3.19 does not read clang 16's DWARF 5 of larger programs).
+const PROFILING_FLAGS: &[&str] = &[
+    "-O2",
+    "-gdwarf-4",
+    "-gline-tables-only",
+    "-fdebug-info-for-profiling",
+];
+
 /// Loop iterations of the training run (`app N` runs `i = 1 .. N-1`).
 const N: u64 = 2000;
-
-fn sh(dir: &Path, prog: &str, args: &[&str]) -> String {
-    let out = Command::new(prog)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{prog}: {e}"));
-    assert!(
-        out.status.success(),
-        "{prog} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A directory with `app` (clang-16, line tables for profiling) and `cg.out` (callgrind of
 /// `app N`, with `jumps`), or `None` when a tool is missing (the test is skipped).
@@ -70,15 +63,7 @@ fn trained(collect_jumps: bool) -> Option<tempfile::TempDir> {
     sh(
         dir,
         "clang-16",
-        &[
-            "-O2",
-            "-gdwarf-4",
-            "-gline-tables-only",
-            "-fdebug-info-for-profiling",
-            "app.c",
-            "-o",
-            "app",
-        ],
+        &[PROFILING_FLAGS, &["app.c", "-o", "app"]].concat(),
     );
     let n = N.to_string();
     sh(
@@ -204,15 +189,10 @@ fn callgrind_profile_feeds_llvm_profgen_and_clang() {
         dir,
         "clang-16",
         &[
-            "-O2",
-            "-gdwarf-4",
-            "-gline-tables-only",
-            "-fdebug-info-for-profiling",
-            "-fprofile-sample-use=app.prof",
-            "app.c",
-            "-o",
-            "app.pgo",
-        ],
+            PROFILING_FLAGS,
+            &["-fprofile-sample-use=app.prof", "app.c", "-o", "app.pgo"],
+        ]
+        .concat(),
     );
     let n = N.to_string();
     assert_eq!(
