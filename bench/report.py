@@ -46,7 +46,10 @@ STEP_NOTES = ("`record` is the callgrind training run that every Sediment varian
               "labels, list; absent when cached; SQLite: sqlite3.c, not speedtest1.c; Lua: every "
               "source file), `blocks-record` its callgrind "
               "training run with jumps on the labels build, `blocks-plan` is `sediment blocks "
-              "plan` and `link-blocks` its `sediment link`; "
+              "plan` and `link-blocks` its `sediment link`; the `pgo-` steps are the same for "
+              "the block flow on a sample-PGO build (`pgo-record` trains the profiled build, "
+              "`pgo-unsym` is `sediment pgo`, `pgo-profgen` is `llvm-profgen`, `clang-pgo-X` "
+              "its compiles with the sample profile); "
               "`compare`, `compare-heldout` are the measurements, not tools.")
 
 
@@ -131,6 +134,17 @@ def tool_summary(steps, names):
             rows.append((v, "callgrind with jumps (labels build)", steps["blocks-record"],
                          "`blocks plan` + list compile + `link`",
                          (sum(p[0] for p in parts), max(p[1] for p in parts))))
+        elif v == "sediment-pgo-blocks" and "pgo-record" in steps and "pgo-blocks-record" in steps:
+            # Two trainings (the profiled build, then its PGO labels build) and two compiles with
+            # the sample profile (labels, list) on top of the profile conversion and the plan.
+            prof = [steps[s] for s in ("pgo-record", "pgo-blocks-record")]
+            opt = [steps[s] for s in ("pgo-unsym", "pgo-profgen", "clang-pgo-labels",
+                                      "pgo-blocks-plan", "clang-pgo-list", "link-pgo-blocks")
+                   if s in steps]
+            rows.append((v, "callgrind with jumps (profiled build, then its PGO labels build)",
+                         (sum(p[0] for p in prof), max(p[1] for p in prof)),
+                         "`pgo` + `llvm-profgen` + PGO compiles + `blocks plan` + `link`",
+                         (sum(p[0] for p in opt), max(p[1] for p in opt))))
         elif v.startswith("sediment-"):
             a = v[len("sediment-"):]
             # sediment-c3-gold: the order of sediment-c3, its own `sediment link` (link-c3-gold).
