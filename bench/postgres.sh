@@ -172,10 +172,43 @@ pg_build() {
     done
     mapfile -t OBJS < <(realpath -m --relative-to=. "${paths[@]}")
     ((${#OBJS[@]} > 100)) || die "$WORK/build/link.log: only ${#OBJS[@]} objects on the postgres link line"
+    PG_OBJS=("${OBJS[@]}") # blocks_objs maps these into a clang tree
+    local o
+    for o in "${OBJS[@]}"; do
+        [[ $o == build/* ]] || die "$WORK/build/link.log: $o is outside the build tree"
+    done
     # Variants run as bin/vNN-sK; postgres finds its share/ and lib/ relative to its own
     # directory (make_relative_path: .../bin -> ../share), so those sit beside bin/.
     ln -sfn inst/share share
     ln -sfn inst/lib lib
+}
+
+# The block-level flow (bench/run's step 4b) on PostgreSQL: blocks_cc SET CC FLAGS... configures
+# a build tree of its own, obj-clang/SET, with CC and CFLAGS (the gcc build's configure options)
+# and makes the backend in it (`all`: the generated headers first, then `postgres` with the
+# objects of src/timezone and the server-side libraries of src/common and src/port that it
+# links; `make postgres` alone skips the headers in a fresh tree); the make is the timed step
+# clang-SET. blocks_objs SET: the same objects and archives as the gcc link line (PG_OBJS), in
+# the same order, from that tree. A configured tree is reused only for the same flags (bench/run's
+# cc_set redoes a set whose flags changed; the list build's list file has an absolute path, since
+# make compiles in every subdirectory). The data directory initdb made with the gcc build serves
+# the clang builds too: same version, same platform, same configure options.
+blocks_cc() {
+    local set=$1 cc=$2
+    shift 2
+    local tree=obj-clang/$set
+    rm -rf "$tree"
+    mkdir -p "$tree"
+    log "configuring and making the backend with $cc in $tree (several minutes)"
+    (cd "$tree" && "$WORK/$SRC/configure" --prefix="$WORK/inst" --without-readline --without-icu \
+        --without-zlib CC="$cc" CFLAGS="$*" >configure.log 2>&1) ||
+        die "configure with $cc failed (see $WORK/$tree/configure.log)"
+    timed "clang-$set" make -C "$tree/src/backend" -j2 all >"$tree/make.log" 2>&1 ||
+        die "make with $cc failed (see $WORK/$tree/make.log)"
+}
+blocks_objs() {
+    local o
+    for o in "${PG_OBJS[@]}"; do printf '%s\n' "obj-clang/$1/${o#build/}"; done
 }
 
 # pg_init_data: data0, a freshly initialised cluster with `pgbench -i -s PG_SCALE` (made by the
@@ -221,6 +254,9 @@ pg_setup() {
     THROUGHPUT="pgbench -S -n -c 1 -j 1 -t $PG_TX"
     SHIFTS=${SHIFTS:-3}
     STAT_RUNS=${STAT_RUNS:-10}
+    # The block flow on a sample-PGO build makes the backend three more times (about 15 minutes
+    # on a 2-core machine): only when asked for.
+    PGO_BLOCKS=${PGO_BLOCKS:-0}
 }
 
 # pg_throughput DEFAULT VARIANT...: bench/run's step 6 for postgres (see the top of this file);
