@@ -51,8 +51,9 @@
 //! at 1,000,000 functions (8.0 s of CPU on a busy machine, from 13.9 s); what is left is a
 //! random memory access per jump swept and per pair queued.
 
+use crate::large::call_paths;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
-use crate::{check_graph, seen_nodes, EdgeCount, Error, ExtTspParams};
+use crate::{check_graph, seen_nodes, EdgeCount, Error, ExtTspParams, LargeGraph};
 
 /// LLVM's `ext-tsp-max-chain-size`: the largest chain, in nodes, that merging may create.
 pub const EXT_TSP_MAX_CHAIN_SIZE: usize = 512;
@@ -64,6 +65,8 @@ pub struct ExtTspLayoutParams {
     pub score: ExtTspParams,
     /// Largest chain, in nodes, that a merge may create.
     pub max_chain_size: usize,
+    /// The size gate: on graphs above it, merge along each function's heaviest calls only.
+    pub large: LargeGraph,
 }
 
 impl Default for ExtTspLayoutParams {
@@ -71,6 +74,7 @@ impl Default for ExtTspLayoutParams {
         ExtTspLayoutParams {
             score: ExtTspParams::default(),
             max_chain_size: EXT_TSP_MAX_CHAIN_SIZE,
+            large: LargeGraph::default(),
         }
     }
 }
@@ -151,7 +155,14 @@ fn layout_with_scan(
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
     let weights = counts.iter().map(|&c| c as f64).collect();
-    let mut chains = Chains::new(sizes.to_vec(), weights, edges, params.max_chain_size);
+    let sparse = params.large.sparsify(n, edges);
+    let jumps = sparse.as_deref().unwrap_or(edges);
+    let mut chains = Chains::new(sizes.to_vec(), weights, jumps, params.max_chain_size);
+    if sparse.is_some() {
+        // Large graphs: merging starts from the heaviest calls' paths (see the module docs).
+        let len = params.large.path_len.min(params.max_chain_size);
+        chains.pre_merge(&call_paths(n, jumps, len, true));
+    }
     let sp = &params.score;
     greedy_merge(
         &mut chains,

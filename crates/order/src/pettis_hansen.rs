@@ -27,7 +27,7 @@
 //! so a hub absorbed again and again costs its degree each time: fine for real profiles (tens of
 //! thousands of functions), not tuned for the million-function benchmark that C3 meets.
 
-use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error};
+use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error, LargeGraph};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
@@ -98,14 +98,28 @@ fn pair_weight(pairs: &[(u32, u32, u64)], a: u32, b: u32) -> u64 {
         .map_or(0, |i| pairs[i].2)
 }
 
-/// Runs Pettis-Hansen and returns the full layout (see the module docs).
+/// Runs Pettis-Hansen and returns the full layout (see the module docs); graphs above
+/// [`LargeGraph::default`]'s gate are sparsified first.
 pub fn pettis_hansen_layout(
     sizes: &[u64],
     counts: &[u64],
     edges: &[EdgeCount],
 ) -> Result<Vec<u32>, Error> {
+    pettis_hansen_layout_gated(sizes, counts, edges, &LargeGraph::default())
+}
+
+/// [`pettis_hansen_layout`] with an explicit size gate.
+pub fn pettis_hansen_layout_gated(
+    sizes: &[u64],
+    counts: &[u64],
+    edges: &[EdgeCount],
+    large: &LargeGraph,
+) -> Result<Vec<u32>, Error> {
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
+    if let Some(calls) = large.sparsify(n, edges) {
+        return Ok(large_layout(sizes, counts, &seen, &calls, large));
+    }
 
     // Undirected node-pair weights, summed over both directions and duplicates.
     let mut pairs: Vec<(u32, u32, u64)> = edges
@@ -215,6 +229,52 @@ pub fn pettis_hansen_layout(
     }
     append_unseen(&mut layout, &seen);
     Ok(layout)
+}
+
+/// The large-graph path ([`crate::large`]): Pettis & Hansen's chaining restricted to calls
+/// that join two chain ends (undirected, heaviest first, as [`crate::large::call_paths`]), with
+/// no summing of the calls between chains and no size limit but [`LargeGraph::path_len`]; the
+/// chains are then sorted by density as in the full algorithm.
+fn large_layout(
+    sizes: &[u64],
+    counts: &[u64],
+    seen: &[bool],
+    calls: &[EdgeCount],
+    large: &LargeGraph,
+) -> Vec<u32> {
+    let n = counts.len();
+    let paths = crate::large::call_paths(n, calls, large.path_len, false);
+    let mut in_path = vec![false; n];
+    // (weight, size, id, path index or NONE for a single node); id = smallest node.
+    let mut chains: Vec<(u64, u64, u32, u32)> = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let (mut w, mut s) = (0u64, 0u64);
+        for &v in p {
+            in_path[v as usize] = true;
+            w = w.saturating_add(counts[v as usize]);
+            s = s.saturating_add(sizes[v as usize].max(1));
+        }
+        chains.push((w, s, p.iter().copied().min().unwrap_or(0), i as u32));
+    }
+    for v in 0..n {
+        if seen[v] && !in_path[v] {
+            chains.push((counts[v], sizes[v].max(1), v as u32, crate::NONE));
+        }
+    }
+    chains.sort_unstable_by(|x, y| {
+        let lhs = u128::from(y.0) * u128::from(x.1);
+        let rhs = u128::from(x.0) * u128::from(y.1);
+        lhs.cmp(&rhs).then(x.2.cmp(&y.2))
+    });
+    let mut layout: Vec<u32> = Vec::with_capacity(n);
+    for &(_, _, id, path) in &chains {
+        match path {
+            crate::NONE => layout.push(id),
+            p => layout.extend_from_slice(&paths[p as usize]),
+        }
+    }
+    append_unseen(&mut layout, seen);
+    layout
 }
 
 #[cfg(test)]

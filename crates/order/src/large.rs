@@ -1,0 +1,283 @@
+//! The size gate for very large call graphs: keep each function's few heaviest calls.
+//!
+//! The published chain-merging and partitioning algorithms cost a random memory access per call
+//! per step ([`crate::ext_tsp`], [`crate::cdsort`], [`crate::pettis_hansen`], [`crate::bp`]; see
+//! "The merging engine" in `docs/algorithms.md`). On a graph far larger than any real profile
+//! (SQLite's has about 1,000 executed functions and a few thousand calls, PostgreSQL's a few
+//! thousand functions) they run on a *sparsified* graph instead: every function keeps only its
+//! [`LargeGraph::keep`] heaviest calls (in or out, summed over neither direction nor duplicate:
+//! each call edge is judged as it is), and a call is kept when it is among the heaviest of
+//! *either* of its ends, so no function with a call loses all of them. This is the coarsening
+//! step of multilevel graph partitioning reduced to its simplest form (Karypis & Kumar's METIS
+//! matches each vertex with its heaviest neighbour, "A Fast and High Quality Multilevel Scheme
+//! for Partitioning Irregular Graphs", SIAM J. Sci. Comput. 1998): what a layout can use of a
+//! function's calls is a predecessor and a successor beside it and a few within reach, so its
+//! heaviest calls are the ones that can matter. The algorithm then runs unchanged on the kept
+//! calls; scores are still those of the whole graph, so what is given up shows in them
+//! (`docs/algorithms.md`, "Scale").
+//!
+//! Below the gate ([`LargeGraph::min_calls`]) nothing changes: the algorithms see every call,
+//! and their layouts are byte for byte what they were before the gate existed.
+//!
+//! Ties between calls of equal count go to the earlier edge in the input, so the kept set,
+//! like every layout here, depends on the input alone.
+
+use crate::EdgeCount;
+
+/// Calls (non-recursive edges with a positive count) above which a graph is sparsified: twice
+/// the 1,000,000 calls of the scale benchmark's 100,000-function graph, whose layouts must not
+/// change, and hundreds of times the calls of any real profile Sediment has met.
+pub const LARGE_GRAPH_MIN_CALLS: usize = 2_000_000;
+
+/// Heaviest calls each function keeps on a large graph. Tuned on the scale benchmark's
+/// 1,000,000-function, 10,000,000-call graph (seed 42), see `docs/algorithms.md`, "Scale".
+pub const LARGE_GRAPH_KEEP: usize = 4;
+
+/// Longest call path, in functions, that is pre-merged on a large graph (see [`call_paths`]).
+/// Tuned on the same graph.
+pub const LARGE_GRAPH_PATH_LEN: usize = 64;
+
+/// When and how much a large graph is sparsified (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LargeGraph {
+    /// Graphs with more calls than this are sparsified ([`LARGE_GRAPH_MIN_CALLS`]).
+    pub min_calls: usize,
+    /// Heaviest calls each function keeps ([`LARGE_GRAPH_KEEP`]).
+    pub keep: usize,
+    /// Longest call path pre-merged before the algorithm runs ([`LARGE_GRAPH_PATH_LEN`]).
+    pub path_len: usize,
+}
+
+impl Default for LargeGraph {
+    fn default() -> Self {
+        LargeGraph {
+            min_calls: LARGE_GRAPH_MIN_CALLS,
+            keep: LARGE_GRAPH_KEEP,
+            path_len: LARGE_GRAPH_PATH_LEN,
+        }
+    }
+}
+
+impl LargeGraph {
+    /// The calls to lay out `n` nodes by: `None` when the graph is under the gate (use every
+    /// edge), else the kept calls, in input order (recursive and zero-count edges dropped: no
+    /// algorithm uses them, and which nodes count as seen is decided on the full graph).
+    pub(crate) fn sparsify(&self, n: usize, edges: &[EdgeCount]) -> Option<Vec<EdgeCount>> {
+        let is_call = |e: &EdgeCount| e.src != e.dst && e.count > 0;
+        let calls = edges.iter().filter(|e| is_call(e)).count();
+        if calls <= self.min_calls {
+            return None;
+        }
+        let k = self.keep.max(1);
+        // best[v * k..][..k]: node v's heaviest calls so far, heaviest first, as (count, edge);
+        // an empty slot is (0, MAX). One pass, each call offered to both of its ends; `least`
+        // holds each node's k-th count (saturated to 32 bits), a quarter of the bytes, so most
+        // calls that do not make a node's list are turned away without reading it.
+        let mut best = vec![(0u64, usize::MAX); n * k];
+        let mut least = vec![0u32; n];
+        let heavier = |a: (u64, usize), b: (u64, usize)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+        for (i, e) in edges.iter().enumerate().filter(|(_, e)| is_call(e)) {
+            let cand = (e.count, i);
+            for v in [e.src, e.dst] {
+                if e.count < u64::from(least[v as usize]) {
+                    continue;
+                }
+                let slots = &mut best[v as usize * k..][..k];
+                if !heavier(cand, slots[k - 1]) {
+                    continue;
+                }
+                let mut j = k - 1;
+                while j > 0 && heavier(cand, slots[j - 1]) {
+                    slots[j] = slots[j - 1];
+                    j -= 1;
+                }
+                slots[j] = cand;
+                least[v as usize] = u32::try_from(slots[k - 1].0).unwrap_or(u32::MAX);
+            }
+        }
+        drop(least);
+        let mut keep = vec![false; edges.len()];
+        for &(_, i) in &best {
+            if i != usize::MAX {
+                keep[i] = true;
+            }
+        }
+        Some(
+            edges
+                .iter()
+                .zip(&keep)
+                .filter(|(_, &k)| k)
+                .map(|(e, _)| *e)
+                .collect(),
+        )
+    }
+}
+
+/// Covers the nodes `0..n` with call paths, heaviest call first: visiting `calls` by count
+/// (descending, ties by position), a call `u -> v` links `u` to `v` when `u` ends its path,
+/// `v` starts another one, and the joined path has at most `max_len` nodes. With `directed`
+/// false a call joins any two path ends, either way round, as Pettis & Hansen's undirected
+/// chaining does. This is the greedy matching of Pettis & Hansen and of ExtTSP's first merges
+/// (the heaviest call as a fall-through) without re-evaluating anything: a sort and one pass.
+///
+/// Returns every path of two or more nodes, sorted by their smallest node; a directed path in
+/// call order, an undirected one from its end with the smaller index.
+pub(crate) fn call_paths(
+    n: usize,
+    calls: &[EdgeCount],
+    max_len: usize,
+    directed: bool,
+) -> Vec<Vec<u32>> {
+    weighted_paths(calls, vec![1; n], max_len, directed)
+}
+
+/// [`call_paths`] where node `v` counts as `len[v]` nodes towards `max_len`.
+fn weighted_paths(
+    calls: &[EdgeCount],
+    mut len: Vec<u32>,
+    max_len: usize,
+    directed: bool,
+) -> Vec<Vec<u32>> {
+    use crate::NONE;
+    let n = len.len();
+    // (MAX - count, position): sorting the pairs themselves puts the heaviest first, ties by
+    // position, without looking counts up at random while sorting.
+    let mut order: Vec<(u64, u32)> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.src != e.dst && e.count > 0)
+        .map(|(i, e)| (u64::MAX - e.count, i as u32))
+        .collect();
+    order.sort_unstable();
+    // Each node's two neighbours on its path: directed, [previous, next]; undirected, in the
+    // order they were linked. A node with a free slot ends its path.
+    let mut link = vec![[NONE; 2]; n];
+    // For a node ending a path, the path's other end; with the path's length, valid at both.
+    let mut end: Vec<u32> = (0..n as u32).collect();
+    for (_, i) in order {
+        let (u, v) = (calls[i as usize].src, calls[i as usize].dst);
+        let (ui, vi) = (u as usize, v as usize);
+        let slots = if directed {
+            (link[ui][1] == NONE)
+                .then_some(1)
+                .zip((link[vi][0] == NONE).then_some(0))
+        } else {
+            let free = |l: &[u32; 2]| l.iter().position(|&w| w == NONE);
+            free(&link[ui]).zip(free(&link[vi]))
+        };
+        // Both must end a path, and not the same one.
+        let Some((su, sv)) = slots else { continue };
+        if end[ui] == v {
+            continue;
+        }
+        let joined = len[ui] as usize + len[vi] as usize;
+        if joined > max_len {
+            continue;
+        }
+        let (a, b) = (end[ui], end[vi]);
+        link[ui][su] = v;
+        link[vi][sv] = u;
+        end[a as usize] = b;
+        end[b as usize] = a;
+        len[a as usize] = joined as u32;
+        len[b as usize] = joined as u32;
+    }
+    let mut paths: Vec<Vec<u32>> = Vec::new();
+    for h in 0..n as u32 {
+        let l = link[h as usize];
+        let start = if directed {
+            l[0] == NONE && l[1] != NONE
+        } else {
+            (l[0] == NONE) != (l[1] == NONE) && h < end[h as usize]
+        };
+        if !start {
+            continue;
+        }
+        let (mut path, mut prev, mut cur) = (Vec::new(), NONE, h);
+        while cur != NONE {
+            path.push(cur);
+            let [a, b] = link[cur as usize];
+            let next = if a != prev && a != NONE {
+                a
+            } else if b != prev {
+                b
+            } else {
+                NONE
+            };
+            (prev, cur) = (cur, next);
+        }
+        paths.push(path);
+    }
+    paths.sort_unstable_by_key(|p| p.iter().min().copied());
+    paths
+}
+
+/// Groups the seen nodes for a partitioning run on a large graph: call paths of `calls`
+/// ([`call_paths`], directed), then, while there are more than `target` groups, paths of
+/// groups joined by the calls between them (undirected: a group has no call order of its own),
+/// each round stopping at groups of `max_len` nodes, until a round merges less than a tenth.
+/// Returns the groups, each in layout order (a path of groups in path order), and each node's
+/// group ([`crate::NONE`] for never-seen nodes); every seen node is in exactly one group.
+pub(crate) fn group_nodes(
+    seen: &[bool],
+    calls: &[EdgeCount],
+    max_len: usize,
+    target: usize,
+) -> (Vec<Vec<u32>>, Vec<u32>) {
+    use crate::NONE;
+    let n = seen.len();
+    let mut groups = call_paths(n, calls, max_len, true);
+    let mut group = vec![NONE; n];
+    for (g, p) in groups.iter().enumerate() {
+        for &v in p {
+            group[v as usize] = g as u32;
+        }
+    }
+    for v in 0..n as u32 {
+        if seen[v as usize] && group[v as usize] == NONE {
+            group[v as usize] = groups.len() as u32;
+            groups.push(vec![v]);
+        }
+    }
+    loop {
+        let m = groups.len();
+        if m <= target {
+            return (groups, group);
+        }
+        let gcalls: Vec<EdgeCount> = calls
+            .iter()
+            .map(|e| EdgeCount {
+                src: group[e.src as usize],
+                dst: group[e.dst as usize],
+                count: e.count,
+            })
+            .collect();
+        let len = groups.iter().map(|g| g.len() as u32).collect();
+        let paths = weighted_paths(&gcalls, len, max_len, false);
+        let merged: usize = paths.iter().map(|p| p.len() - 1).sum();
+        if merged * 10 < m {
+            return (groups, group);
+        }
+        let mut used = vec![false; m];
+        let mut next: Vec<Vec<u32>> = Vec::with_capacity(m - merged);
+        for p in &paths {
+            let mut joined = Vec::new();
+            for &g in p {
+                used[g as usize] = true;
+                joined.extend_from_slice(&groups[g as usize]);
+            }
+            next.push(joined);
+        }
+        for (g, members) in groups.into_iter().enumerate() {
+            if !used[g] {
+                next.push(members);
+            }
+        }
+        groups = next;
+        for (g, p) in groups.iter().enumerate() {
+            for &v in p {
+                group[v as usize] = g as u32;
+            }
+        }
+    }
+}
