@@ -569,3 +569,56 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod large_tests {
+    use super::*;
+    use crate::large::tests::forced;
+    use crate::testutil::{check_layout, e, graph};
+    use proptest::prelude::*;
+
+    fn gated(keep: usize, path_len: usize) -> BpParams {
+        BpParams {
+            large: forced(keep, path_len),
+            ..Default::default()
+        }
+    }
+
+    // Forced gate: the call path 4 -> 1 -> 6 is partitioned as one node and laid out in call
+    // order, wherever it lands; so is 0 -> 5.
+    #[test]
+    fn gated_keeps_call_paths_whole() {
+        let counts = [1, 1, 1, 1, 1, 1, 1, 9];
+        let edges = [
+            e(4, 1, 50),
+            e(1, 6, 40),
+            e(0, 5, 30),
+            e(2, 3, 1),
+            e(7, 2, 1),
+        ];
+        let sizes = vec![1024; 8];
+        let l = bp_layout(&sizes, &counts, &edges, &[None; 8], &gated(1, 64)).unwrap();
+        let at = |v: u32| l.iter().position(|&w| w == v).unwrap();
+        assert_eq!((at(1), at(6)), (at(4) + 1, at(4) + 2));
+        assert_eq!(at(5), at(0) + 1);
+    }
+
+    proptest! {
+        // Gated: a permutation, the same twice, unseen nodes last, finite score.
+        #[test]
+        fn gated_properties(
+            (sizes, counts, edges) in graph(),
+            keep in 1usize..4,
+            path_len in 1usize..6,
+        ) {
+            let p = gated(keep, path_len);
+            let none = vec![None; counts.len()];
+            check_layout(
+                |s, c, e| bp_layout(s, c, e, &none, &p).unwrap(),
+                &sizes,
+                &counts,
+                &edges,
+            )?;
+        }
+    }
+}

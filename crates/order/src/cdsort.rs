@@ -282,3 +282,60 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod large_tests {
+    use super::*;
+    use crate::large::tests::forced;
+    use crate::testutil::{check_layout, e, graph};
+    use proptest::prelude::*;
+
+    fn gated(keep: usize, path_len: usize) -> CdSortParams {
+        CdSortParams {
+            large: forced(keep, path_len),
+            ..Default::default()
+        }
+    }
+
+    // The hot chain 0 -> 3 -> 4 -> 2 is one pre-merged path under the forced gate, placed
+    // ahead of the colder functions, as without the gate.
+    #[test]
+    fn gated_hot_chain() {
+        let sizes = [64, 64, 64, 64, 64, 5000];
+        let counts = [10, 1, 40, 30, 20, 35];
+        let edges = [e(0, 3, 100), e(3, 4, 100), e(4, 2, 100)];
+        let l = cdsort_layout(&sizes, &counts, &edges, &gated(1, 64)).unwrap();
+        assert_eq!(l, vec![0, 3, 4, 2, 1, 5]);
+    }
+
+    // As in ExtTSP's test: CDSort merges the pair 2 -> 1 (two calls) first, and 0 joins in
+    // front; the gate pre-merges the heaviest single call 0 -> 1, and 2 joins after it (its
+    // calls leave from its middle, 96 bytes from 1 either way round, and `X+Y` wins ties).
+    #[test]
+    fn gated_merges_from_the_heaviest_paths() {
+        let sizes = [64, 64, 64];
+        let counts = [1, 1, 1];
+        let edges = [e(0, 1, 10), e(2, 1, 6), e(2, 1, 6)];
+        let l = |p: &CdSortParams| cdsort_layout(&sizes, &counts, &edges, p).unwrap();
+        assert_eq!(l(&CdSortParams::default()), vec![0, 2, 1]);
+        assert_eq!(l(&gated(2, 64)), vec![0, 1, 2]);
+    }
+
+    proptest! {
+        // Gated: a permutation, the same twice, unseen nodes last, finite score.
+        #[test]
+        fn gated_properties(
+            (sizes, counts, edges) in graph(),
+            keep in 1usize..4,
+            path_len in 1usize..6,
+        ) {
+            let p = gated(keep, path_len);
+            check_layout(
+                |s, c, e| cdsort_layout(s, c, e, &p).unwrap(),
+                &sizes,
+                &counts,
+                &edges,
+            )?;
+        }
+    }
+}

@@ -317,3 +317,51 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod large_tests {
+    use super::*;
+    use crate::large::tests::forced;
+    use crate::testutil::{check_layout, e, graph};
+    use proptest::prelude::*;
+
+    fn gated(keep: usize, path_len: usize) -> ExtTspLayoutParams {
+        ExtTspLayoutParams {
+            large: forced(keep, path_len),
+            ..Default::default()
+        }
+    }
+
+    // 1 is called by 0 (10) and twice by 2 (6 + 6). The greedy loop first makes 2 -> 1 a
+    // fall-through (gain 12), then puts 0 in front, a call 64 bytes forward: [0, 2, 1]. The
+    // forced gate pre-merges the heaviest single call, 0 -> 1, and 2 then goes in front
+    // (forward 64 bytes beats backward 128): [2, 0, 1]. Paths of one node: the plain loop.
+    #[test]
+    fn gated_merges_from_the_heaviest_paths() {
+        let sizes = [64, 64, 64];
+        let counts = [1, 1, 1];
+        let edges = [e(0, 1, 10), e(2, 1, 6), e(2, 1, 6)];
+        let l = |p: &ExtTspLayoutParams| ext_tsp_layout(&sizes, &counts, &edges, p).unwrap();
+        assert_eq!(l(&ExtTspLayoutParams::default()), vec![0, 2, 1]);
+        assert_eq!(l(&gated(2, 64)), vec![2, 0, 1]);
+        assert_eq!(l(&gated(2, 1)), vec![0, 2, 1]);
+    }
+
+    proptest! {
+        // Gated: a permutation, the same twice, unseen nodes last, finite score.
+        #[test]
+        fn gated_properties(
+            (sizes, counts, edges) in graph(),
+            keep in 1usize..4,
+            path_len in 1usize..6,
+        ) {
+            let p = gated(keep, path_len);
+            check_layout(
+                |s, c, e| ext_tsp_layout(s, c, e, &p).unwrap(),
+                &sizes,
+                &counts,
+                &edges,
+            )?;
+        }
+    }
+}

@@ -281,3 +281,135 @@ pub(crate) fn group_nodes(
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::testutil::{e, graph, unseen};
+    use proptest::prelude::*;
+
+    /// A gate that every graph passes, for the tests of the large-graph paths on tiny graphs.
+    pub fn forced(keep: usize, path_len: usize) -> LargeGraph {
+        LargeGraph {
+            min_calls: 0,
+            keep,
+            path_len,
+        }
+    }
+
+    // At or under the gate, nothing is sparsified; over it, each node keeps its heaviest call:
+    // 0 keeps 0->2 (9), 1 keeps 0->1 (5), 2 keeps 0->2, 3 keeps 3->0; 1->2 (3) is nobody's
+    // heaviest and goes, as do the recursive and the zero-count edges. Equal counts: the
+    // earlier edge is the heavier.
+    #[test]
+    fn keeps_each_nodes_heaviest_calls() {
+        let edges = [
+            e(0, 1, 5),
+            e(0, 2, 9),
+            e(3, 0, 7),
+            e(1, 1, 50),
+            e(2, 3, 0),
+            e(1, 2, 3),
+        ];
+        let gate = |min_calls| LargeGraph {
+            min_calls,
+            keep: 1,
+            path_len: 64,
+        };
+        assert_eq!(gate(4).sparsify(4, &edges), None);
+        assert_eq!(
+            gate(3).sparsify(4, &edges),
+            Some(vec![e(0, 1, 5), e(0, 2, 9), e(3, 0, 7)])
+        );
+        assert_eq!(
+            forced(2, 64).sparsify(4, &edges),
+            Some(vec![e(0, 1, 5), e(0, 2, 9), e(3, 0, 7), e(1, 2, 3)])
+        );
+        let ties = [e(0, 1, 4), e(0, 2, 4), e(3, 4, 1)];
+        assert_eq!(
+            forced(1, 64).sparsify(5, &ties),
+            Some(vec![e(0, 1, 4), e(0, 2, 4), e(3, 4, 1)])
+        );
+        let ties = [e(0, 1, 4), e(2, 0, 4), e(2, 1, 9)];
+        assert_eq!(
+            forced(1, 64).sparsify(3, &ties),
+            Some(vec![e(0, 1, 4), e(2, 1, 9)])
+        );
+    }
+
+    // Heaviest call first: 0->1 and 1->2 chain; 2->0 would close a cycle, 3->1 finds 1
+    // already called, 4->3 starts a second path. Capped at two nodes, 1->2 no longer fits.
+    // Then 2->1 finds 1 already called, and 2->0 puts 2 before 0; undirected, 2-1 joins the
+    // ends 1 and 2 the other way round and 2-0 would close a cycle.
+    #[test]
+    fn paths_follow_the_heaviest_calls() {
+        let calls = [e(0, 1, 10), e(1, 2, 9), e(2, 0, 8), e(3, 1, 7), e(4, 3, 6)];
+        assert_eq!(
+            call_paths(5, &calls, 64, true),
+            vec![vec![0, 1, 2], vec![4, 3]]
+        );
+        assert_eq!(call_paths(5, &calls, 2, true), vec![vec![0, 1], vec![4, 3]]);
+        let calls = [e(0, 1, 10), e(2, 1, 9), e(2, 0, 8), e(5, 3, 1)];
+        assert_eq!(
+            call_paths(6, &calls, 64, true),
+            vec![vec![2, 0, 1], vec![5, 3]]
+        );
+        assert_eq!(
+            call_paths(6, &calls, 64, false),
+            vec![vec![0, 1, 2], vec![3, 5]]
+        );
+    }
+
+    // Groups of a chain 0->1->2 and a pair 3->4, then (target 1) the undirected round joins
+    // them along 2-3; node 5 is never seen and in no group.
+    #[test]
+    fn groups_paths_then_paths_of_groups() {
+        let seen = [true, true, true, true, true, false];
+        let calls = [e(0, 1, 9), e(1, 2, 8), e(3, 4, 7), e(2, 3, 1)];
+        // Without the weak call 2-3, no second round can join anything.
+        let (groups, group) = group_nodes(&seen, &calls[..3], 64, 1);
+        assert_eq!(groups, vec![vec![0, 1, 2], vec![3, 4]]);
+        assert_eq!(group, vec![0, 0, 0, 1, 1, NONE_GROUP]);
+        let (groups, _) = group_nodes(&seen, &calls, 64, 1);
+        assert_eq!(groups, vec![vec![0, 1, 2, 3, 4]]);
+        let (groups, _) = group_nodes(&seen, &calls, 4, 1);
+        assert_eq!(groups, vec![vec![0, 1, 2], vec![3, 4]]);
+    }
+
+    const NONE_GROUP: u32 = crate::NONE;
+
+    proptest! {
+        // Every seen node is in exactly one group, of at most `max_len` nodes; never-seen nodes
+        // in none; every path is a path of calls, in call order, within `max_len`.
+        #[test]
+        fn groups_cover_the_seen_nodes(
+            (_, counts, edges) in graph(),
+            keep in 1usize..4,
+            max_len in 2usize..6,
+            target in 1usize..8,
+        ) {
+            let n = counts.len();
+            let seen = crate::seen_nodes(&counts, &edges);
+            let calls = forced(keep, max_len).sparsify(n, &edges).unwrap_or_default();
+            for p in call_paths(n, &calls, max_len, true) {
+                prop_assert!(p.len() >= 2 && p.len() <= max_len);
+                for w in p.windows(2) {
+                    prop_assert!(calls.iter().any(|c| c.src == w[0] && c.dst == w[1]));
+                }
+            }
+            let (groups, group) = group_nodes(&seen, &calls, max_len, target);
+            let mut times = vec![0; n];
+            for (g, members) in groups.iter().enumerate() {
+                prop_assert!(!members.is_empty() && members.len() <= max_len);
+                for &v in members {
+                    times[v as usize] += 1;
+                    prop_assert_eq!(group[v as usize], g as u32);
+                }
+            }
+            for v in 0..n {
+                prop_assert_eq!(times[v], usize::from(seen[v]));
+            }
+            prop_assert_eq!(unseen(&counts, &edges).len(), n - times.iter().sum::<usize>());
+        }
+    }
+}

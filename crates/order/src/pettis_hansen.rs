@@ -334,3 +334,42 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod large_tests {
+    use super::*;
+    use crate::large::tests::forced;
+    use crate::testutil::{check_layout, e, graph};
+    use proptest::prelude::*;
+
+    // Forced gate: 1-2 (100), then 3 joins the end 2 (50), then 0 the end 1: one chain from
+    // its smaller end. With paths of two nodes only [1, 2] forms; the dense 3 goes first,
+    // then 0 and [1, 2] (equal densities, by id), and the unseen 4 last.
+    #[test]
+    fn gated_chains_along_heaviest_calls() {
+        let sizes = [64; 5];
+        let edges = [e(1, 2, 100), e(3, 2, 50), e(0, 1, 10)];
+        let l = pettis_hansen_layout_gated(&sizes, &[1, 1, 1, 1, 0], &edges, &forced(4, 64));
+        assert_eq!(l.unwrap(), vec![0, 1, 2, 3, 4]);
+        let l = pettis_hansen_layout_gated(&sizes, &[1, 1, 1, 5, 0], &edges, &forced(4, 2));
+        assert_eq!(l.unwrap(), vec![3, 0, 1, 2, 4]);
+    }
+
+    proptest! {
+        // Gated: a permutation, the same twice, unseen nodes last, finite score.
+        #[test]
+        fn gated_properties(
+            (sizes, counts, edges) in graph(),
+            keep in 1usize..4,
+            path_len in 1usize..6,
+        ) {
+            let large = forced(keep, path_len);
+            check_layout(
+                |s, c, e| pettis_hansen_layout_gated(s, c, e, &large).unwrap(),
+                &sizes,
+                &counts,
+                &edges,
+            )?;
+        }
+    }
+}

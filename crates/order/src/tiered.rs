@@ -185,3 +185,33 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod large_tests {
+    use super::*;
+    use crate::large::tests::forced;
+    use crate::testutil::{check_layout, graph};
+    use proptest::prelude::*;
+
+    proptest! {
+        // The gate forced on CDSort inside the tiers: a permutation, the same twice, unseen
+        // nodes last, finite score.
+        #[test]
+        fn gated_properties(
+            (sizes, counts, edges) in graph(),
+            keep in 1usize..4,
+            path_len in 1usize..6,
+        ) {
+            let p = TieredParams {
+                cdsort: CdSortParams { large: forced(keep, path_len), ..Default::default() },
+                ..Default::default()
+            };
+            check_layout(
+                |s, c, e| tiered_layout(s, c, e, &p).unwrap(),
+                &sizes,
+                &counts,
+                &edges,
+            )?;
+        }
+    }
+}
