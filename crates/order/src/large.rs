@@ -128,18 +128,12 @@ pub(crate) fn call_paths(
     max_len: usize,
     directed: bool,
 ) -> Vec<Vec<u32>> {
-    weighted_paths(calls, vec![1; n], max_len, directed)
+    weighted_paths(calls, &heaviest_first(calls), vec![1; n], max_len, directed)
 }
 
-/// [`call_paths`] where node `v` counts as `len[v]` nodes towards `max_len`.
-fn weighted_paths(
-    calls: &[EdgeCount],
-    mut len: Vec<u32>,
-    max_len: usize,
-    directed: bool,
-) -> Vec<Vec<u32>> {
-    use crate::NONE;
-    let n = len.len();
+/// The positions of the calls (non-recursive, positive count) in `calls`, heaviest first, ties
+/// by position.
+fn heaviest_first(calls: &[EdgeCount]) -> Vec<u32> {
     // (MAX - count, position): sorting the pairs themselves puts the heaviest first, ties by
     // position, without looking counts up at random while sorting.
     let mut order: Vec<(u64, u32)> = calls
@@ -149,13 +143,30 @@ fn weighted_paths(
         .map(|(i, e)| (u64::MAX - e.count, i as u32))
         .collect();
     order.sort_unstable();
+    order.into_iter().map(|(_, i)| i).collect()
+}
+
+/// [`call_paths`] visiting `calls` in `order` (from [`heaviest_first`]; calls that have become
+/// recursive are skipped), where node `v` counts as `len[v]` nodes towards `max_len`.
+fn weighted_paths(
+    calls: &[EdgeCount],
+    order: &[u32],
+    mut len: Vec<u32>,
+    max_len: usize,
+    directed: bool,
+) -> Vec<Vec<u32>> {
+    use crate::NONE;
+    let n = len.len();
     // Each node's two neighbours on its path: directed, [previous, next]; undirected, in the
     // order they were linked. A node with a free slot ends its path.
     let mut link = vec![[NONE; 2]; n];
     // For a node ending a path, the path's other end; with the path's length, valid at both.
     let mut end: Vec<u32> = (0..n as u32).collect();
-    for (_, i) in order {
+    for &i in order {
         let (u, v) = (calls[i as usize].src, calls[i as usize].dst);
+        if u == v {
+            continue;
+        }
         let (ui, vi) = (u as usize, v as usize);
         let slots = if directed {
             (link[ui][1] == NONE)
@@ -226,7 +237,9 @@ pub(crate) fn group_nodes(
 ) -> (Vec<Vec<u32>>, Vec<u32>) {
     use crate::NONE;
     let n = seen.len();
-    let mut groups = call_paths(n, calls, max_len, true);
+    // Mapping calls to groups changes no count and no position: one order serves every round.
+    let order = heaviest_first(calls);
+    let mut groups = weighted_paths(calls, &order, vec![1; n], max_len, true);
     let mut group = vec![NONE; n];
     for (g, p) in groups.iter().enumerate() {
         for &v in p {
@@ -253,7 +266,7 @@ pub(crate) fn group_nodes(
             })
             .collect();
         let len = groups.iter().map(|g| g.len() as u32).collect();
-        let paths = weighted_paths(&gcalls, len, max_len, false);
+        let paths = weighted_paths(&gcalls, &order, len, max_len, false);
         let merged: usize = paths.iter().map(|p| p.len() - 1).sum();
         if merged * 10 < m {
             return (groups, group);
