@@ -41,9 +41,15 @@
 //! bisection (the swaps keep them current), the two halves' counts of a utility sit side by
 //! side (one cache line), gains are computed in node order (a node's memberships are read at
 //! increasing addresses), `log2` comes from a table of its own values (lld does the same), and
-//! the halves are sorted on gathered keys. Measured in `docs/algorithms.md` ("Scale"): still
-//! far from the 2-second target at 1,000,000 functions; the remaining time is the random reads
-//! of member counts.
+//! the halves are sorted on gathered keys. The remaining time is the random reads of member
+//! counts: 54 s of CPU at 1,000,000 functions.
+//!
+//! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) are partitioned in
+//! groups, the coarsening of multilevel partitioning: the paths of each function's 4 heaviest
+//! calls, then paths of those paths, until at most [`LARGE_GRAPH_GROUPS`] groups are left; a
+//! group weighs its members' sizes and counts, starts at its earliest startup rank, and is laid
+//! out in path order where it lands. Unlike lld's and the paper's, nothing is refined at the
+//! level of single functions afterwards. Below the gate the layout is unchanged.
 //!
 //! Deviations from lld: lld balances by count and so do we; lld lets a utility be dropped when
 //! it holds too many functions, we keep all (prefix sets are few); lld moves functions in
@@ -245,10 +251,10 @@ pub fn bp_layout(
     Ok(nodes)
 }
 
-/// The large-graph path ([`crate::large`]): the heaviest calls' paths
-/// ([`crate::large::call_paths`]) become single nodes (sizes and counts summed, the earliest
-/// startup rank), joined by the kept calls between them; that graph is partitioned, under the
-/// gate, and each path laid out in call order where its node landed.
+/// The large-graph path ([`crate::large`]): the groups of `large::group_nodes` become single
+/// nodes (sizes and counts summed, the earliest startup rank), joined by the kept calls
+/// between them; that graph is partitioned, under the gate, and each group laid out in its
+/// own order where its node landed.
 fn large_layout(
     sizes: &[u64],
     counts: &[u64],
@@ -574,8 +580,7 @@ mod tests {
 mod large_tests {
     use super::*;
     use crate::large::tests::forced;
-    use crate::testutil::{check_layout, e, graph};
-    use proptest::prelude::*;
+    use crate::testutil::e;
 
     fn gated(keep: usize, path_len: usize) -> BpParams {
         BpParams {
@@ -601,24 +606,5 @@ mod large_tests {
         let at = |v: u32| l.iter().position(|&w| w == v).unwrap();
         assert_eq!((at(1), at(6)), (at(4) + 1, at(4) + 2));
         assert_eq!(at(5), at(0) + 1);
-    }
-
-    proptest! {
-        // Gated: a permutation, the same twice, unseen nodes last, finite score.
-        #[test]
-        fn gated_properties(
-            (sizes, counts, edges) in graph(),
-            keep in 1usize..4,
-            path_len in 1usize..6,
-        ) {
-            let p = gated(keep, path_len);
-            let none = vec![None; counts.len()];
-            check_layout(
-                |s, c, e| bp_layout(s, c, e, &none, &p).unwrap(),
-                &sizes,
-                &counts,
-                &edges,
-            )?;
-        }
     }
 }

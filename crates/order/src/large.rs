@@ -1,43 +1,59 @@
-//! The size gate for very large call graphs: keep each function's few heaviest calls.
+//! The size gate for very large call graphs: each function's few heaviest calls, and the
+//! paths they form, before the published algorithm runs.
 //!
-//! The published chain-merging and partitioning algorithms cost a random memory access per call
-//! per step ([`crate::ext_tsp`], [`crate::cdsort`], [`crate::pettis_hansen`], [`crate::bp`]; see
-//! "The merging engine" in `docs/algorithms.md`). On a graph far larger than any real profile
-//! (SQLite's has about 1,000 executed functions and a few thousand calls, PostgreSQL's a few
-//! thousand functions) they run on a *sparsified* graph instead: every function keeps only its
-//! [`LargeGraph::keep`] heaviest calls (in or out, summed over neither direction nor duplicate:
-//! each call edge is judged as it is), and a call is kept when it is among the heaviest of
-//! *either* of its ends, so no function with a call loses all of them. This is the coarsening
-//! step of multilevel graph partitioning reduced to its simplest form (Karypis & Kumar's METIS
-//! matches each vertex with its heaviest neighbour, "A Fast and High Quality Multilevel Scheme
-//! for Partitioning Irregular Graphs", SIAM J. Sci. Comput. 1998): what a layout can use of a
-//! function's calls is a predecessor and a successor beside it and a few within reach, so its
-//! heaviest calls are the ones that can matter. The algorithm then runs unchanged on the kept
-//! calls; scores are still those of the whole graph, so what is given up shows in them
-//! (`docs/algorithms.md`, "Scale").
+//! The chain-merging and partitioning algorithms cost a random memory access per call per step
+//! ([`crate::ext_tsp`], [`crate::cdsort`], [`crate::pettis_hansen`], [`crate::bp`]; see "The
+//! merging engine" in `docs/algorithms.md`), which made them 4 to 45 times slower than the
+//! 2-second target at 1,000,000 functions and 10,000,000 calls. On a graph with more than
+//! [`LargeGraph::min_calls`] calls, far more than any real profile (SQLite's has about 1,000
+//! executed functions, PostgreSQL's a few thousand), they run on a reduced graph instead:
+//! 1. **Sparsify** ([`LargeGraph::sparsify`]): every function keeps only its
+//!    [`LargeGraph::keep`] heaviest calls (each call edge judged on its own count, in or out),
+//!    and a call stays when it is among the heaviest of *either* of its ends, so no function
+//!    with a call loses all of them. What a layout can give a function is a predecessor and a
+//!    successor beside it and a few neighbours within reach, so its heaviest calls are the
+//!    ones that can matter.
+//! 2. **Coarsen along call paths**: visiting the kept calls heaviest first, a call `u -> v`
+//!    links `u` to `v` when `u` ends a path and `v` starts another, up to
+//!    [`LargeGraph::path_len`] functions. This is heavy-edge matching, the coarsening step of
+//!    multilevel partitioning (Karypis & Kumar, "A Fast and High Quality Multilevel Scheme for
+//!    Partitioning Irregular Graphs", SIAM J. Sci. Comput. 1998), restricted to path ends so
+//!    that a path is also a layout: the heaviest call becomes a fall-through, which is what
+//!    ExtTSP's and Pettis & Hansen's greedy loops do first anyway, but here with one sort and
+//!    one pass instead of a queue re-evaluated after every merge.
+//! 3. **Run the algorithm on what is left**: ExtTSP and CDSort start their merging from the
+//!    paths (node positions inside a path are exact, so every gain is still computed as the
+//!    paper says); Pettis & Hansen's chaining is the path cover itself (undirected, its own
+//!    rule), sorted by density; bp partitions groups of paths (paths of paths joined by their
+//!    calls, until at most `bp::LARGE_GRAPH_GROUPS` are left) instead of functions.
 //!
-//! Below the gate ([`LargeGraph::min_calls`]) nothing changes: the algorithms see every call,
-//! and their layouts are byte for byte what they were before the gate existed.
+//! Scores are still computed on the whole graph, so what the gate gives up shows in them
+//! (`docs/algorithms.md`, "Scale"). Below the gate nothing changes: the algorithms see every
+//! call, and their layouts are byte for byte what they were before the gate existed.
 //!
-//! Ties between calls of equal count go to the earlier edge in the input, so the kept set,
-//! like every layout here, depends on the input alone.
+//! Ties between calls of equal count go to the earlier edge in the input, so the kept set, the
+//! paths and every layout depend on the input alone.
 
 use crate::EdgeCount;
 
-/// Calls (non-recursive edges with a positive count) above which a graph is sparsified: twice
-/// the 1,000,000 calls of the scale benchmark's 100,000-function graph, whose layouts must not
-/// change, and hundreds of times the calls of any real profile Sediment has met.
+/// Calls (non-recursive edges with a positive count) above which a graph takes the gated path:
+/// twice the 1,000,000 calls of the scale benchmark's 100,000-function graph, whose layouts
+/// must not change, and hundreds of times the calls of any real profile Sediment has met.
 pub const LARGE_GRAPH_MIN_CALLS: usize = 2_000_000;
 
 /// Heaviest calls each function keeps on a large graph. Tuned on the scale benchmark's
-/// 1,000,000-function, 10,000,000-call graph (seed 42), see `docs/algorithms.md`, "Scale".
+/// 1,000,000-function, 10,000,000-call graph (seed 42; `docs/algorithms.md`, "Scale"): with
+/// the paths, ExtTSP took 2.2 s of CPU and scored 5.429e8 keeping 4, 2.0 s and 5.176e8
+/// keeping 3 (5.753e8 with every call); keeping the heaviest 4,000,000 calls of the whole
+/// graph instead (4 a function on average) scored 5.189e8 in the same time.
 pub const LARGE_GRAPH_KEEP: usize = 4;
 
-/// Longest call path, in functions, that is pre-merged on a large graph (see [`call_paths`]).
-/// Tuned on the same graph.
+/// Longest call path, in functions, formed on a large graph. Tuned on the same graph: 64 and
+/// 512 gave ExtTSP and CDSort the same layouts, 16 the same time and a slightly lower CDSort
+/// score (5.420e8 against 5.422e8).
 pub const LARGE_GRAPH_PATH_LEN: usize = 64;
 
-/// When and how much a large graph is sparsified (see the module docs).
+/// When a graph takes the large-graph path, and how much it is reduced (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LargeGraph {
     /// Graphs with more calls than this are sparsified ([`LARGE_GRAPH_MIN_CALLS`]).
@@ -241,11 +257,14 @@ pub(crate) fn group_nodes(
     let order = heaviest_first(calls);
     let mut groups = weighted_paths(calls, &order, vec![1; n], max_len, true);
     let mut group = vec![NONE; n];
-    for (g, p) in groups.iter().enumerate() {
-        for &v in p {
-            group[v as usize] = g as u32;
+    let assign = |groups: &[Vec<u32>], group: &mut [u32]| {
+        for (g, p) in groups.iter().enumerate() {
+            for &v in p {
+                group[v as usize] = g as u32;
+            }
         }
-    }
+    };
+    assign(&groups, &mut group);
     for v in 0..n as u32 {
         if seen[v as usize] && group[v as usize] == NONE {
             group[v as usize] = groups.len() as u32;
@@ -287,18 +306,14 @@ pub(crate) fn group_nodes(
             }
         }
         groups = next;
-        for (g, p) in groups.iter().enumerate() {
-            for &v in p {
-                group[v as usize] = g as u32;
-            }
-        }
+        assign(&groups, &mut group);
     }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::testutil::{e, graph, unseen};
+    use crate::testutil::{check_layout, e, graph, unseen};
     use proptest::prelude::*;
 
     /// A gate that every graph passes, for the tests of the large-graph paths on tiny graphs.
@@ -390,6 +405,37 @@ pub(crate) mod tests {
     }
 
     const NONE_GROUP: u32 = crate::NONE;
+
+    proptest! {
+        // Every gated algorithm, the gate forced: a permutation, the same twice, unseen nodes
+        // last in input order, a finite score.
+        #[test]
+        fn gated_layouts_have_the_properties(
+            (sizes, counts, edges) in graph(),
+            keep in 1usize..4,
+            path_len in 1usize..6,
+        ) {
+            let large = forced(keep, path_len);
+            let ext_tsp = crate::ExtTspLayoutParams { large: large.clone(), ..Default::default() };
+            let cdsort = crate::CdSortParams { large: large.clone(), ..Default::default() };
+            let tiered = crate::TieredParams { cdsort: cdsort.clone(), ..Default::default() };
+            let bp = crate::BpParams { large: large.clone(), ..Default::default() };
+            let none = vec![None; counts.len()];
+            type Layout<'a> = &'a dyn Fn(&[u64], &[u64], &[EdgeCount]) -> Vec<u32>;
+            let layouts: [Layout; 5] = [
+                &|s, c, e| crate::ext_tsp_layout(s, c, e, &ext_tsp).unwrap(),
+                &|s, c, e| crate::cdsort_layout(s, c, e, &cdsort).unwrap(),
+                &|s, c, e| crate::tiered_layout(s, c, e, &tiered).unwrap(),
+                &|s, c, e| crate::bp_layout(s, c, e, &none, &bp).unwrap(),
+                &|s, c, e| {
+                    crate::pettis_hansen::pettis_hansen_layout_gated(s, c, e, &large).unwrap()
+                },
+            ];
+            for layout in layouts {
+                check_layout(layout, &sizes, &counts, &edges)?;
+            }
+        }
+    }
 
     proptest! {
         // Every seen node is in exactly one group, of at most `max_len` nodes; never-seen nodes

@@ -41,6 +41,8 @@
 //!   callees never enter the hot region.
 //! - [`paged`]: Sediment's own: C3's call chains with their cold members moved out of the hot
 //!   region and hot functions moved off needless page crossings.
+//! - [`large`]: not a layout of its own: the size gate above which ExtTSP, CDSort, tiered,
+//!   Pettis-Hansen and bp run on each function's heaviest calls and the paths they form.
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 

@@ -65,8 +65,14 @@
 //!   erases the merged chains' entries from a `std::set` instead; that needs per-pair storage of
 //!   the queued key, which costs more memory than the occasional compaction.
 //!
+//! - **Large graphs start from paths** ([`Chains::pre_merge`]): above the gate of
+//!   [`crate::large`], the chains the loop starts from are the paths of each node's heaviest
+//!   jumps rather than single nodes (only the jumps kept there take part), so the loop makes
+//!   fewer merges, each evaluated exactly as here.
+//!
 //! Every change listed here keeps the layouts byte for byte (checked on the benchmark graphs'
-//! layout hashes and on real profiles), except the hub cap, as its item says.
+//! layout hashes and on real profiles), except the hub cap, as its item says, and the
+//! large-graph start, which only graphs above the gate take.
 //!
 //! Turned down: renumbering nodes hottest first so that the records swept most are close
 //! together (measured with the benchmark graph generated in rank order: ExtTSP 11.96 s

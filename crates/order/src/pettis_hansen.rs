@@ -25,7 +25,14 @@
 //! copies only the shorter chain. Moving the absorbed chain's edges is not bounded
 //! small-into-large (the surviving id must stay the smaller one, for the documented tie rules),
 //! so a hub absorbed again and again costs its degree each time: fine for real profiles (tens of
-//! thousands of functions), not tuned for the million-function benchmark that C3 meets.
+//! thousands of functions), but 91 s of CPU and 1.3 GiB on the 1,000,000-function benchmark.
+//!
+//! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) therefore take a path
+//! of their own ([`pettis_hansen_layout_gated`]): each function's 4 heaviest calls, joined
+//! heaviest first wherever they meet two chain *ends* (either orientation, undirected as the
+//! paper), chains of at most 64 functions, no summing of the calls between chains; then the
+//! chains by density as above. It keeps the paper's heaviest-edge-first chaining but not its
+//! chain-to-chain edges. Below the gate the layout is unchanged.
 
 use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error, LargeGraph};
 use std::cmp::Reverse;
@@ -339,8 +346,7 @@ mod tests {
 mod large_tests {
     use super::*;
     use crate::large::tests::forced;
-    use crate::testutil::{check_layout, e, graph};
-    use proptest::prelude::*;
+    use crate::testutil::e;
 
     // Forced gate: 1-2 (100), then 3 joins the end 2 (50), then 0 the end 1: one chain from
     // its smaller end. With paths of two nodes only [1, 2] forms; the dense 3 goes first,
@@ -353,23 +359,5 @@ mod large_tests {
         assert_eq!(l.unwrap(), vec![0, 1, 2, 3, 4]);
         let l = pettis_hansen_layout_gated(&sizes, &[1, 1, 1, 5, 0], &edges, &forced(4, 2));
         assert_eq!(l.unwrap(), vec![3, 0, 1, 2, 4]);
-    }
-
-    proptest! {
-        // Gated: a permutation, the same twice, unseen nodes last, finite score.
-        #[test]
-        fn gated_properties(
-            (sizes, counts, edges) in graph(),
-            keep in 1usize..4,
-            path_len in 1usize..6,
-        ) {
-            let large = forced(keep, path_len);
-            check_layout(
-                |s, c, e| pettis_hansen_layout_gated(s, c, e, &large).unwrap(),
-                &sizes,
-                &counts,
-                &edges,
-            )?;
-        }
     }
 }
