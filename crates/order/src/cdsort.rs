@@ -43,19 +43,21 @@
 //!
 //! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) are merged as ExtTSP
 //! merges them there (each function's 4 heaviest calls, starting from their paths), and a
-//! merged chain's gains count only the calls of its nodes within [`LARGE_GRAPH_REACH`] (a
-//! page) of either end: the distance term of farther calls is left out, an approximation the
+//! merged chain's gains count only the calls of its nodes within [`LARGE_GRAPH_REACH`] (1024
+//! bytes) of either end: the distance term of farther calls is left out, an approximation the
 //! full algorithm does not make. Below the gate the layout is unchanged.
 
 use crate::large::call_paths;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, Stat, EPS};
 use crate::{check_graph, seen_nodes, EdgeCount, Error, LargeGraph};
 
-/// On a graph above the large-graph gate, calls more than this many bytes from both ends of
-/// a merged chain are left out of its gains (one 4 KiB page; see the module docs). Tuned on
-/// the scale benchmark's 1,000,000-function graph: sweeping whole chains took 7.1 s of CPU
-/// there, 4.5 s with this, 4.1 s with 1024 bytes, scores within 0.1%.
-pub const LARGE_GRAPH_REACH: u64 = 4096;
+/// On a graph above the large-graph gate, calls of nodes more than this many bytes from both
+/// ends of a merged chain are left out of its gains (see the module docs): ExtTSP's reach.
+/// Tuned on the scale benchmark's 1,000,000-function graph: sweeping whole chains took 7.1 s
+/// of CPU there; 4096 bytes 3.9 and 5.1 s, this 3.1 and 3.5 s (two runs each, alternating),
+/// with a slightly better score (same-page 6.16% against 6.12%, ExtTSP 5.423e8 against
+/// 5.422e8).
+pub const LARGE_GRAPH_REACH: u64 = 1024;
 
 /// Parameters of [`cdsort_layout`]; the defaults are LLVM's `CDSortConfig`.
 #[derive(Debug, Clone, PartialEq)]
