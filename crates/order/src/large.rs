@@ -3,7 +3,7 @@
 //!
 //! The chain-merging and partitioning algorithms cost a random memory access per call per step
 //! ([`crate::ext_tsp`], [`crate::cdsort`], [`crate::pettis_hansen`], [`crate::bp`]; see "The
-//! merging engine" in `docs/algorithms.md`), which made them 4 to 45 times slower than the
+//! merging engine" in `docs/algorithms.md`), which made them 3.5 to 45 times slower than the
 //! 2-second target at 1,000,000 functions and 10,000,000 calls. On a graph with more than
 //! [`LargeGraph::min_calls`] calls, far more than any real profile (SQLite's has about 1,000
 //! executed functions, PostgreSQL's a few thousand), they run on a reduced graph instead:
@@ -276,14 +276,7 @@ pub(crate) fn group_nodes(
         if m <= target {
             return (groups, group);
         }
-        let gcalls: Vec<EdgeCount> = calls
-            .iter()
-            .map(|e| EdgeCount {
-                src: group[e.src as usize],
-                dst: group[e.dst as usize],
-                count: e.count,
-            })
-            .collect();
+        let gcalls = group_calls(calls, &group);
         let len = groups.iter().map(|g| g.len() as u32).collect();
         let paths = weighted_paths(&gcalls, &order, len, max_len, false);
         let merged: usize = paths.iter().map(|p| p.len() - 1).sum();
@@ -308,6 +301,19 @@ pub(crate) fn group_nodes(
         groups = next;
         assign(&groups, &mut group);
     }
+}
+
+/// `calls` between the groups of their ends (`group[v]`: node `v`'s group), in the same
+/// positions; calls inside a group become recursive.
+pub(crate) fn group_calls(calls: &[EdgeCount], group: &[u32]) -> Vec<EdgeCount> {
+    calls
+        .iter()
+        .map(|e| EdgeCount {
+            src: group[e.src as usize],
+            dst: group[e.dst as usize],
+            count: e.count,
+        })
+        .collect()
 }
 
 #[cfg(test)]
