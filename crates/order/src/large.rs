@@ -144,12 +144,12 @@ pub(crate) fn call_paths(
     max_len: usize,
     directed: bool,
 ) -> Vec<Vec<u32>> {
-    weighted_paths(calls, &heaviest_first(calls), vec![1; n], max_len, directed)
+    weighted_paths(&heaviest_first(calls), vec![1; n], max_len, directed)
 }
 
-/// The positions of the calls (non-recursive, positive count) in `calls`, heaviest first, ties
-/// by position.
-fn heaviest_first(calls: &[EdgeCount]) -> Vec<u32> {
+/// The calls (non-recursive, positive count) of `calls` as `(caller, callee)`, heaviest first,
+/// ties by position.
+fn heaviest_first(calls: &[EdgeCount]) -> Vec<(u32, u32)> {
     // (MAX - count, position): sorting the pairs themselves puts the heaviest first, ties by
     // position, without looking counts up at random while sorting.
     let mut order: Vec<(u64, u32)> = calls
@@ -159,63 +159,80 @@ fn heaviest_first(calls: &[EdgeCount]) -> Vec<u32> {
         .map(|(i, e)| (u64::MAX - e.count, i as u32))
         .collect();
     order.sort_unstable();
-    order.into_iter().map(|(_, i)| i).collect()
+    order
+        .into_iter()
+        .map(|(_, i)| (calls[i as usize].src, calls[i as usize].dst))
+        .collect()
 }
 
-/// [`call_paths`] visiting `calls` in `order` (from [`heaviest_first`]; calls that have become
+/// Where a node is on its path: its two neighbours (directed, [previous, next]; undirected, in
+/// the order they were linked; a node with a free slot ends its path) and, valid at either
+/// end of a path, the other end and the path's length. One record, so that linking reads one
+/// cache line per end.
+#[derive(Clone, Copy)]
+struct PathNode {
+    link: [u32; 2],
+    end: u32,
+    len: u32,
+}
+
+/// [`call_paths`] visiting `pairs` in order (from [`heaviest_first`]; pairs that have become
 /// recursive are skipped), where node `v` counts as `len[v]` nodes towards `max_len`.
 fn weighted_paths(
-    calls: &[EdgeCount],
-    order: &[u32],
-    mut len: Vec<u32>,
+    pairs: &[(u32, u32)],
+    len: Vec<u32>,
     max_len: usize,
     directed: bool,
 ) -> Vec<Vec<u32>> {
     use crate::NONE;
     let n = len.len();
-    // Each node's two neighbours on its path: directed, [previous, next]; undirected, in the
-    // order they were linked. A node with a free slot ends its path.
-    let mut link = vec![[NONE; 2]; n];
-    // For a node ending a path, the path's other end; with the path's length, valid at both.
-    let mut end: Vec<u32> = (0..n as u32).collect();
-    for &i in order {
-        let (u, v) = (calls[i as usize].src, calls[i as usize].dst);
+    let mut node: Vec<PathNode> = (0..n as u32)
+        .zip(len)
+        .map(|(v, len)| PathNode {
+            link: [NONE; 2],
+            end: v,
+            len,
+        })
+        .collect();
+    for &(u, v) in pairs {
         if u == v {
             continue;
         }
         let (ui, vi) = (u as usize, v as usize);
+        let (nu, nv) = (node[ui], node[vi]);
         let slots = if directed {
-            (link[ui][1] == NONE)
+            (nu.link[1] == NONE)
                 .then_some(1)
-                .zip((link[vi][0] == NONE).then_some(0))
+                .zip((nv.link[0] == NONE).then_some(0))
         } else {
             let free = |l: &[u32; 2]| l.iter().position(|&w| w == NONE);
-            free(&link[ui]).zip(free(&link[vi]))
+            free(&nu.link).zip(free(&nv.link))
         };
         // Both must end a path, and not the same one.
         let Some((su, sv)) = slots else { continue };
-        if end[ui] == v {
+        if nu.end == v {
             continue;
         }
-        let joined = len[ui] as usize + len[vi] as usize;
+        let joined = nu.len as usize + nv.len as usize;
         if joined > max_len {
             continue;
         }
-        let (a, b) = (end[ui], end[vi]);
-        link[ui][su] = v;
-        link[vi][sv] = u;
-        end[a as usize] = b;
-        end[b as usize] = a;
-        len[a as usize] = joined as u32;
-        len[b as usize] = joined as u32;
+        let (a, b) = (nu.end, nv.end);
+        node[ui].link[su] = v;
+        node[vi].link[sv] = u;
+        for (x, other) in [(a, b), (b, a)] {
+            let x = &mut node[x as usize];
+            x.end = other;
+            x.len = joined as u32;
+        }
     }
     let mut paths: Vec<Vec<u32>> = Vec::new();
     for h in 0..n as u32 {
-        let l = link[h as usize];
+        let PathNode { link: l, end, .. } = node[h as usize];
         let start = if directed {
             l[0] == NONE && l[1] != NONE
         } else {
-            (l[0] == NONE) != (l[1] == NONE) && h < end[h as usize]
+            (l[0] == NONE) != (l[1] == NONE) && h < end
         };
         if !start {
             continue;
@@ -223,7 +240,7 @@ fn weighted_paths(
         let (mut path, mut prev, mut cur) = (Vec::new(), NONE, h);
         while cur != NONE {
             path.push(cur);
-            let [a, b] = link[cur as usize];
+            let [a, b] = node[cur as usize].link;
             let next = if a != prev && a != NONE {
                 a
             } else if b != prev {
@@ -255,7 +272,7 @@ pub(crate) fn group_nodes(
     let n = seen.len();
     // Mapping calls to groups changes no count and no position: one order serves every round.
     let order = heaviest_first(calls);
-    let mut groups = weighted_paths(calls, &order, vec![1; n], max_len, true);
+    let mut groups = weighted_paths(&order, vec![1; n], max_len, true);
     let mut group = vec![NONE; n];
     let assign = |groups: &[Vec<u32>], group: &mut [u32]| {
         for (g, p) in groups.iter().enumerate() {
@@ -276,9 +293,12 @@ pub(crate) fn group_nodes(
         if m <= target {
             return (groups, group);
         }
-        let gcalls = group_calls(calls, &group);
+        let pairs: Vec<(u32, u32)> = order
+            .iter()
+            .map(|&(u, v)| (group[u as usize], group[v as usize]))
+            .collect();
         let len = groups.iter().map(|g| g.len() as u32).collect();
-        let paths = weighted_paths(&gcalls, &order, len, max_len, false);
+        let paths = weighted_paths(&pairs, len, max_len, false);
         let merged: usize = paths.iter().map(|p| p.len() - 1).sum();
         if merged * 10 < m {
             return (groups, group);
