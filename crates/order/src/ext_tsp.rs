@@ -52,8 +52,8 @@
 //! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls: hundreds of times any
 //! real profile) are merged on each function's 4 heaviest calls, starting from the paths those
 //! calls form heaviest first (the fall-throughs the loop would make first). At 1,000,000
-//! functions and 10,000,000 calls that took ExtTSP from 6 to 8 s of CPU to 2.0 to 2.7 s, for 5.6%
-//! of the score (`docs/algorithms.md`, "Scale"); below the gate the layout is unchanged.
+//! functions and 10,000,000 calls that took ExtTSP from 6 to 8 s of CPU to 2.0 to 2.7 s, for
+//! 5.6% of the score (`docs/algorithms.md`, "Scale"); below the gate the layout is unchanged.
 
 use crate::large::call_paths;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};

@@ -71,7 +71,7 @@ pub use fill::{fill_layout, FillParams};
 pub use hot::hot_layout;
 pub use large::{LargeGraph, LARGE_GRAPH_KEEP, LARGE_GRAPH_MIN_CALLS};
 pub use paged::{paged_layout, straddle_weight, PagedParams};
-pub use pettis_hansen::pettis_hansen_layout;
+pub use pettis_hansen::{pettis_hansen_layout, pettis_hansen_layout_gated};
 pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
 pub use tiered::{tiered_layout, tiers, TieredParams};
 
