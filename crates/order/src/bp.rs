@@ -62,7 +62,7 @@ use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error, LargeGraph
 pub const STARTUP_PREFIX_STEP: usize = 8;
 
 /// On a graph above the large-graph gate, functions are grouped until at most this many groups
-/// are left, and the groups are partitioned (see [`crate::large::group_nodes`]). The scale
+/// are left, and the groups are partitioned (see `large::group_nodes`). The scale
 /// benchmark's 100,000-function graph, partitioned function by function, took 1.35 s of CPU;
 /// its 1,000,000-function graph comes down to 87,000 groups.
 pub const LARGE_GRAPH_GROUPS: usize = 100_000;

@@ -7,7 +7,7 @@
 //! 2-second target at 1,000,000 functions and 10,000,000 calls. On a graph with more than
 //! [`LargeGraph::min_calls`] calls, far more than any real profile (SQLite's has about 1,000
 //! executed functions, PostgreSQL's a few thousand), they run on a reduced graph instead:
-//! 1. **Sparsify** ([`LargeGraph::sparsify`]): every function keeps only its
+//! 1. **Sparsify** (`LargeGraph::sparsify`): every function keeps only its
 //!    [`LargeGraph::keep`] heaviest calls (each call edge judged on its own count, in or out),
 //!    and a call stays when it is among the heaviest of *either* of its ends, so no function
 //!    with a call loses all of them. What a layout can give a function is a predecessor and a
