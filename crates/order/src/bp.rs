@@ -41,19 +41,31 @@
 //! bisection (the swaps keep them current), the two halves' counts of a utility sit side by
 //! side (one cache line), gains are computed in node order (a node's memberships are read at
 //! increasing addresses), `log2` comes from a table of its own values (lld does the same), and
-//! the halves are sorted on gathered keys. Measured in `docs/algorithms.md` ("Scale"): still
-//! far from the 2-second target at 1,000,000 functions; the remaining time is the random reads
-//! of member counts.
+//! the halves are sorted on gathered keys. The remaining time is the random reads of member
+//! counts: 45 to 54 s of CPU at 1,000,000 functions.
+//!
+//! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) are partitioned in
+//! groups, the coarsening of multilevel partitioning: the paths of each function's 4 heaviest
+//! calls, then paths of those paths, until at most [`LARGE_GRAPH_GROUPS`] groups are left; a
+//! group weighs its members' sizes and counts, starts at its earliest startup rank, and is laid
+//! out in path order where it lands. Unlike lld's and the paper's, nothing is refined at the
+//! level of single functions afterwards. Below the gate the layout is unchanged.
 //!
 //! Deviations from lld: lld balances by count and so do we; lld lets a utility be dropped when
 //! it holds too many functions, we keep all (prefix sets are few); lld moves functions in
 //! random order within a tie and seeds it, we break every tie by node index.
 
-use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error, PAGE_SIZE};
+use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error, LargeGraph, PAGE_SIZE};
 
 /// The first prefix of the startup order that gets a utility, in functions; prefixes double
 /// from it (8, 16, 32, ...). Smaller prefixes are below one page of functions.
 pub const STARTUP_PREFIX_STEP: usize = 8;
+
+/// On a graph above the large-graph gate, functions are grouped until at most this many groups
+/// are left, and the groups are partitioned (see `large::group_nodes`). The scale
+/// benchmark's 100,000-function graph, partitioned function by function, took 1.35 s of CPU;
+/// its 1,000,000-function graph comes down to 87,000 groups.
+pub const LARGE_GRAPH_GROUPS: usize = 100_000;
 
 /// How many right-half candidates a left-half move may pair with (see `Bisection::recurse`).
 const PAIR_WINDOW: usize = 4;
@@ -67,6 +79,8 @@ pub struct BpParams {
     pub iterations: u32,
     /// Heaviest call partners in each function's call-graph utility (4).
     pub neighbours: usize,
+    /// The size gate: on graphs above it, partition call paths instead of functions.
+    pub large: LargeGraph,
 }
 
 impl Default for BpParams {
@@ -75,6 +89,7 @@ impl Default for BpParams {
             max_depth: 16,
             iterations: 20,
             neighbours: 4,
+            large: LargeGraph::default(),
         }
     }
 }
@@ -189,6 +204,9 @@ pub fn bp_layout(
     for (s, r) in seen.iter_mut().zip(startup) {
         *s |= r.is_some();
     }
+    if let Some(calls) = params.large.sparsify(n, edges) {
+        return large_layout(sizes, counts, &seen, &calls, startup, params);
+    }
     let utilities = bp_utilities(n, edges, startup, params);
     // Node -> the utilities it belongs to (CSR).
     let mut start = vec![0usize; n + 1];
@@ -231,6 +249,53 @@ pub fn bp_layout(
     bp.recurse(&mut nodes, params.max_depth, &key);
     append_unseen(&mut nodes, &seen);
     Ok(nodes)
+}
+
+/// The large-graph path ([`crate::large`]): the groups of `large::group_nodes` become single
+/// nodes (sizes and counts summed, the earliest startup rank), joined by the kept calls
+/// between them; that graph is partitioned, under the gate, and each group laid out in its
+/// own order where its node landed.
+fn large_layout(
+    sizes: &[u64],
+    counts: &[u64],
+    seen: &[bool],
+    calls: &[EdgeCount],
+    startup: &[Option<u32>],
+    params: &BpParams,
+) -> Result<Vec<u32>, Error> {
+    let n = counts.len();
+    let (members, group) =
+        crate::large::group_nodes(seen, calls, params.large.path_len, LARGE_GRAPH_GROUPS);
+    let m = members.len();
+    let (mut gsize, mut gcount) = (vec![0u64; m], vec![0u64; m]);
+    let mut gstart: Vec<Option<u32>> = vec![None; m];
+    for (g, p) in members.iter().enumerate() {
+        for &v in p {
+            let v = v as usize;
+            gsize[g] = gsize[g].saturating_add(sizes[v]);
+            gcount[g] = gcount[g].saturating_add(counts[v]);
+            gstart[g] = match (gstart[g], startup[v]) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    let mut gcalls = crate::large::group_calls(calls, &group);
+    gcalls.retain(|e| e.src != e.dst);
+    let inner = BpParams {
+        large: LargeGraph {
+            min_calls: usize::MAX,
+            ..params.large.clone()
+        },
+        ..params.clone()
+    };
+    let order = bp_layout(&gsize, &gcount, &gcalls, &gstart, &inner)?;
+    let mut layout: Vec<u32> = Vec::with_capacity(n);
+    for g in order {
+        layout.extend_from_slice(&members[g as usize]);
+    }
+    append_unseen(&mut layout, seen);
+    Ok(layout)
 }
 
 /// Scratch state of the bisection: per-utility member counts in each half, per-node side.
@@ -501,5 +566,38 @@ mod tests {
             let pages = startup_pages(&sizes, &l, startup, 8).unwrap();
             prop_assert!(pages <= sizes.iter().map(|s| s / PAGE_SIZE + 2).sum::<u64>());
         }
+    }
+}
+
+#[cfg(test)]
+mod large_tests {
+    use super::*;
+    use crate::large::tests::forced;
+    use crate::testutil::e;
+
+    fn gated(keep: usize, path_len: usize) -> BpParams {
+        BpParams {
+            large: forced(keep, path_len),
+            ..Default::default()
+        }
+    }
+
+    // Forced gate: the call path 4 -> 1 -> 6 is partitioned as one node and laid out in call
+    // order, wherever it lands; so is 0 -> 5.
+    #[test]
+    fn gated_keeps_call_paths_whole() {
+        let counts = [1, 1, 1, 1, 1, 1, 1, 9];
+        let edges = [
+            e(4, 1, 50),
+            e(1, 6, 40),
+            e(0, 5, 30),
+            e(2, 3, 1),
+            e(7, 2, 1),
+        ];
+        let sizes = vec![1024; 8];
+        let l = bp_layout(&sizes, &counts, &edges, &[None; 8], &gated(1, 64)).unwrap();
+        let at = |v: u32| l.iter().position(|&w| w == v).unwrap();
+        assert_eq!((at(1), at(6)), (at(4) + 1, at(4) + 2));
+        assert_eq!(at(5), at(0) + 1);
     }
 }

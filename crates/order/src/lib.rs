@@ -41,6 +41,8 @@
 //!   callees never enter the hot region.
 //! - [`paged`]: Sediment's own: C3's call chains with their cold members moved out of the hot
 //!   region and hot functions moved off needless page crossings.
+//! - [`large`]: not a layout of its own: the size gate above which ExtTSP, CDSort, tiered,
+//!   Pettis-Hansen and bp run on each function's heaviest calls and the paths they form.
 //!
 //! `docs/algorithms.md` compares them and records the scale benchmark.
 
@@ -51,6 +53,7 @@ pub mod cdsort;
 pub mod ext_tsp;
 pub mod fill;
 pub mod hot;
+pub mod large;
 pub(crate) mod merge;
 pub mod paged;
 pub mod pettis_hansen;
@@ -66,8 +69,9 @@ pub use cdsort::{cdsort_layout, CdSortParams};
 pub use ext_tsp::{ext_tsp_layout, ExtTspLayoutParams};
 pub use fill::{fill_layout, FillParams};
 pub use hot::hot_layout;
+pub use large::{LargeGraph, LARGE_GRAPH_KEEP, LARGE_GRAPH_MIN_CALLS};
 pub use paged::{paged_layout, straddle_weight, PagedParams};
-pub use pettis_hansen::pettis_hansen_layout;
+pub use pettis_hansen::{pettis_hansen_layout, pettis_hansen_layout_gated};
 pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
 pub use tiered::{tiered_layout, tiers, TieredParams};
 

@@ -65,8 +65,14 @@
 //!   erases the merged chains' entries from a `std::set` instead; that needs per-pair storage of
 //!   the queued key, which costs more memory than the occasional compaction.
 //!
+//! - **Large graphs start from paths** ([`Chains::pre_merge`]): above the gate of
+//!   [`crate::large`], the chains the loop starts from are the paths of each node's heaviest
+//!   jumps rather than single nodes (only the jumps kept there take part), so the loop makes
+//!   fewer merges, each evaluated exactly as here.
+//!
 //! Every change listed here keeps the layouts byte for byte (checked on the benchmark graphs'
-//! layout hashes and on real profiles), except the hub cap, as its item says.
+//! layout hashes and on real profiles), except the hub cap, as its item says, and the
+//! large-graph start, which only graphs above the gate take.
 //!
 //! Turned down: renumbering nodes hottest first so that the records swept most are close
 //! together (measured with the benchmark graph generated in rank order: ExtTSP 11.96 s
@@ -261,6 +267,34 @@ impl Chains {
             adj_start,
             adj,
             changed_at: vec![0; n],
+        }
+    }
+
+    /// Makes each of `paths` (disjoint, two nodes or more, in layout order) one chain, kept in
+    /// the slot of its smallest node, as if the greedy loop had merged them; the loop then
+    /// starts from these chains (the large-graph gate, [`crate::large`]).
+    pub fn pre_merge(&mut self, paths: &[Vec<u32>]) {
+        for path in paths {
+            let slot = *path.iter().min().expect("paths are not empty");
+            let (mut size, mut weight) = (0u64, 0.0f64);
+            for &v in path {
+                let vi = v as usize;
+                self.node[vi].offset = size;
+                size = size.saturating_add(self.node[vi].size);
+                weight += self.stat[vi].weight;
+                self.nodes[vi].clear();
+                self.stat[vi].len = 0;
+            }
+            let len = path.len() as u32;
+            for &v in path {
+                let node = &mut self.node[v as usize];
+                node.owner = slot;
+                node.chain_len = len;
+                node.chain_size = size;
+            }
+            let stat = &mut self.stat[slot as usize];
+            (stat.size, stat.weight, stat.len) = (size, weight, len);
+            self.nodes[slot as usize] = path.clone();
         }
     }
 

@@ -25,9 +25,16 @@
 //! copies only the shorter chain. Moving the absorbed chain's edges is not bounded
 //! small-into-large (the surviving id must stay the smaller one, for the documented tie rules),
 //! so a hub absorbed again and again costs its degree each time: fine for real profiles (tens of
-//! thousands of functions), not tuned for the million-function benchmark that C3 meets.
+//! thousands of functions), but 91 s of CPU and 1.3 GiB on the 1,000,000-function benchmark.
+//!
+//! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) therefore take a path
+//! of their own ([`pettis_hansen_layout_gated`]): each function's 4 heaviest calls, joined
+//! heaviest first wherever they meet two chain *ends* (either orientation, undirected as the
+//! paper), chains of at most 64 functions, no summing of the calls between chains; then the
+//! chains by density as above. It keeps the paper's heaviest-edge-first chaining but not its
+//! chain-to-chain edges. Below the gate the layout is unchanged.
 
-use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error};
+use crate::{append_unseen, check_graph, seen_nodes, EdgeCount, Error, LargeGraph};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
@@ -98,14 +105,28 @@ fn pair_weight(pairs: &[(u32, u32, u64)], a: u32, b: u32) -> u64 {
         .map_or(0, |i| pairs[i].2)
 }
 
-/// Runs Pettis-Hansen and returns the full layout (see the module docs).
+/// Runs Pettis-Hansen and returns the full layout (see the module docs); graphs above
+/// [`LargeGraph::default`]'s gate are sparsified first.
 pub fn pettis_hansen_layout(
     sizes: &[u64],
     counts: &[u64],
     edges: &[EdgeCount],
 ) -> Result<Vec<u32>, Error> {
+    pettis_hansen_layout_gated(sizes, counts, edges, &LargeGraph::default())
+}
+
+/// [`pettis_hansen_layout`] with an explicit size gate.
+pub fn pettis_hansen_layout_gated(
+    sizes: &[u64],
+    counts: &[u64],
+    edges: &[EdgeCount],
+    large: &LargeGraph,
+) -> Result<Vec<u32>, Error> {
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
+    if let Some(calls) = large.sparsify(n, edges) {
+        return Ok(large_layout(sizes, counts, &seen, &calls, large));
+    }
 
     // Undirected node-pair weights, summed over both directions and duplicates.
     let mut pairs: Vec<(u32, u32, u64)> = edges
@@ -217,6 +238,52 @@ pub fn pettis_hansen_layout(
     Ok(layout)
 }
 
+/// The large-graph path ([`crate::large`]): Pettis & Hansen's chaining restricted to calls
+/// that join two chain ends (undirected, heaviest first, as [`crate::large::call_paths`]), with
+/// no summing of the calls between chains and no size limit but [`LargeGraph::path_len`]; the
+/// chains are then sorted by density as in the full algorithm.
+fn large_layout(
+    sizes: &[u64],
+    counts: &[u64],
+    seen: &[bool],
+    calls: &[EdgeCount],
+    large: &LargeGraph,
+) -> Vec<u32> {
+    let n = counts.len();
+    let paths = crate::large::call_paths(n, calls, large.path_len, false);
+    let mut in_path = vec![false; n];
+    // (weight, size, id, path index or NONE for a single node); id = smallest node.
+    let mut chains: Vec<(u64, u64, u32, u32)> = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let (mut w, mut s) = (0u64, 0u64);
+        for &v in p {
+            in_path[v as usize] = true;
+            w = w.saturating_add(counts[v as usize]);
+            s = s.saturating_add(sizes[v as usize].max(1));
+        }
+        chains.push((w, s, p.iter().copied().min().unwrap_or(0), i as u32));
+    }
+    for v in 0..n {
+        if seen[v] && !in_path[v] {
+            chains.push((counts[v], sizes[v].max(1), v as u32, crate::NONE));
+        }
+    }
+    chains.sort_unstable_by(|x, y| {
+        let lhs = u128::from(y.0) * u128::from(x.1);
+        let rhs = u128::from(x.0) * u128::from(y.1);
+        lhs.cmp(&rhs).then(x.2.cmp(&y.2))
+    });
+    let mut layout: Vec<u32> = Vec::with_capacity(n);
+    for &(_, _, id, path) in &chains {
+        match path {
+            crate::NONE => layout.push(id),
+            p => layout.extend_from_slice(&paths[p as usize]),
+        }
+    }
+    append_unseen(&mut layout, seen);
+    layout
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,5 +339,25 @@ mod tests {
             let tail = unseen(&counts, &edges);
             prop_assert_eq!(&a[counts.len() - tail.len()..], &tail[..]);
         }
+    }
+}
+
+#[cfg(test)]
+mod large_tests {
+    use super::*;
+    use crate::large::tests::forced;
+    use crate::testutil::e;
+
+    // Forced gate: 1-2 (100), then 3 joins the end 2 (50), then 0 the end 1: one chain from
+    // its smaller end. With paths of two nodes only [1, 2] forms; the dense 3 goes first,
+    // then 0 and [1, 2] (equal densities, by id), and the unseen 4 last.
+    #[test]
+    fn gated_chains_along_heaviest_calls() {
+        let sizes = [64; 5];
+        let edges = [e(1, 2, 100), e(3, 2, 50), e(0, 1, 10)];
+        let l = pettis_hansen_layout_gated(&sizes, &[1, 1, 1, 1, 0], &edges, &forced(4, 64));
+        assert_eq!(l.unwrap(), vec![0, 1, 2, 3, 4]);
+        let l = pettis_hansen_layout_gated(&sizes, &[1, 1, 1, 5, 0], &edges, &forced(4, 2));
+        assert_eq!(l.unwrap(), vec![3, 0, 1, 2, 4]);
     }
 }
