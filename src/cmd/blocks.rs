@@ -64,11 +64,6 @@ struct PlanArgs {
     /// build whose compiler already placed blocks from a profile, e.g. `-fprofile-sample-use`).
     #[arg(long)]
     keep_block_order: bool,
-    /// Leave a function unsplit when its never-run blocks total at most this many bytes: they
-    /// go to its warm part (after every very hot part, before every `.cold` part). 0: split
-    /// every function with a never-run block.
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
-    warm_cold_bytes: u64,
     /// Output directory (created): `bb-list.txt` and `order.txt`.
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     output: PathBuf,
@@ -152,7 +147,6 @@ fn run_plan(args: PlanArgs) -> Result<()> {
         // In 1/10000: a share read as 0.995 is 9950.
         hot_coverage: (args.hot_coverage * 10_000.0).round() as u32,
         keep_block_order: args.keep_block_order,
-        warm_cold_bytes: args.warm_cold_bytes,
     };
     let plan = plan(&binary, &map, &executed, &jumps, profile, &params)
         .with_context(|| format!("{bin_path}: cannot plan"))?;

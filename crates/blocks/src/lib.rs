@@ -110,16 +110,6 @@ pub struct Params {
     /// counts: on SQLite such a build ran 8.4 M more instructions with ExtTSP's order than
     /// without a split (docs/blocks.md, "Sample PGO from a VM profile").
     pub keep_block_order: bool,
-    /// A listed function whose never-run blocks (count below [`Params::min_count`]) total at
-    /// most this many bytes is not split: those blocks join its warm cluster (tier 1, made for
-    /// them when the function has no warm blocks), after its warm blocks in the labels
-    /// build's order, so they lie after every very hot part and before every `.cold` part. 0
-    /// (the default) splits every function with a never-run block. Meant for workloads other
-    /// than the training: a small slow path that a new workload runs then sits among the warm
-    /// code instead of in a `.cold` part far away. Measured on SQLite's held-out workload
-    /// (docs/blocks.md, "Code that training never ran"): within layout noise, so not the
-    /// default.
-    pub warm_cold_bytes: u64,
 }
 
 impl Default for Params {
@@ -129,7 +119,6 @@ impl Default for Params {
             algorithm: Algorithm::C3,
             hot_coverage: 0,
             keep_block_order: false,
-            warm_cold_bytes: 0,
         }
     }
 }
@@ -268,26 +257,8 @@ pub fn plan(
                 None => Some(0),
             })
             .collect();
-        // A small cold part stays in the function, in its warm cluster.
-        let never_run: u64 = f
-            .blocks
-            .iter()
-            .zip(&tiers)
-            .filter(|(_, t)| t.is_none())
-            .map(|(b, _)| b.size)
-            .sum();
-        let unsplit = tiers.iter().any(Option::is_none) && never_run <= params.warm_cold_bytes;
-        let tiers: Vec<Option<u8>> = tiers
-            .into_iter()
-            .map(|t| if unsplit { t.or(Some(1)) } else { t })
-            .collect();
-        let ran: Vec<bool> = counts
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| i == 0 || c >= params.min_count)
-            .collect();
         let (clusters, cold_blocks, cold_bytes) =
-            plan_function(f, &counts, &tiers, &ran, jumps, params.keep_block_order)?;
+            plan_function(f, &counts, &tiers, jumps, params.keep_block_order)?;
         stats.listed += 1;
         if cold_blocks > 0 {
             stats.split += 1;
@@ -337,13 +308,10 @@ fn count_at(executed: &[(u64, u64)], address: u64) -> u64 {
 
 /// The listed clusters (the entry block's tier first), the cold block count and cold bytes of
 /// one function. `tiers[i]` is block i's tier, `None` for a cold block; block 0 must be listed.
-/// `ran[i]` is false for a listed block that never ran ([`Params::warm_cold_bytes`]): such
-/// blocks end their cluster in ascending id order (ExtTSP has no count to place them by).
 fn plan_function(
     f: &BbFunction,
     counts: &[u64],
     tiers: &[Option<u8>],
-    ran: &[bool],
     jumps: &[(u64, u64, u64)],
     keep_order: bool,
 ) -> Result<(Vec<Cluster>, usize, u64), Error> {
@@ -362,14 +330,7 @@ fn plan_function(
         let order = if keep_order {
             members.clone()
         } else {
-            let (run, never): (Vec<usize>, Vec<usize>) = members.iter().partition(|&&i| ran[i]);
-            let mut order = if run.is_empty() {
-                Vec::new()
-            } else {
-                layout_cluster(&run, f, counts, &edges, clusters.is_empty())?
-            };
-            order.extend(never);
-            order
+            layout_cluster(&members, f, counts, &edges, clusters.is_empty())?
         };
         clusters.push(Cluster {
             ids: order.iter().map(|&i| f.blocks[i].id).collect(),
@@ -793,54 +754,6 @@ mod tests {
         let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names, vec!["work.__part.1", "main", "work", "work.cold"]);
         assert_eq!(p.functions[0].hot_bytes, 24);
-    }
-
-    // A cold part of at most warm_cold_bytes stays in the function: its never-run block 2
-    // (16 bytes) becomes a warm part of its own (no warm blocks here), placed after every hot
-    // part; no `.cold` part is left. One byte less and the function is split as before.
-    #[test]
-    fn small_cold_parts_stay_warm() {
-        let (b, map, executed, jumps) = looping();
-        let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
-        let warm = |bytes| Params {
-            warm_cold_bytes: bytes,
-            ..Params::default()
-        };
-        let p = plan(&b, &map, &executed, &jumps, &prof, &warm(16)).unwrap();
-        assert_eq!(list_file(&p), "!work\n!!0 1 3 4\n!!2\n!main\n!!0\n");
-        let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, vec!["main", "work", "work.__part.1"]);
-        let w = &p.functions[0];
-        assert_eq!((w.cold_blocks, w.cold_bytes, w.hot_bytes), (0, 0, 40));
-        assert_eq!(p.stats.split, 0);
-        let p = plan(&b, &map, &executed, &jumps, &prof, &warm(15)).unwrap();
-        assert_eq!(list_file(&p), "!work\n!!0 1 3 4\n!main\n!!0\n");
-        let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, vec!["main", "work", "work.cold"]);
-    }
-
-    // With two tiers the never-run block joins the warm cluster (here the entry's: blocks 0
-    // and 4 ran once), after the blocks that ran, and the loop stays very hot.
-    #[test]
-    fn small_cold_parts_join_the_warm_cluster() {
-        let (b, map, executed, jumps) = looping();
-        let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
-        let params = Params {
-            hot_coverage: 9_000,
-            warm_cold_bytes: 64,
-            ..Params::default()
-        };
-        let p = plan(&b, &map, &executed, &jumps, &prof, &params).unwrap();
-        assert_eq!(list_file(&p), "!work\n!!0 4 2\n!!1 3\n!main\n!!0\n");
-        let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, vec!["work.__part.1", "main", "work"]);
-        // keep_block_order keeps the labels build's order, never-run block included.
-        let keep = Params {
-            keep_block_order: true,
-            ..params
-        };
-        let p = plan(&b, &map, &executed, &jumps, &prof, &keep).unwrap();
-        assert_eq!(list_file(&p), "!work\n!!0 2 4\n!!1 3\n!main\n!!0\n");
     }
 
     // The threshold is the count of the last block needed, densest first, to reach the share.
