@@ -268,7 +268,7 @@ fn run_one(
             Ok(Outcome::Cache(get("Ir")?, get("I1mr")?))
         }
         Sim::Instr => {
-            let counts = object_counts(&text, canon).map_err(|e| match e {
+            let mut counts = object_counts(&text, canon).map_err(|e| match e {
                 Ok(seen) => Error::ObjectNotFound {
                     file: out.to_path_buf(),
                     binary: binary.to_path_buf(),
@@ -276,6 +276,19 @@ fn run_one(
                 },
                 Err(e) => parse_err(e),
             })?;
+            // The binary's code valgrind did not attach to its object (most of it in BOLT's
+            // binaries): reported as `???` at run-time addresses.
+            let elf = std::fs::read(canon).map_err(|source| Error::Io {
+                path: canon.to_path_buf(),
+                source,
+            })?;
+            if let Some((segments, pie)) = callgrind::exec_segments(&elf) {
+                let unnamed =
+                    callgrind::instruction_counts(&text, &|o| o == callgrind::UNNAMED_OBJECT)
+                        .map_err(parse_err)?;
+                let base = if pie { callgrind::VALGRIND_PIE_BASE } else { 0 };
+                callgrind::add_unattributed(&mut counts, &unnamed.counts, &segments, base);
+            }
             let total = counts.values().fold(0u64, |a, &c| a.saturating_add(c));
             Ok(Outcome::Instr(
                 total,
