@@ -160,12 +160,12 @@ fn layout_with_scan(
     let seen = seen_nodes(counts, edges);
     let weights = counts.iter().map(|&c| c as f64).collect();
     let sparse = params.large.sparsify(n, edges);
-    let jumps = sparse.as_deref().unwrap_or(edges);
+    let jumps = sparse.as_ref().map_or(edges, |k| &k.calls);
     let mut chains = Chains::new(sizes.to_vec(), weights, jumps, params.max_chain_size);
-    if sparse.is_some() {
+    if let Some(kept) = &sparse {
         // Large graphs: merging starts from the heaviest calls' paths (see the module docs).
         let len = params.large.path_len.min(params.max_chain_size);
-        chains.pre_merge(&call_paths(n, jumps, len, true));
+        chains.pre_merge(&call_paths(n, &kept.heaviest, len, true));
     }
     let sp = &params.score;
     greedy_merge(
