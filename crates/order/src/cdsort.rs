@@ -47,7 +47,7 @@
 //! bytes) of either end: the distance term of farther calls is left out, an approximation the
 //! full algorithm does not make. Below the gate the layout is unchanged.
 
-use crate::large::call_paths;
+use crate::large::for_each_call_path;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, Stat, EPS};
 use crate::{check_graph, seen_nodes, EdgeCount, Error, LargeGraph};
 
@@ -212,7 +212,7 @@ pub fn cdsort_layout(
     // `LARGE_GRAPH_REACH` of a chain's ends (see the module docs).
     let scan = if let Some(kept) = &sparse {
         let len = params.large.path_len.min(params.max_chain_size);
-        chains.pre_merge(&call_paths(n, &kept.heaviest, len, true));
+        for_each_call_path(n, &kept.heaviest, len, |p| chains.pre_merge(p));
         Scan::Boundary(LARGE_GRAPH_REACH)
     } else {
         Scan::All

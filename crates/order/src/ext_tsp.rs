@@ -55,7 +55,7 @@
 //! functions and 10,000,000 calls that took ExtTSP from 6 to 8 s of CPU to 2.0 to 2.7 s, for
 //! 5.6% of the score (`docs/algorithms.md`, "Scale"); below the gate the layout is unchanged.
 
-use crate::large::call_paths;
+use crate::large::for_each_call_path;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
 use crate::{check_graph, seen_nodes, EdgeCount, Error, ExtTspParams, LargeGraph};
 
@@ -165,7 +165,7 @@ fn layout_with_scan(
     if let Some(kept) = &sparse {
         // Large graphs: merging starts from the heaviest calls' paths (see the module docs).
         let len = params.large.path_len.min(params.max_chain_size);
-        chains.pre_merge(&call_paths(n, &kept.heaviest, len, true));
+        for_each_call_path(n, &kept.heaviest, len, |p| chains.pre_merge(p));
     }
     let sp = &params.score;
     greedy_merge(

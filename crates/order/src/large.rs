@@ -239,6 +239,20 @@ pub(crate) fn call_paths(
     weighted_paths(heaviest, vec![1; n], max_len, directed)
 }
 
+/// The directed paths of [`call_paths`], each handed to `f` as it is found, in no particular
+/// order and without allocating each: for callers to whom the order of disjoint paths does
+/// not matter ([`crate::merge::Chains::pre_merge`]; at 1,000,000 functions, collecting and
+/// sorting the paths took as long as linking them).
+pub(crate) fn for_each_call_path(
+    n: usize,
+    heaviest: &[(u32, u32)],
+    max_len: usize,
+    f: impl FnMut(&[u32]),
+) {
+    let node = link_paths(heaviest, vec![1; n], max_len, true);
+    walk_paths(&node, true, f);
+}
+
 /// Where a node is on its path: its two neighbours (directed, [previous, next]; undirected, in
 /// the order they were linked; a node with a free slot ends its path) and, valid at either
 /// end of a path, the other end and the path's length. One record, so that linking reads one
@@ -258,6 +272,20 @@ fn weighted_paths(
     max_len: usize,
     directed: bool,
 ) -> Vec<Vec<u32>> {
+    let node = link_paths(pairs, len, max_len, directed);
+    let mut paths: Vec<Vec<u32>> = Vec::new();
+    walk_paths(&node, directed, |p| paths.push(p.to_vec()));
+    paths.sort_unstable_by_key(|p| p.iter().min().copied());
+    paths
+}
+
+/// The linking of [`weighted_paths`]: each node's place on its path.
+fn link_paths(
+    pairs: &[(u32, u32)],
+    len: Vec<u32>,
+    max_len: usize,
+    directed: bool,
+) -> Vec<PathNode> {
     use crate::NONE;
     let n = len.len();
     let mut node: Vec<PathNode> = (0..n as u32)
@@ -300,8 +328,15 @@ fn weighted_paths(
             x.len = joined as u32;
         }
     }
-    let mut paths: Vec<Vec<u32>> = Vec::new();
-    for h in 0..n as u32 {
+    node
+}
+
+/// Hands every path of two or more nodes of `node` ([`link_paths`]) to `f`, by its first node:
+/// a directed path in call order, an undirected one from its end with the smaller index.
+fn walk_paths(node: &[PathNode], directed: bool, mut f: impl FnMut(&[u32])) {
+    use crate::NONE;
+    let mut path = Vec::new();
+    for h in 0..node.len() as u32 {
         let PathNode { link: l, end, .. } = node[h as usize];
         let start = if directed {
             l[0] == NONE && l[1] != NONE
@@ -311,7 +346,8 @@ fn weighted_paths(
         if !start {
             continue;
         }
-        let (mut path, mut prev, mut cur) = (Vec::new(), NONE, h);
+        path.clear();
+        let (mut prev, mut cur) = (NONE, h);
         while cur != NONE {
             path.push(cur);
             let [a, b] = node[cur as usize].link;
@@ -324,10 +360,8 @@ fn weighted_paths(
             };
             (prev, cur) = (cur, next);
         }
-        paths.push(path);
+        f(&path);
     }
-    paths.sort_unstable_by_key(|p| p.iter().min().copied());
-    paths
 }
 
 /// Groups the seen nodes for a partitioning run on a large graph: call paths of the calls

@@ -270,32 +270,30 @@ impl Chains {
         }
     }
 
-    /// Makes each of `paths` (disjoint, two nodes or more, in layout order) one chain, kept in
-    /// the slot of its smallest node, as if the greedy loop had merged them; the loop then
-    /// starts from these chains (the large-graph gate, [`crate::large`]).
-    pub fn pre_merge(&mut self, paths: &[Vec<u32>]) {
-        for path in paths {
-            let slot = *path.iter().min().expect("paths are not empty");
-            let (mut size, mut weight) = (0u64, 0.0f64);
-            for &v in path {
-                let vi = v as usize;
-                self.node[vi].offset = size;
-                size = size.saturating_add(self.node[vi].size);
-                weight += self.stat[vi].weight;
-                self.nodes[vi].clear();
-                self.stat[vi].len = 0;
-            }
-            let len = path.len() as u32;
-            for &v in path {
-                let node = &mut self.node[v as usize];
-                node.owner = slot;
-                node.chain_len = len;
-                node.chain_size = size;
-            }
-            let stat = &mut self.stat[slot as usize];
-            (stat.size, stat.weight, stat.len) = (size, weight, len);
-            self.nodes[slot as usize] = path.clone();
+    /// Makes `path` (two nodes or more, in layout order, disjoint from earlier paths) one
+    /// chain, kept in the slot of its smallest node, as if the greedy loop had merged it; the
+    /// loop then starts from these chains (the large-graph gate, [`crate::large`]).
+    pub fn pre_merge(&mut self, path: &[u32]) {
+        let slot = *path.iter().min().expect("paths are not empty");
+        let (mut size, mut weight) = (0u64, 0.0f64);
+        for &v in path {
+            let vi = v as usize;
+            self.node[vi].offset = size;
+            size = size.saturating_add(self.node[vi].size);
+            weight += self.stat[vi].weight;
+            self.nodes[vi].clear();
+            self.stat[vi].len = 0;
         }
+        let len = path.len() as u32;
+        for &v in path {
+            let node = &mut self.node[v as usize];
+            node.owner = slot;
+            node.chain_len = len;
+            node.chain_size = size;
+        }
+        let stat = &mut self.stat[slot as usize];
+        (stat.size, stat.weight, stat.len) = (size, weight, len);
+        self.nodes[slot as usize] = path.to_vec();
     }
 
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
