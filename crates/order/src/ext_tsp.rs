@@ -181,7 +181,8 @@ fn layout_with_scan(
     // Density = self weight / size, compared exactly as cross products in u128; a zero-size
     // chain counts as one byte.
     let key = |c: u32| {
-        let w = chains.nodes[c as usize]
+        let w = chains
+            .members(c)
             .iter()
             .fold(0u64, |a, &v| a.saturating_add(counts[v as usize]));
         (w, chains.stat[c as usize].size.max(1))
@@ -189,7 +190,7 @@ fn layout_with_scan(
     let denser = |a: &(u64, u64), b: &(u64, u64)| {
         (u128::from(b.0) * u128::from(a.1)).cmp(&(u128::from(a.0) * u128::from(b.1)))
     };
-    debug_assert_eq!(chains.nodes.len(), n);
+    debug_assert_eq!(chains.slots(), n);
     Ok(concat_chains(&chains, &seen, key, denser))
 }
 
