@@ -26,19 +26,22 @@
 //!   49.5 million jumps in all and its score drops by 0.07% (5.757e8 to 5.753e8). A graph in which no node has more
 //!   jumps than the cap (SQLite's speedtest1 profile: at most 66; every tiny test) gives exactly
 //!   the layout it gave without the cap.
-//! - **One cache line per neighbour.** A sweep is bound by memory latency: every jump leads to a
-//!   random node. That node's record holds its chain, offset and size *and* a copy of its
-//!   chain's length and size (rewritten on a merge, whose nodes are walked anyway), and the sums
-//!   per neighbour live in a small open-addressing table that stays in the L1 cache, so a jump
-//!   costs one cache miss where it cost several (owner, offset, chain length, scratch slot).
+//! - **One small record per neighbour.** A sweep is bound by memory latency: every jump leads
+//!   to a random node. That node's record ([`Node`], 12 bytes: chain, offset and size, 32-bit)
+//!   is all the sweep reads of it, and the sums per neighbour live in a small open-addressing
+//!   table that stays in the L1 cache, so a jump costs one cache miss where it cost several
+//!   (owner, offset, chain length, scratch slot). The records once held copies of their
+//!   chain's length and size (32 bytes), which every merge rewrote for the whole merged chain
+//!   (3.7 million records for CDSort's 237,640 merges at 1,000,000 functions); the sweep now
+//!   reads those from the neighbour chains' records, gathered once per neighbour.
 //! - **Random reads are gathered before they are used.** The records of all the neighbours
 //!   a sweep will meet are first copied in a loop whose iterations do not depend on each other,
-//!   so the processor keeps many of their cache misses in flight at once; the hashing and
-//!   summing loop then reads the copies in the same order (same sums, bit for bit). The
-//!   neighbour chains' records ([`Stat`]: size, weight, CDSort's miss term, queue count, one
-//!   cache line) are gathered the same way before the gains are computed, and the queue counts
-//!   are bumped in a loop of their own. Measured on the 1,000,000-node benchmark: the sweep's
-//!   time had been one serial cache miss per jump.
+//!   so the processor keeps many of their cache misses in flight at once; then each jump's
+//!   neighbour chain is looked up in the table, the neighbour chains' records ([`Stat`]: size,
+//!   length, weight, CDSort's miss term, queue count) are gathered the same way, and the
+//!   summing loop reads the copies in the same order as ever (same sums, bit for bit). The
+//!   queue counts are bumped in a loop of their own. Measured on the 1,000,000-node benchmark:
+//!   the sweep's time had been one serial cache miss per jump.
 //! - **Per-chain terms computed once per chain.** CDSort's gain needs each chain's expected
 //!   misses, `weight * miss_probability(density)` (a `powf`); it is kept in [`Stat::cost`],
 //!   computed when the chain forms, instead of twice per pair evaluated (92 million pairs at
@@ -162,20 +165,18 @@ pub(crate) struct Stat {
 }
 
 /// Where a node is: its chain (slot), its start from the start of the chain, and its size as
-/// the algorithm counts it; with a copy of its chain's size, so that a sweep learns what it
-/// needs about a neighbour's chain from one record (rewritten for every node of a chain when
-/// it merges, which the merge walks anyway). Positions and sizes are 32-bit, saturating at
-/// 4 GiB (a chain of more code than that is far beyond any binary; the values of calls that
-/// far apart are zero for ExtTSP and within 0.4% of zero for CDSort): 16 bytes, four records
-/// a cache line, where 64-bit fields and the chain's length took 32. The sweeps read one such
-/// record per call at random; at 1,000,000 functions the records then take 16 MiB instead of
-/// 32, and more of them stay in the cache.
+/// the algorithm counts it. Positions and sizes are 32-bit, saturating at 4 GiB (a chain of
+/// more code than that is far beyond any binary; the values of calls that far apart are zero
+/// for ExtTSP and within 0.4% of zero for CDSort): 12 bytes, where 64-bit fields and copies
+/// of the chain's length and size took 32. The sweeps read one such record per call at
+/// random; at 1,000,000 functions the records take 12 MiB instead of 32, and more of them
+/// stay in the cache; and a merge rewrites only the records of the nodes that move or change
+/// chain, not those of the whole merged chain.
 #[derive(Debug, Clone, Copy)]
 struct Node {
     owner: u32,
     offset: u32,
     size: u32,
-    chain_size: u32,
 }
 
 /// `v` as a node position or size ([`Node`]), saturating.
@@ -278,7 +279,6 @@ impl Chains {
                     owner: v as u32,
                     offset: 0,
                     size: narrow(node_size[v]),
-                    chain_size: narrow(node_size[v]),
                 })
                 .collect(),
             adj_start,
@@ -303,9 +303,7 @@ impl Chains {
         }
         let len = path.len() as u32;
         for &v in path {
-            let node = &mut self.node[v as usize];
-            node.owner = slot;
-            node.chain_size = narrow(size);
+            self.node[v as usize].owner = slot;
         }
         let stat = &mut self.stat[slot as usize];
         (stat.size, stat.weight, stat.len) = (size, weight, len);
@@ -330,14 +328,20 @@ impl Chains {
         let (sx, sy) = (self.stat[xi].size, self.stat[yi].size);
         let (lx, ly) = (self.stat[xi].len as usize, self.stat[yi].len as usize);
         let ((ax, cap), (ay, _)) = (self.block[xi], self.block[yi]);
-        // Offsets of the second chain's nodes move by the first chain's size.
-        let (second, shift) = match merge {
-            MergeType::XY => (ay..ay + ly, sx),
-            MergeType::YX => (ax..ax + lx, sy),
-        };
-        for i in second {
-            let o = &mut self.node[self.pool[i] as usize].offset;
-            *o = narrow(u64::from(*o).saturating_add(shift));
+        // `y`'s nodes join `x`; the offsets of the second chain's nodes move by the first
+        // chain's size. Nothing else changes in the nodes' records.
+        for i in ay..ay + ly {
+            let node = &mut self.node[self.pool[i] as usize];
+            node.owner = x;
+            if merge == MergeType::XY {
+                node.offset = narrow(u64::from(node.offset).saturating_add(sx));
+            }
+        }
+        if merge == MergeType::YX {
+            for i in ax..ax + lx {
+                let o = &mut self.node[self.pool[i] as usize].offset;
+                *o = narrow(u64::from(*o).saturating_add(sy));
+            }
         }
         let len = lx + ly;
         if merge == MergeType::XY && len <= cap as usize {
@@ -365,12 +369,6 @@ impl Chains {
         self.block[yi] = (0, 0);
         self.stat[xi].len = len as u32;
         self.stat[xi].size = size;
-        let at = self.block[xi].0;
-        for i in at..at + len {
-            let node = &mut self.node[self.pool[i] as usize];
-            node.owner = x;
-            node.chain_size = narrow(size);
-        }
         self.stat[xi].weight += self.stat[yi].weight;
         self.changed_at[xi] = now;
         self.changed_at[yi] = now;
@@ -478,15 +476,20 @@ fn kept_jumps(n: usize, edges: &[EdgeCount], max_jumps: usize) -> Vec<bool> {
 struct Scratch {
     /// Slot of each table entry, [`NONE`] when free.
     keys: Vec<u32>,
-    sums: Vec<Sums>,
-    /// Neighbours met in this sweep, with their table index.
+    /// Position in `touched` of each table entry's neighbour.
+    pos: Vec<u32>,
+    /// Neighbours met in this sweep, in the order first met, with their table index.
     touched: Vec<(u32, usize)>,
+    /// The sums of each neighbour met, in `touched` order.
+    sums: Vec<Sums>,
     /// The records of the neighbours met, in `touched` order (gathered, see `evaluate`).
     stats: Vec<Stat>,
     /// The nodes of the chain being swept.
     swept: Vec<u32>,
     /// The records of the other endpoints of their jumps, in sweep order (see `evaluate`).
     others: Vec<Node>,
+    /// For each of those jumps, its neighbour's position in `touched`, [`NONE`] when skipped.
+    at: Vec<u32>,
 }
 
 /// One neighbour's sums of jump values as `X+Y` and as `Y+X`.
@@ -497,8 +500,8 @@ struct Sums {
 }
 
 impl Scratch {
-    /// The sums of neighbour `z`, inserted as zero when first met.
-    fn slot(&mut self, z: u32) -> &mut Sums {
+    /// The position of neighbour `z` in `touched`, inserted with zero sums when first met.
+    fn position(&mut self, z: u32) -> u32 {
         if 2 * (self.touched.len() + 1) > self.keys.len() {
             self.grow();
         }
@@ -506,31 +509,31 @@ impl Scratch {
         let mut i = (z.wrapping_mul(0x9E37_79B1) as usize) & mask;
         loop {
             if self.keys[i] == z {
-                return &mut self.sums[i];
+                return self.pos[i];
             }
             if self.keys[i] == NONE {
-                self.keys[i] = z;
-                self.sums[i] = Sums::default();
+                let p = self.touched.len() as u32;
+                (self.keys[i], self.pos[i]) = (z, p);
                 self.touched.push((z, i));
-                return &mut self.sums[i];
+                self.sums.push(Sums::default());
+                return p;
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Doubles the table, keeping the entries and their order in `touched`.
+    /// Doubles the table, keeping the entries and their positions in `touched`.
     fn grow(&mut self) {
-        let old: Vec<(u32, Sums)> = self
-            .touched
-            .iter()
-            .map(|&(z, i)| (z, self.sums[i]))
-            .collect();
         let cap = (self.keys.len() * 2).max(64);
         self.keys = vec![NONE; cap];
-        self.sums = vec![Sums::default(); cap];
-        self.touched.clear();
-        for (z, sums) in old {
-            *self.slot(z) = sums;
+        self.pos = vec![0; cap];
+        let mask = cap - 1;
+        for (p, (z, at)) in self.touched.iter_mut().enumerate() {
+            let mut i = (z.wrapping_mul(0x9E37_79B1) as usize) & mask;
+            while self.keys[i] != NONE {
+                i = (i + 1) & mask;
+            }
+            (self.keys[i], self.pos[i], *at) = (*z, p as u32, i);
         }
     }
 
@@ -540,6 +543,7 @@ impl Scratch {
             self.keys[i] = NONE;
         }
         self.touched.clear();
+        self.sums.clear();
     }
 }
 
@@ -549,7 +553,7 @@ impl Scratch {
 /// the concatenation being evaluated, its caller starts at `caller_start` and its callee at
 /// `callee_start`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed values of all jumps
 /// between chains `x < y` into the merge gain and the concatenation to use; `cost(weight,
-/// size)` is the per-chain term it may read from [`Chains::cost`] (zero when unused).
+/// size)` is the per-chain term it may read from [`Stat::cost`] (zero when unused).
 pub(crate) fn greedy_merge<V, G, C>(
     chains: &mut Chains,
     max_nodes: usize,
@@ -568,8 +572,10 @@ pub(crate) fn greedy_merge<V, G, C>(
     }
     let mut s = Scratch {
         keys: vec![NONE; 64],
-        sums: vec![Sums::default(); 64],
+        pos: vec![0; 64],
         touched: Vec::new(),
+        sums: Vec::new(),
+        at: Vec::new(),
         stats: Vec::new(),
         swept: Vec::new(),
         others: Vec::new(),
@@ -597,29 +603,43 @@ pub(crate) fn greedy_merge<V, G, C>(
             s.others
                 .extend(jumps_of(v).iter().map(|j| chains.node[j.other as usize]));
         }
-        let mut others = std::mem::take(&mut s.others);
+        // Each jump's neighbour chain, then the neighbours' records (their sizes place their
+        // nodes in `Y+X`), gathered as the nodes' records above, then the sums, in the same
+        // order as ever. The chain's size used to be copied into every node's record, which
+        // each merge then rewrote for every node of the merged chain.
+        s.at.clear();
+        for k in 0..s.others.len() {
+            let z = s.others[k].owner;
+            let p = if z == x || (only_larger && z < x) {
+                NONE
+            } else {
+                s.position(z)
+            };
+            s.at.push(p);
+        }
+        s.stats.clear();
+        s.stats
+            .extend(s.touched.iter().map(|&(z, _)| chains.stat[z as usize]));
         let mut k = 0;
-        for i in 0..s.swept.len() {
-            let v = s.swept[i];
+        for &v in &s.swept {
             let nv = chains.node[v as usize];
             for j in jumps_of(v) {
-                let no = others[k];
+                let (p, no) = (s.at[k], s.others[k]);
                 k += 1;
-                let z = no.owner;
-                if z == x || (only_larger && z < x) {
+                if p == NONE {
                     continue;
                 }
-                // Chains too long to merge with `x` are summed too, and left out when queueing
-                // (their length is in the chain records gathered below): the same sums.
+                let z = no.owner;
+                // Chains too long to merge with `x` are summed too, and left out when queueing.
                 // Shifts of x's and z's nodes as `X+Y` and as `Y+X`, `X` the smaller slot.
-                let z_size = u64::from(no.chain_size);
+                let z_size = s.stats[p as usize].size;
                 let (xy, yx) = if x < z {
                     ((0, size_x), (z_size, 0))
                 } else {
                     ((z_size, 0), (0, size_x))
                 };
-                let slot = s.slot(z);
-                for ((shift_x, shift_z), total) in [(xy, &mut slot.xy), (yx, &mut slot.yx)] {
+                let sums = &mut s.sums[p as usize];
+                for ((shift_x, shift_z), total) in [(xy, &mut sums.xy), (yx, &mut sums.yx)] {
                     let pv = u64::from(nv.offset).saturating_add(shift_x);
                     let po = u64::from(no.offset).saturating_add(shift_z);
                     *total += if j.out {
@@ -630,18 +650,11 @@ pub(crate) fn greedy_merge<V, G, C>(
                 }
             }
         }
-        others.clear();
-        s.others = others;
-        // Gathered as the records above, for the same reason.
-        s.stats.clear();
-        s.stats
-            .extend(s.touched.iter().map(|&(z, _)| chains.stat[z as usize]));
         let first = queue.len();
-        for (&(z, i), other) in s.touched.iter().zip(&s.stats) {
+        for ((&(z, _), other), &slot) in s.touched.iter().zip(&s.stats).zip(&s.sums) {
             if len_x + other.len as usize > max_nodes {
                 continue;
             }
-            let slot = s.sums[i];
             let (a, b) = (x.min(z), x.max(z));
             let (sa, sb) = if x < z {
                 (&this, other)

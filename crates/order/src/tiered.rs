@@ -74,9 +74,17 @@ pub fn tiers(
     edges: &[EdgeCount],
     shares: &[(u64, u64)],
 ) -> Result<Vec<Option<u32>>, Error> {
-    let n = check_graph(sizes, counts, edges)?;
-    let seen = seen_nodes(counts, edges);
-    debug_assert_eq!(n, counts.len());
+    check_graph(sizes, counts, edges)?;
+    Ok(tiers_of(sizes, counts, &seen_nodes(counts, edges), shares))
+}
+
+/// [`tiers`] of a checked graph whose seen nodes are `seen`.
+fn tiers_of(
+    sizes: &[u64],
+    counts: &[u64],
+    seen: &[bool],
+    shares: &[(u64, u64)],
+) -> Vec<Option<u32>> {
     let hot = crate::by_density(sizes, counts);
     let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     let last = shares.len() as u32;
@@ -96,7 +104,7 @@ pub fn tiers(
             }
         }
     }
-    Ok(tier)
+    tier
 }
 
 /// Orders nodes by tiered CDSort (see the module docs); returns a permutation of `0..n`,
@@ -108,7 +116,8 @@ pub fn tiered_layout(
     params: &TieredParams,
 ) -> Result<Vec<u32>, Error> {
     let n = check_graph(sizes, counts, edges)?;
-    let tier = tiers(sizes, counts, edges, &params.shares)?;
+    let seen = seen_nodes(counts, edges);
+    let tier = tiers_of(sizes, counts, &seen, &params.shares);
     // The large-graph gate is decided on the whole graph: every tier of a graph above it is
     // laid out on the gated path, even a tier whose own calls are fewer (on the scale
     // benchmark's 1,000,000-function graph the coldest tier, 575,630 functions and 801,046
@@ -160,7 +169,7 @@ pub fn tiered_layout(
         drop(sub_edges);
         layout.extend(sub.into_iter().map(|i| members[i as usize]));
     }
-    crate::append_unseen(&mut layout, &seen_nodes(counts, edges));
+    crate::append_unseen(&mut layout, &seen);
     Ok(layout)
 }
 
