@@ -896,4 +896,33 @@ mod tests {
         let ties = [e(0, 1, 4), e(0, 2, 4), e(0, 3, 4)];
         assert_eq!(kept_jumps(4, &ties, 2), vec![true, true, false]);
     }
+
+    // Merges keep each chain's nodes in order in the pool, whether the second chain is
+    // appended in place, copied with the first into a new block, or moved by a compaction
+    // (the pool has no slack in tests), and keep every node's chain and offset: 1+2 as `Y+X`
+    // gives [2, 1]; a path [3, 4] is pre-merged; 0+1 as `X+Y` gives [0, 2, 1] in a new block
+    // with room for four, where 0+5 appends 5 in place; 0+3 as `Y+X` gives [3, 4, 0, 2, 1, 5].
+    #[test]
+    fn merges_keep_members_and_offsets() {
+        let sizes = vec![10, 20, 30, 40, 50, 60];
+        let mut c = Chains::new(sizes.clone(), vec![1.0; 6], &[], 4);
+        c.merge(1, 2, MergeType::YX, 1);
+        assert_eq!(c.members(1), &[2, 1]);
+        c.pre_merge(&[3, 4]);
+        c.merge(0, 1, MergeType::XY, 2);
+        assert_eq!((c.members(0), c.members(1)), (&[0, 2, 1][..], &[][..]));
+        let block = c.block[0];
+        c.merge(0, 5, MergeType::XY, 3);
+        assert_eq!((c.members(0), c.block[0]), (&[0, 2, 1, 5][..], block));
+        c.merge(0, 3, MergeType::YX, 4);
+        assert_eq!(c.members(0), &[3, 4, 0, 2, 1, 5]);
+        assert!((1..6).all(|v| c.members(v).is_empty()));
+        let mut at = 0;
+        for &v in c.members(0) {
+            let node = c.node[v as usize];
+            assert_eq!((node.owner, u64::from(node.offset)), (0, at));
+            at += sizes[v as usize];
+        }
+        assert_eq!((c.stat[0].size, c.stat[0].len), (210, 6));
+    }
 }
