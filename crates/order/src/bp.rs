@@ -204,8 +204,8 @@ pub fn bp_layout(
     for (s, r) in seen.iter_mut().zip(startup) {
         *s |= r.is_some();
     }
-    if let Some(calls) = params.large.sparsify(n, edges) {
-        return large_layout(sizes, counts, &seen, &calls, startup, params);
+    if let Some(kept) = params.large.sparsify(n, edges) {
+        return large_layout(sizes, counts, &seen, &kept, startup, params);
     }
     let utilities = bp_utilities(n, edges, startup, params);
     // Node -> the utilities it belongs to (CSR).
@@ -259,13 +259,17 @@ fn large_layout(
     sizes: &[u64],
     counts: &[u64],
     seen: &[bool],
-    calls: &[EdgeCount],
+    kept: &crate::large::Kept,
     startup: &[Option<u32>],
     params: &BpParams,
 ) -> Result<Vec<u32>, Error> {
     let n = counts.len();
-    let (members, group) =
-        crate::large::group_nodes(seen, calls, params.large.path_len, LARGE_GRAPH_GROUPS);
+    let (members, group) = crate::large::group_nodes(
+        seen,
+        &kept.heaviest,
+        params.large.path_len,
+        LARGE_GRAPH_GROUPS,
+    );
     let m = members.len();
     let (mut gsize, mut gcount) = (vec![0u64; m], vec![0u64; m]);
     let mut gstart: Vec<Option<u32>> = vec![None; m];
@@ -280,7 +284,7 @@ fn large_layout(
             };
         }
     }
-    let mut gcalls = crate::large::group_calls(calls, &group);
+    let mut gcalls = crate::large::group_calls(&kept.calls, &group);
     gcalls.retain(|e| e.src != e.dst);
     let inner = BpParams {
         large: LargeGraph {

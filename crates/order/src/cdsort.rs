@@ -47,7 +47,7 @@
 //! bytes) of either end: the distance term of farther calls is left out, an approximation the
 //! full algorithm does not make. Below the gate the layout is unchanged.
 
-use crate::large::call_paths;
+use crate::large::for_each_call_path;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, Stat, EPS};
 use crate::{check_graph, seen_nodes, EdgeCount, Error, LargeGraph};
 
@@ -206,13 +206,13 @@ pub fn cdsort_layout(
     };
     model.before = model.dist_score(0, total_size, 1);
     let sparse = params.large.sparsify(n, edges);
-    let jumps = sparse.as_deref().unwrap_or(edges);
+    let jumps = sparse.as_ref().map_or(edges, |k| &k.calls);
     let mut chains = Chains::new(node_size, weight, jumps, params.max_chain_size);
     // Large graphs: start from the heaviest calls' paths, and sweep only the nodes within
     // `LARGE_GRAPH_REACH` of a chain's ends (see the module docs).
-    let scan = if sparse.is_some() {
+    let scan = if let Some(kept) = &sparse {
         let len = params.large.path_len.min(params.max_chain_size);
-        chains.pre_merge(&call_paths(n, jumps, len, true));
+        for_each_call_path(n, &kept.heaviest, len, |p| chains.pre_merge(p));
         Scan::Boundary(LARGE_GRAPH_REACH)
     } else {
         Scan::All

@@ -76,93 +76,183 @@ impl Default for LargeGraph {
 
 impl LargeGraph {
     /// The calls to lay out `n` nodes by: `None` when the graph is under the gate (use every
-    /// edge), else the kept calls, in input order (recursive and zero-count edges dropped: no
+    /// edge), else the kept calls ([`Kept`]; recursive and zero-count edges dropped: no
     /// algorithm uses them, and which nodes count as seen is decided on the full graph).
-    pub(crate) fn sparsify(&self, n: usize, edges: &[EdgeCount]) -> Option<Vec<EdgeCount>> {
-        let is_call = |e: &EdgeCount| e.src != e.dst && e.count > 0;
-        let calls = edges.iter().filter(|e| is_call(e)).count();
+    ///
+    /// One sort of all the calls, heaviest first (ties by position), then one walk: a call is
+    /// among node `v`'s `keep` heaviest exactly when fewer than `keep` of `v`'s calls came
+    /// before it, so a counter per node, read at both ends of each call, decides the kept set,
+    /// and the kept calls come out in the order [`call_paths`] visits them. The counters are a
+    /// byte each (a megabyte at 1,000,000 nodes: they stay in the cache), where the selection
+    /// it replaced kept each node's best calls so far in slots read at random for every call
+    /// end, and sorted the kept calls again for the paths (on the scale benchmark's
+    /// 1,000,000-function graph, the two took 1.71 s of ExtTSP's 3.24 s of wall time, load
+    /// average 4.9; 0.56 s of 1.51 s after, load average 2.7; `docs/algorithms.md`, "Scale").
+    pub(crate) fn sparsify(&self, n: usize, edges: &[EdgeCount]) -> Option<Kept> {
+        let (mut calls, mut max) = (0usize, 0u64);
+        for e in edges.iter().filter(|e| is_call(e)) {
+            calls += 1;
+            max = max.max(e.count);
+        }
         if calls <= self.min_calls {
             return None;
         }
+        let ranked = rank_calls(edges, calls, max);
         let k = self.keep.max(1);
-        // best[v * k..][..k]: node v's heaviest calls so far, heaviest first, as (count, edge);
-        // an empty slot is (0, MAX). One pass, each call offered to both of its ends; `least`
-        // holds each node's k-th count (saturated to 32 bits), a quarter of the bytes, so most
-        // calls that do not make a node's list are turned away without reading it.
-        let mut best = vec![(0u64, usize::MAX); n * k];
-        let mut least = vec![0u32; n];
-        let heavier = |a: (u64, usize), b: (u64, usize)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
-        for (i, e) in edges.iter().enumerate().filter(|(_, e)| is_call(e)) {
-            let cand = (e.count, i);
-            for v in [e.src, e.dst] {
-                if e.count < u64::from(least[v as usize]) {
-                    continue;
-                }
-                let slots = &mut best[v as usize * k..][..k];
-                if !heavier(cand, slots[k - 1]) {
-                    continue;
-                }
-                let mut j = k - 1;
-                while j > 0 && heavier(cand, slots[j - 1]) {
-                    slots[j] = slots[j - 1];
-                    j -= 1;
-                }
-                slots[j] = cand;
-                least[v as usize] = u32::try_from(slots[k - 1].0).unwrap_or(u32::MAX);
-            }
-        }
-        drop(least);
-        let mut keep = vec![false; edges.len()];
-        for &(_, i) in &best {
-            if i != usize::MAX {
-                keep[i] = true;
-            }
-        }
-        Some(
-            edges
-                .iter()
-                .zip(&keep)
-                .filter(|(_, &k)| k)
-                .map(|(e, _)| *e)
-                .collect(),
-        )
+        let mut kept = vec![0u64; edges.len().div_ceil(64)];
+        let heaviest = match u8::try_from(k) {
+            Ok(k) => take_heaviest(n, &ranked, k, &mut kept),
+            Err(_) => take_heaviest(n, &ranked, u32::try_from(k).unwrap_or(u32::MAX), &mut kept),
+        };
+        drop(ranked);
+        let calls = edges
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| kept[i / 64] & (1 << (i % 64)) != 0)
+            .map(|(_, e)| *e)
+            .collect();
+        Some(Kept { calls, heaviest })
     }
 }
 
-/// Covers the nodes `0..n` with call paths, heaviest call first: visiting `calls` by count
-/// (descending, ties by position), a call `u -> v` links `u` to `v` when `u` ends its path,
+/// The calls a graph above the gate is laid out by ([`LargeGraph::sparsify`]), in two orders.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// The kept calls, in input order.
+    pub calls: Vec<EdgeCount>,
+    /// The same calls as `(caller, callee)`, heaviest first, ties by input position: the order
+    /// [`call_paths`] and [`group_nodes`] visit them in.
+    pub heaviest: Vec<(u32, u32)>,
+}
+
+/// A call the layout algorithms use: not recursive, a positive count.
+fn is_call(e: &EdgeCount) -> bool {
+    e.src != e.dst && e.count > 0
+}
+
+/// A call in [`rank_calls`]' order: its ends and its position in the input (graphs have fewer
+/// than 2^32 edges: their nodes are `u32`, and 2^32 edges would take 64 GiB).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Ranked {
+    src: u32,
+    dst: u32,
+    at: u32,
+}
+
+/// The `calls` calls of `edges` (`max` their largest count), heaviest first, ties by position.
+/// When the largest count is below the number of calls, a counting sort: one pass to count
+/// the calls of each count, one to place them, both reading the edges in order, and the
+/// buckets no more than the output; else a comparison sort of (count, position) pairs.
+fn rank_calls(edges: &[EdgeCount], calls: usize, max: u64) -> Vec<Ranked> {
+    let ranked = |i: usize, e: &EdgeCount| Ranked {
+        src: e.src,
+        dst: e.dst,
+        at: i as u32,
+    };
+    if max >= calls as u64 {
+        return rank_by_comparison(edges, calls);
+    }
+    // Bucket `max - count`: heaviest first; a bucket fills in input order.
+    let mut next = vec![0usize; max as usize + 1];
+    for e in edges.iter().filter(|e| is_call(e)) {
+        next[(max - e.count) as usize] += 1;
+    }
+    let mut at = 0;
+    for b in &mut next {
+        (*b, at) = (at, at + *b);
+    }
+    let mut out = vec![Ranked::default(); calls];
+    for (i, e) in edges.iter().enumerate().filter(|(_, e)| is_call(e)) {
+        let b = &mut next[(max - e.count) as usize];
+        out[*b] = ranked(i, e);
+        *b += 1;
+    }
+    out
+}
+
+/// [`rank_calls`] by sorting (count, position) pairs: for counts too large to bucket.
+fn rank_by_comparison(edges: &[EdgeCount], calls: usize) -> Vec<Ranked> {
+    // (MAX - count, position): sorting the pairs themselves puts the heaviest first, ties by
+    // position, without looking counts up at random while sorting.
+    let mut order: Vec<(u64, u32)> = Vec::with_capacity(calls);
+    order.extend(
+        edges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| is_call(e))
+            .map(|(i, e)| (u64::MAX - e.count, i as u32)),
+    );
+    order.sort_unstable();
+    order
+        .into_iter()
+        .map(|(_, i)| {
+            let e = &edges[i as usize];
+            Ranked {
+                src: e.src,
+                dst: e.dst,
+                at: i,
+            }
+        })
+        .collect()
+}
+
+/// Walks `ranked` (heaviest first) keeping each call that is among the `k` heaviest of either
+/// end, i.e. that finds fewer than `k` earlier calls at one of its ends; sets the kept calls'
+/// bits (by position) in `kept` and returns them in walk order. `C` is the counter type: a
+/// byte when `k` fits, so that the counters of a million nodes stay in the cache.
+fn take_heaviest<C>(n: usize, ranked: &[Ranked], k: C, kept: &mut [u64]) -> Vec<(u32, u32)>
+where
+    C: Copy + Ord + Default + std::ops::Add<Output = C> + From<u8>,
+{
+    let mut before = vec![C::default(); n];
+    let mut heaviest = Vec::new();
+    for r in ranked {
+        let (s, d) = (before[r.src as usize], before[r.dst as usize]);
+        if s < k || d < k {
+            kept[r.at as usize / 64] |= 1 << (r.at % 64);
+            heaviest.push((r.src, r.dst));
+        }
+        if s < k {
+            before[r.src as usize] = s + C::from(1);
+        }
+        if d < k {
+            before[r.dst as usize] = d + C::from(1);
+        }
+    }
+    heaviest
+}
+
+/// Covers the nodes `0..n` with call paths, heaviest call first: visiting the calls
+/// `heaviest` in order ([`Kept::heaviest`]: by count, descending, ties by position; a
+/// recursive pair is skipped), a call `u -> v` links `u` to `v` when `u` ends its path,
 /// `v` starts another one, and the joined path has at most `max_len` nodes. With `directed`
 /// false a call joins any two path ends, either way round, as Pettis & Hansen's undirected
 /// chaining does. This is the greedy matching of Pettis & Hansen and of ExtTSP's first merges
-/// (the heaviest call as a fall-through) without re-evaluating anything: a sort and one pass.
+/// (the heaviest call as a fall-through) without re-evaluating anything: one pass.
 ///
 /// Returns every path of two or more nodes, sorted by their smallest node; a directed path in
 /// call order, an undirected one from its end with the smaller index.
 pub(crate) fn call_paths(
     n: usize,
-    calls: &[EdgeCount],
+    heaviest: &[(u32, u32)],
     max_len: usize,
     directed: bool,
 ) -> Vec<Vec<u32>> {
-    weighted_paths(&heaviest_first(calls), vec![1; n], max_len, directed)
+    weighted_paths(heaviest, vec![1; n], max_len, directed)
 }
 
-/// The calls (non-recursive, positive count) of `calls` as `(caller, callee)`, heaviest first,
-/// ties by position.
-fn heaviest_first(calls: &[EdgeCount]) -> Vec<(u32, u32)> {
-    // (MAX - count, position): sorting the pairs themselves puts the heaviest first, ties by
-    // position, without looking counts up at random while sorting.
-    let mut order: Vec<(u64, u32)> = calls
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.src != e.dst && e.count > 0)
-        .map(|(i, e)| (u64::MAX - e.count, i as u32))
-        .collect();
-    order.sort_unstable();
-    order
-        .into_iter()
-        .map(|(_, i)| (calls[i as usize].src, calls[i as usize].dst))
-        .collect()
+/// The directed paths of [`call_paths`], each handed to `f` as it is found, in no particular
+/// order and without allocating each: for callers to whom the order of disjoint paths does
+/// not matter ([`crate::merge::Chains::pre_merge`]; at 1,000,000 functions, collecting and
+/// sorting the paths took as long as linking them).
+pub(crate) fn for_each_call_path(
+    n: usize,
+    heaviest: &[(u32, u32)],
+    max_len: usize,
+    f: impl FnMut(&[u32]),
+) {
+    let node = link_paths(heaviest, vec![1; n], max_len, true);
+    walk_paths(&node, true, f);
 }
 
 /// Where a node is on its path: its two neighbours (directed, [previous, next]; undirected, in
@@ -176,7 +266,7 @@ struct PathNode {
     len: u32,
 }
 
-/// [`call_paths`] visiting `pairs` in order (from [`heaviest_first`]; pairs that have become
+/// [`call_paths`] visiting `pairs` in order (from [`Kept::heaviest`]; pairs that have become
 /// recursive are skipped), where node `v` counts as `len[v]` nodes towards `max_len`.
 fn weighted_paths(
     pairs: &[(u32, u32)],
@@ -184,6 +274,20 @@ fn weighted_paths(
     max_len: usize,
     directed: bool,
 ) -> Vec<Vec<u32>> {
+    let node = link_paths(pairs, len, max_len, directed);
+    let mut paths: Vec<Vec<u32>> = Vec::new();
+    walk_paths(&node, directed, |p| paths.push(p.to_vec()));
+    paths.sort_unstable_by_key(|p| p.iter().min().copied());
+    paths
+}
+
+/// The linking of [`weighted_paths`]: each node's place on its path.
+fn link_paths(
+    pairs: &[(u32, u32)],
+    len: Vec<u32>,
+    max_len: usize,
+    directed: bool,
+) -> Vec<PathNode> {
     use crate::NONE;
     let n = len.len();
     let mut node: Vec<PathNode> = (0..n as u32)
@@ -226,8 +330,15 @@ fn weighted_paths(
             x.len = joined as u32;
         }
     }
-    let mut paths: Vec<Vec<u32>> = Vec::new();
-    for h in 0..n as u32 {
+    node
+}
+
+/// Hands every path of two or more nodes of `node` ([`link_paths`]) to `f`, by its first node:
+/// a directed path in call order, an undirected one from its end with the smaller index.
+fn walk_paths(node: &[PathNode], directed: bool, mut f: impl FnMut(&[u32])) {
+    use crate::NONE;
+    let mut path = Vec::new();
+    for h in 0..node.len() as u32 {
         let PathNode { link: l, end, .. } = node[h as usize];
         let start = if directed {
             l[0] == NONE && l[1] != NONE
@@ -237,7 +348,8 @@ fn weighted_paths(
         if !start {
             continue;
         }
-        let (mut path, mut prev, mut cur) = (Vec::new(), NONE, h);
+        path.clear();
+        let (mut prev, mut cur) = (NONE, h);
         while cur != NONE {
             path.push(cur);
             let [a, b] = node[cur as usize].link;
@@ -250,29 +362,27 @@ fn weighted_paths(
             };
             (prev, cur) = (cur, next);
         }
-        paths.push(path);
+        f(&path);
     }
-    paths.sort_unstable_by_key(|p| p.iter().min().copied());
-    paths
 }
 
-/// Groups the seen nodes for a partitioning run on a large graph: call paths of `calls`
-/// ([`call_paths`], directed), then, while there are more than `target` groups, paths of
+/// Groups the seen nodes for a partitioning run on a large graph: call paths of the calls
+/// `heaviest` ([`Kept::heaviest`], [`call_paths`], directed), then, while there are more than `target` groups, paths of
 /// groups joined by the calls between them (undirected: a group has no call order of its own),
 /// each round stopping at groups of `max_len` nodes, until a round merges less than a tenth.
 /// Returns the groups, each in layout order (a path of groups in path order), and each node's
 /// group ([`crate::NONE`] for never-seen nodes); every seen node is in exactly one group.
 pub(crate) fn group_nodes(
     seen: &[bool],
-    calls: &[EdgeCount],
+    heaviest: &[(u32, u32)],
     max_len: usize,
     target: usize,
 ) -> (Vec<Vec<u32>>, Vec<u32>) {
     use crate::NONE;
     let n = seen.len();
     // Mapping calls to groups changes no count and no position: one order serves every round.
-    let order = heaviest_first(calls);
-    let mut groups = weighted_paths(&order, vec![1; n], max_len, true);
+    let order = heaviest;
+    let mut groups = weighted_paths(order, vec![1; n], max_len, true);
     let mut group = vec![NONE; n];
     let assign = |groups: &[Vec<u32>], group: &mut [u32]| {
         for (g, p) in groups.iter().enumerate() {
@@ -373,22 +483,95 @@ pub(crate) mod tests {
         assert_eq!(gate(4).sparsify(4, &edges), None);
         assert_eq!(
             gate(3).sparsify(4, &edges),
-            Some(vec![e(0, 1, 5), e(0, 2, 9), e(3, 0, 7)])
+            Some(Kept {
+                calls: vec![e(0, 1, 5), e(0, 2, 9), e(3, 0, 7)],
+                heaviest: vec![(0, 2), (3, 0), (0, 1)],
+            })
         );
+        let kept = |keep, n, edges: &[EdgeCount]| forced(keep, 64).sparsify(n, edges).unwrap();
         assert_eq!(
-            forced(2, 64).sparsify(4, &edges),
-            Some(vec![e(0, 1, 5), e(0, 2, 9), e(3, 0, 7), e(1, 2, 3)])
+            kept(2, 4, &edges).calls,
+            vec![e(0, 1, 5), e(0, 2, 9), e(3, 0, 7), e(1, 2, 3)]
         );
         let ties = [e(0, 1, 4), e(0, 2, 4), e(3, 4, 1)];
-        assert_eq!(
-            forced(1, 64).sparsify(5, &ties),
-            Some(vec![e(0, 1, 4), e(0, 2, 4), e(3, 4, 1)])
-        );
+        assert_eq!(kept(1, 5, &ties).calls, ties);
+        assert_eq!(kept(1, 5, &ties).heaviest, vec![(0, 1), (0, 2), (3, 4)]);
         let ties = [e(0, 1, 4), e(2, 0, 4), e(2, 1, 9)];
-        assert_eq!(
-            forced(1, 64).sparsify(3, &ties),
-            Some(vec![e(0, 1, 4), e(2, 1, 9)])
-        );
+        assert_eq!(kept(1, 3, &ties).calls, vec![e(0, 1, 4), e(2, 1, 9)]);
+        // Counts above the number of calls are sorted, not bucketed: the same calls kept.
+        let big = [
+            e(0, 1, 5 << 40),
+            e(0, 2, 9 << 40),
+            e(3, 0, 7 << 40),
+            e(1, 2, 3 << 40),
+        ];
+        assert_eq!(kept(1, 4, &big).heaviest, vec![(0, 2), (3, 0), (0, 1)]);
+    }
+
+    /// The calls of `calls` as `(caller, callee)`, heaviest first, ties by position: the
+    /// order of [`Kept::heaviest`], by a plain sort.
+    pub fn heaviest_first(calls: &[EdgeCount]) -> Vec<(u32, u32)> {
+        let mut order: Vec<(std::cmp::Reverse<u64>, usize)> = calls
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| is_call(e))
+            .map(|(i, e)| (std::cmp::Reverse(e.count), i))
+            .collect();
+        order.sort();
+        order
+            .iter()
+            .map(|&(_, i)| (calls[i].src, calls[i].dst))
+            .collect()
+    }
+
+    /// Each node's `k` heaviest calls (by count, then position), by sorting each node's
+    /// calls: the kept set of [`LargeGraph::sparsify`], computed the plain way.
+    fn kept_by_sorting(n: usize, edges: &[EdgeCount], k: usize) -> Vec<EdgeCount> {
+        let mut keep = vec![false; edges.len()];
+        for v in 0..n as u32 {
+            let mut mine: Vec<(std::cmp::Reverse<u64>, usize)> = edges
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| is_call(e) && (e.src == v || e.dst == v))
+                .map(|(i, e)| (std::cmp::Reverse(e.count), i))
+                .collect();
+            mine.sort();
+            for &(_, i) in mine.iter().take(k) {
+                keep[i] = true;
+            }
+        }
+        edges
+            .iter()
+            .zip(&keep)
+            .filter(|(_, &k)| k)
+            .map(|(e, _)| *e)
+            .collect()
+    }
+
+    proptest! {
+        // The one sort and walk of `sparsify` keep what sorting each node's calls keeps, and
+        // list them heaviest first; bucketing and comparison rank the calls alike. Counts
+        // from a small range, so that both rankings run and ties are common.
+        #[test]
+        fn sparsify_keeps_each_nodes_heaviest(
+            n in 1usize..30,
+            raw in proptest::collection::vec((0u32..30, 0u32..30, 0u64..12), 0..120),
+            keep in 1usize..5,
+            scale in prop_oneof![Just(1u64), Just(1u64 << 40)],
+        ) {
+            let edges: Vec<EdgeCount> = raw
+                .iter()
+                .map(|&(s, d, c)| e(s % n as u32, d % n as u32, c * scale))
+                .collect();
+            let kept = forced(keep, 64).sparsify(n, &edges).unwrap_or_default();
+            prop_assert_eq!(&kept.calls, &kept_by_sorting(n, &edges, keep));
+            prop_assert_eq!(&kept.heaviest, &heaviest_first(&kept.calls));
+            let (calls, max) = edges
+                .iter()
+                .filter(|e| is_call(e))
+                .fold((0, 0), |(c, m), e| (c + 1, e.count.max(m)));
+            prop_assert_eq!(rank_calls(&edges, calls, max), rank_by_comparison(&edges, calls));
+        }
     }
 
     // Heaviest call first: 0->1 and 1->2 chain; 2->0 would close a cycle, 3->1 finds 1
@@ -397,13 +580,13 @@ pub(crate) mod tests {
     // ends 1 and 2 the other way round and 2-0 would close a cycle.
     #[test]
     fn paths_follow_the_heaviest_calls() {
-        let calls = [e(0, 1, 10), e(1, 2, 9), e(2, 0, 8), e(3, 1, 7), e(4, 3, 6)];
+        let calls = heaviest_first(&[e(0, 1, 10), e(1, 2, 9), e(2, 0, 8), e(3, 1, 7), e(4, 3, 6)]);
         assert_eq!(
             call_paths(5, &calls, 64, true),
             vec![vec![0, 1, 2], vec![4, 3]]
         );
         assert_eq!(call_paths(5, &calls, 2, true), vec![vec![0, 1], vec![4, 3]]);
-        let calls = [e(0, 1, 10), e(2, 1, 9), e(2, 0, 8), e(5, 3, 1)];
+        let calls = heaviest_first(&[e(0, 1, 10), e(2, 1, 9), e(2, 0, 8), e(5, 3, 1)]);
         assert_eq!(
             call_paths(6, &calls, 64, true),
             vec![vec![2, 0, 1], vec![5, 3]]
@@ -419,7 +602,7 @@ pub(crate) mod tests {
     #[test]
     fn groups_paths_then_paths_of_groups() {
         let seen = [true, true, true, true, true, false];
-        let calls = [e(0, 1, 9), e(1, 2, 8), e(3, 4, 7), e(2, 3, 1)];
+        let calls = heaviest_first(&[e(0, 1, 9), e(1, 2, 8), e(3, 4, 7), e(2, 3, 1)]);
         // Without the weak call 2-3, no second round can join anything.
         let (groups, group) = group_nodes(&seen, &calls[..3], 64, 1);
         assert_eq!(groups, vec![vec![0, 1, 2], vec![3, 4]]);
@@ -475,14 +658,15 @@ pub(crate) mod tests {
         ) {
             let n = counts.len();
             let seen = crate::seen_nodes(&counts, &edges);
-            let calls = forced(keep, max_len).sparsify(n, &edges).unwrap_or_default();
-            for p in call_paths(n, &calls, max_len, true) {
+            let kept = forced(keep, max_len).sparsify(n, &edges);
+            let Kept { calls, heaviest } = kept.unwrap_or_default();
+            for p in call_paths(n, &heaviest, max_len, true) {
                 prop_assert!(p.len() >= 2 && p.len() <= max_len);
                 for w in p.windows(2) {
                     prop_assert!(calls.iter().any(|c| c.src == w[0] && c.dst == w[1]));
                 }
             }
-            let (groups, group) = group_nodes(&seen, &calls, max_len, target);
+            let (groups, group) = group_nodes(&seen, &heaviest, max_len, target);
             let mut times = vec![0; n];
             for (g, members) in groups.iter().enumerate() {
                 prop_assert!(!members.is_empty() && members.len() <= max_len);

@@ -186,7 +186,8 @@ pub(crate) fn by_density(sizes: &[u64], counts: &[u64]) -> Vec<u32> {
         .filter(|&v| counts[v as usize] > 0)
         .collect();
     let size = |v: u32| u128::from(sizes[v as usize].max(1));
-    nodes.sort_by(|&a, &b| {
+    // The order is total (ties by index), so an unstable sort gives the same order, faster.
+    nodes.sort_unstable_by(|&a, &b| {
         let (wa, wb) = (
             u128::from(counts[a as usize]),
             u128::from(counts[b as usize]),

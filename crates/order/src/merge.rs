@@ -26,19 +26,22 @@
 //!   49.5 million jumps in all and its score drops by 0.07% (5.757e8 to 5.753e8). A graph in which no node has more
 //!   jumps than the cap (SQLite's speedtest1 profile: at most 66; every tiny test) gives exactly
 //!   the layout it gave without the cap.
-//! - **One cache line per neighbour.** A sweep is bound by memory latency: every jump leads to a
-//!   random node. That node's record holds its chain, offset and size *and* a copy of its
-//!   chain's length and size (rewritten on a merge, whose nodes are walked anyway), and the sums
-//!   per neighbour live in a small open-addressing table that stays in the L1 cache, so a jump
-//!   costs one cache miss where it cost several (owner, offset, chain length, scratch slot).
+//! - **One small record per neighbour.** A sweep is bound by memory latency: every jump leads
+//!   to a random node. That node's record ([`Node`], 12 bytes: chain, offset and size, 32-bit)
+//!   is all the sweep reads of it, and the sums per neighbour live in a small open-addressing
+//!   table that stays in the L1 cache, so a jump costs one cache miss where it cost several
+//!   (owner, offset, chain length, scratch slot). The records once held copies of their
+//!   chain's length and size (32 bytes), which every merge rewrote for the whole merged chain
+//!   (3.7 million records for CDSort's 237,640 merges at 1,000,000 functions); the sweep now
+//!   reads those from the neighbour chains' records, gathered once per neighbour.
 //! - **Random reads are gathered before they are used.** The records of all the neighbours
 //!   a sweep will meet are first copied in a loop whose iterations do not depend on each other,
-//!   so the processor keeps many of their cache misses in flight at once; the hashing and
-//!   summing loop then reads the copies in the same order (same sums, bit for bit). The
-//!   neighbour chains' records ([`Stat`]: size, weight, CDSort's miss term, queue count, one
-//!   cache line) are gathered the same way before the gains are computed, and the queue counts
-//!   are bumped in a loop of their own. Measured on the 1,000,000-node benchmark: the sweep's
-//!   time had been one serial cache miss per jump.
+//!   so the processor keeps many of their cache misses in flight at once; then each jump's
+//!   neighbour chain is looked up in the table, the neighbour chains' records ([`Stat`]: size,
+//!   length, weight, CDSort's miss term, queue count) are gathered the same way, and the
+//!   summing loop reads the copies in the same order as ever (same sums, bit for bit). The
+//!   queue counts are bumped in a loop of their own. Measured on the 1,000,000-node benchmark:
+//!   the sweep's time had been one serial cache miss per jump.
 //! - **Per-chain terms computed once per chain.** CDSort's gain needs each chain's expected
 //!   misses, `weight * miss_probability(density)` (a `powf`); it is kept in [`Stat::cost`],
 //!   computed when the chain forms, instead of twice per pair evaluated (92 million pairs at
@@ -92,6 +95,10 @@ use std::cmp::{Ordering, Reverse};
 /// sums never causes a merge.
 pub(crate) const EPS: f64 = 1e-9;
 
+/// Garbage the chains' node pool may hold beyond twice the number of nodes before it is
+/// compacted ([`Chains::compact`]); none in tests, so that tiny graphs compact too.
+const POOL_SLACK: usize = if cfg!(test) { 0 } else { 1024 };
+
 /// Smallest heap length at which stale entries are filtered out (below it, filtering costs more
 /// than the memory it frees).
 const MIN_COMPACT_LEN: usize = 1 << 16;
@@ -117,8 +124,12 @@ pub(crate) enum Scan {
 
 /// The chains of the greedy merging.
 pub(crate) struct Chains {
-    /// Nodes of each chain, in layout order; a merged-away chain is left empty.
-    pub nodes: Vec<Vec<u32>>,
+    /// Nodes of every chain, in layout order ([`Chains::members`]): chain `c`'s are
+    /// `pool[block[c].0..][..stat[c].len]`, and its block has room for `block[c].1`. One pool
+    /// instead of a vector per chain: a million small allocations, freed as chains merged,
+    /// were about 4% of the samples of CDSort's benchmark process at 1,000,000 functions.
+    pool: Vec<u32>,
+    block: Vec<(usize, u32)>,
     /// Size, weight and length of each chain (see [`Stat`]).
     pub stat: Vec<Stat>,
     /// Chain, offset and size of each node, together so that a sweep reads one cache line per
@@ -146,7 +157,7 @@ pub(crate) struct Stat {
     /// A term of the gain that depends on the chain alone (CDSort's expected cache misses),
     /// computed once when the chain forms instead of once per pair evaluated.
     pub cost: f64,
-    /// Number of nodes (`nodes[c].len()`).
+    /// Number of nodes (zero for a merged-away chain).
     len: u32,
     /// Queue entries pushed for the chain since it last changed (an entry counts for both of
     /// its chains, so stale entries are over-estimated, at most twice).
@@ -154,16 +165,24 @@ pub(crate) struct Stat {
 }
 
 /// Where a node is: its chain (slot), its start from the start of the chain, and its size as
-/// the algorithm counts it; with copies of its chain's length and size, so that a sweep learns
-/// everything it needs about a neighbour's chain from one cache line (they are rewritten for
-/// every node of a chain when it merges, which the merge walks anyway).
+/// the algorithm counts it. Positions and sizes are 32-bit, saturating at 4 GiB (a chain of
+/// more code than that is far beyond any binary; a call that far is worth nothing to ExtTSP,
+/// and CDSort's distance term for it is 2^-8 of its value at one byte): 12 bytes, where
+/// 64-bit fields and copies
+/// of the chain's length and size took 32. The sweeps read one such record per call at
+/// random; at 1,000,000 functions the records take 12 MiB instead of 32, and more of them
+/// stay in the cache; and a merge rewrites only the records of the nodes that move or change
+/// chain, not those of the whole merged chain.
 #[derive(Debug, Clone, Copy)]
 struct Node {
     owner: u32,
-    chain_len: u32,
-    offset: u64,
-    size: u64,
-    chain_size: u64,
+    offset: u32,
+    size: u32,
+}
+
+/// `v` as a node position or size ([`Node`]), saturating.
+fn narrow(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
 }
 
 /// One jump as seen from one of its endpoints.
@@ -245,7 +264,8 @@ impl Chains {
             }
         }
         Chains {
-            nodes: (0..n as u32).map(|v| vec![v]).collect(),
+            pool: (0..n as u32).collect(),
+            block: (0..n).map(|v| (v, 1)).collect(),
             stat: (0..n)
                 .map(|v| Stat {
                     size: node_size[v],
@@ -258,10 +278,8 @@ impl Chains {
             node: (0..n)
                 .map(|v| Node {
                     owner: v as u32,
-                    chain_len: 1,
                     offset: 0,
-                    size: node_size[v],
-                    chain_size: node_size[v],
+                    size: narrow(node_size[v]),
                 })
                 .collect(),
             adj_start,
@@ -270,88 +288,122 @@ impl Chains {
         }
     }
 
-    /// Makes each of `paths` (disjoint, two nodes or more, in layout order) one chain, kept in
-    /// the slot of its smallest node, as if the greedy loop had merged them; the loop then
-    /// starts from these chains (the large-graph gate, [`crate::large`]).
-    pub fn pre_merge(&mut self, paths: &[Vec<u32>]) {
-        for path in paths {
-            let slot = *path.iter().min().expect("paths are not empty");
-            let (mut size, mut weight) = (0u64, 0.0f64);
-            for &v in path {
-                let vi = v as usize;
-                self.node[vi].offset = size;
-                size = size.saturating_add(self.node[vi].size);
-                weight += self.stat[vi].weight;
-                self.nodes[vi].clear();
-                self.stat[vi].len = 0;
-            }
-            let len = path.len() as u32;
-            for &v in path {
-                let node = &mut self.node[v as usize];
-                node.owner = slot;
-                node.chain_len = len;
-                node.chain_size = size;
-            }
-            let stat = &mut self.stat[slot as usize];
-            (stat.size, stat.weight, stat.len) = (size, weight, len);
-            self.nodes[slot as usize] = path.clone();
+    /// Makes `path` (two nodes or more, in layout order, disjoint from earlier paths) one
+    /// chain, kept in the slot of its smallest node, as if the greedy loop had merged it; the
+    /// loop then starts from these chains (the large-graph gate, [`crate::large`]).
+    pub fn pre_merge(&mut self, path: &[u32]) {
+        let slot = *path.iter().min().expect("paths are not empty");
+        let (mut size, mut weight) = (0u64, 0.0f64);
+        for &v in path {
+            let vi = v as usize;
+            self.node[vi].offset = narrow(size);
+            size = size.saturating_add(u64::from(self.node[vi].size));
+            weight += self.stat[vi].weight;
+            self.stat[vi].len = 0;
+            self.block[vi] = (0, 0);
         }
+        let len = path.len() as u32;
+        for &v in path {
+            self.node[v as usize].owner = slot;
+        }
+        let stat = &mut self.stat[slot as usize];
+        (stat.size, stat.weight, stat.len) = (size, weight, len);
+        self.block[slot as usize] = (self.pool.len(), len);
+        self.pool.extend_from_slice(path);
+    }
+
+    /// Number of chain slots (one per node).
+    pub fn slots(&self) -> usize {
+        self.block.len()
+    }
+
+    /// The nodes of chain `c`, in layout order; empty for a merged-away chain.
+    pub fn members(&self, c: u32) -> &[u32] {
+        let (at, _) = self.block[c as usize];
+        &self.pool[at..at + self.stat[c as usize].len as usize]
     }
 
     /// Merges chain `y` into chain `x` (`x < y`) in the order `merge` says.
     fn merge(&mut self, x: u32, y: u32, merge: MergeType, now: u32) {
         let (xi, yi) = (x as usize, y as usize);
-        let ynodes = std::mem::take(&mut self.nodes[yi]);
         let (sx, sy) = (self.stat[xi].size, self.stat[yi].size);
-        match merge {
-            MergeType::XY => {
-                for &v in &ynodes {
-                    let o = &mut self.node[v as usize].offset;
-                    *o = o.saturating_add(sx);
-                }
-                self.nodes[xi].extend_from_slice(&ynodes);
-            }
-            MergeType::YX => {
-                for &v in &self.nodes[xi] {
-                    let o = &mut self.node[v as usize].offset;
-                    *o = o.saturating_add(sy);
-                }
-                let xnodes = std::mem::replace(&mut self.nodes[xi], ynodes);
-                self.nodes[xi].extend_from_slice(&xnodes);
-            }
-        }
-        let (len, size) = (self.nodes[xi].len() as u32, sx.saturating_add(sy));
-        self.stat[yi].len = 0;
-        self.stat[xi].len = len;
-        self.stat[xi].size = size;
-        for &v in &self.nodes[xi] {
-            let node = &mut self.node[v as usize];
+        let (lx, ly) = (self.stat[xi].len as usize, self.stat[yi].len as usize);
+        let ((ax, cap), (ay, _)) = (self.block[xi], self.block[yi]);
+        // `y`'s nodes join `x`; the offsets of the second chain's nodes move by the first
+        // chain's size. Nothing else changes in the nodes' records.
+        for i in ay..ay + ly {
+            let node = &mut self.node[self.pool[i] as usize];
             node.owner = x;
-            node.chain_len = len;
-            node.chain_size = size;
+            if merge == MergeType::XY {
+                node.offset = narrow(u64::from(node.offset).saturating_add(sx));
+            }
         }
+        if merge == MergeType::YX {
+            for i in ax..ax + lx {
+                let o = &mut self.node[self.pool[i] as usize].offset;
+                *o = narrow(u64::from(*o).saturating_add(sy));
+            }
+        }
+        let len = lx + ly;
+        if merge == MergeType::XY && len <= cap as usize {
+            self.pool.copy_within(ay..ay + ly, ax + lx);
+        } else {
+            // A new block at the end of the pool, with room to grow; the old ones are garbage
+            // until the pool is compacted.
+            if self.pool.len() > 2 * self.block.len() + POOL_SLACK {
+                self.compact();
+            }
+            let ((ax, _), (ay, _)) = (self.block[xi], self.block[yi]);
+            let (first, second) = match merge {
+                MergeType::XY => (ax..ax + lx, ay..ay + ly),
+                MergeType::YX => (ay..ay + ly, ax..ax + lx),
+            };
+            let at = self.pool.len();
+            let cap = len.next_power_of_two();
+            self.pool.extend_from_within(first);
+            self.pool.extend_from_within(second);
+            self.pool.resize(at + cap, NONE);
+            self.block[xi] = (at, cap as u32);
+        }
+        let size = sx.saturating_add(sy);
+        self.stat[yi].len = 0;
+        self.block[yi] = (0, 0);
+        self.stat[xi].len = len as u32;
+        self.stat[xi].size = size;
         self.stat[xi].weight += self.stat[yi].weight;
         self.changed_at[xi] = now;
         self.changed_at[yi] = now;
     }
 
+    /// Rewrites the pool with each live chain's nodes only, each block exactly full.
+    fn compact(&mut self) {
+        let mut pool = Vec::with_capacity(self.block.len());
+        for c in 0..self.block.len() as u32 {
+            let members = self.members(c);
+            let at = pool.len();
+            pool.extend_from_slice(members);
+            self.block[c as usize] = (at, members.len() as u32);
+        }
+        self.pool = pool;
+    }
+
     /// The nodes of chain `x` that [`Scan`] says can contribute to a gain.
     fn scanned(&self, x: u32, scan: Scan) -> impl Iterator<Item = u32> + '_ {
-        let nodes = &self.nodes[x as usize];
+        let nodes = self.members(x);
         let (front, back) = match scan {
             Scan::All => (nodes.len(), nodes.len()),
             Scan::Boundary(d) => {
                 let size = self.stat[x as usize].size;
                 let front = nodes
                     .iter()
-                    .take_while(|&&v| self.node[v as usize].offset <= d)
+                    .take_while(|&&v| u64::from(self.node[v as usize].offset) <= d)
                     .count();
                 let tail = nodes[front..]
                     .iter()
                     .rev()
                     .take_while(|&&v| {
                         let node = self.node[v as usize];
-                        let end = node.offset.saturating_add(node.size);
+                        let end = u64::from(node.offset) + u64::from(node.size);
                         size.saturating_sub(end) <= d
                     })
                     .count();
@@ -425,15 +477,20 @@ fn kept_jumps(n: usize, edges: &[EdgeCount], max_jumps: usize) -> Vec<bool> {
 struct Scratch {
     /// Slot of each table entry, [`NONE`] when free.
     keys: Vec<u32>,
-    sums: Vec<Sums>,
-    /// Neighbours met in this sweep, with their table index.
+    /// Position in `touched` of each table entry's neighbour.
+    pos: Vec<u32>,
+    /// Neighbours met in this sweep, in the order first met, with their table index.
     touched: Vec<(u32, usize)>,
+    /// The sums of each neighbour met, in `touched` order.
+    sums: Vec<Sums>,
     /// The records of the neighbours met, in `touched` order (gathered, see `evaluate`).
     stats: Vec<Stat>,
     /// The nodes of the chain being swept.
     swept: Vec<u32>,
     /// The records of the other endpoints of their jumps, in sweep order (see `evaluate`).
     others: Vec<Node>,
+    /// For each of those jumps, its neighbour's position in `touched`, [`NONE`] when skipped.
+    at: Vec<u32>,
 }
 
 /// One neighbour's sums of jump values as `X+Y` and as `Y+X`.
@@ -444,8 +501,8 @@ struct Sums {
 }
 
 impl Scratch {
-    /// The sums of neighbour `z`, inserted as zero when first met.
-    fn slot(&mut self, z: u32) -> &mut Sums {
+    /// The position of neighbour `z` in `touched`, inserted with zero sums when first met.
+    fn position(&mut self, z: u32) -> u32 {
         if 2 * (self.touched.len() + 1) > self.keys.len() {
             self.grow();
         }
@@ -453,31 +510,31 @@ impl Scratch {
         let mut i = (z.wrapping_mul(0x9E37_79B1) as usize) & mask;
         loop {
             if self.keys[i] == z {
-                return &mut self.sums[i];
+                return self.pos[i];
             }
             if self.keys[i] == NONE {
-                self.keys[i] = z;
-                self.sums[i] = Sums::default();
+                let p = self.touched.len() as u32;
+                (self.keys[i], self.pos[i]) = (z, p);
                 self.touched.push((z, i));
-                return &mut self.sums[i];
+                self.sums.push(Sums::default());
+                return p;
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Doubles the table, keeping the entries and their order in `touched`.
+    /// Doubles the table, keeping the entries and their positions in `touched`.
     fn grow(&mut self) {
-        let old: Vec<(u32, Sums)> = self
-            .touched
-            .iter()
-            .map(|&(z, i)| (z, self.sums[i]))
-            .collect();
         let cap = (self.keys.len() * 2).max(64);
         self.keys = vec![NONE; cap];
-        self.sums = vec![Sums::default(); cap];
-        self.touched.clear();
-        for (z, sums) in old {
-            *self.slot(z) = sums;
+        self.pos = vec![0; cap];
+        let mask = cap - 1;
+        for (p, (z, at)) in self.touched.iter_mut().enumerate() {
+            let mut i = (z.wrapping_mul(0x9E37_79B1) as usize) & mask;
+            while self.keys[i] != NONE {
+                i = (i + 1) & mask;
+            }
+            (self.keys[i], self.pos[i], *at) = (*z, p as u32, i);
         }
     }
 
@@ -487,6 +544,7 @@ impl Scratch {
             self.keys[i] = NONE;
         }
         self.touched.clear();
+        self.sums.clear();
     }
 }
 
@@ -496,7 +554,7 @@ impl Scratch {
 /// the concatenation being evaluated, its caller starts at `caller_start` and its callee at
 /// `callee_start`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed values of all jumps
 /// between chains `x < y` into the merge gain and the concatenation to use; `cost(weight,
-/// size)` is the per-chain term it may read from [`Chains::cost`] (zero when unused).
+/// size)` is the per-chain term it may read from [`Stat::cost`] (zero when unused).
 pub(crate) fn greedy_merge<V, G, C>(
     chains: &mut Chains,
     max_nodes: usize,
@@ -509,14 +567,16 @@ pub(crate) fn greedy_merge<V, G, C>(
     G: Fn(&Stat, &Stat, f64, f64) -> (f64, MergeType),
     C: Fn(f64, u64) -> f64,
 {
-    let n = chains.nodes.len();
+    let n = chains.slots();
     for c in &mut chains.stat {
         c.cost = cost(c.weight, c.size);
     }
     let mut s = Scratch {
         keys: vec![NONE; 64],
-        sums: vec![Sums::default(); 64],
+        pos: vec![0; 64],
         touched: Vec::new(),
+        sums: Vec::new(),
+        at: Vec::new(),
         stats: Vec::new(),
         swept: Vec::new(),
         others: Vec::new(),
@@ -544,48 +604,58 @@ pub(crate) fn greedy_merge<V, G, C>(
             s.others
                 .extend(jumps_of(v).iter().map(|j| chains.node[j.other as usize]));
         }
-        let mut others = std::mem::take(&mut s.others);
+        // Each jump's neighbour chain, then the neighbours' records (their sizes place their
+        // nodes in `Y+X`), gathered as the nodes' records above, then the sums, in the same
+        // order as ever. The chain's size used to be copied into every node's record, which
+        // each merge then rewrote for every node of the merged chain.
+        s.at.clear();
+        for k in 0..s.others.len() {
+            let z = s.others[k].owner;
+            let p = if z == x || (only_larger && z < x) {
+                NONE
+            } else {
+                s.position(z)
+            };
+            s.at.push(p);
+        }
+        s.stats.clear();
+        s.stats
+            .extend(s.touched.iter().map(|&(z, _)| chains.stat[z as usize]));
         let mut k = 0;
-        for i in 0..s.swept.len() {
-            let v = s.swept[i];
+        for &v in &s.swept {
             let nv = chains.node[v as usize];
             for j in jumps_of(v) {
-                let no = others[k];
+                let (p, no) = (s.at[k], s.others[k]);
                 k += 1;
+                if p == NONE {
+                    continue;
+                }
                 let z = no.owner;
-                if z == x || (only_larger && z < x) {
-                    continue;
-                }
-                if len_x + no.chain_len as usize > max_nodes {
-                    continue;
-                }
+                // Chains too long to merge with `x` are summed too, and left out when queueing.
                 // Shifts of x's and z's nodes as `X+Y` and as `Y+X`, `X` the smaller slot.
+                let z_size = s.stats[p as usize].size;
                 let (xy, yx) = if x < z {
-                    ((0, size_x), (no.chain_size, 0))
+                    ((0, size_x), (z_size, 0))
                 } else {
-                    ((no.chain_size, 0), (0, size_x))
+                    ((z_size, 0), (0, size_x))
                 };
-                let slot = s.slot(z);
-                for ((shift_x, shift_z), total) in [(xy, &mut slot.xy), (yx, &mut slot.yx)] {
-                    let pv = nv.offset.saturating_add(shift_x);
-                    let po = no.offset.saturating_add(shift_z);
+                let sums = &mut s.sums[p as usize];
+                for ((shift_x, shift_z), total) in [(xy, &mut sums.xy), (yx, &mut sums.yx)] {
+                    let pv = u64::from(nv.offset).saturating_add(shift_x);
+                    let po = u64::from(no.offset).saturating_add(shift_z);
                     *total += if j.out {
-                        value(pv, nv.size, po, j.count)
+                        value(pv, u64::from(nv.size), po, j.count)
                     } else {
-                        value(po, no.size, pv, j.count)
+                        value(po, u64::from(no.size), pv, j.count)
                     };
                 }
             }
         }
-        others.clear();
-        s.others = others;
-        // Gathered as the records above, for the same reason.
-        s.stats.clear();
-        s.stats
-            .extend(s.touched.iter().map(|&(z, _)| chains.stat[z as usize]));
         let first = queue.len();
-        for (&(z, i), other) in s.touched.iter().zip(&s.stats) {
-            let slot = s.sums[i];
+        for ((&(z, _), other), &slot) in s.touched.iter().zip(&s.stats).zip(&s.sums) {
+            if len_x + other.len as usize > max_nodes {
+                continue;
+            }
             let (a, b) = (x.min(z), x.max(z));
             let (sa, sb) = if x < z {
                 (&this, other)
@@ -759,14 +829,14 @@ pub(crate) fn concat_chains<K>(
     key: impl Fn(u32) -> K,
     denser: impl Fn(&K, &K) -> Ordering,
 ) -> Vec<u32> {
-    let mut live: Vec<(u32, K)> = (0..chains.nodes.len() as u32)
-        .filter(|&c| seen[c as usize] && !chains.nodes[c as usize].is_empty())
+    let mut live: Vec<(u32, K)> = (0..chains.slots() as u32)
+        .filter(|&c| seen[c as usize] && !chains.members(c).is_empty())
         .map(|c| (c, key(c)))
         .collect();
     live.sort_by(|a, b| denser(&a.1, &b.1).then(a.0.cmp(&b.0)));
     let mut layout: Vec<u32> = Vec::with_capacity(seen.len());
     for (c, _) in live {
-        layout.extend_from_slice(&chains.nodes[c as usize]);
+        layout.extend_from_slice(chains.members(c));
     }
     append_unseen(&mut layout, seen);
     layout
@@ -825,5 +895,34 @@ mod tests {
         );
         let ties = [e(0, 1, 4), e(0, 2, 4), e(0, 3, 4)];
         assert_eq!(kept_jumps(4, &ties, 2), vec![true, true, false]);
+    }
+
+    // Merges keep each chain's nodes in order in the pool, whether the second chain is
+    // appended in place, copied with the first into a new block, or moved by a compaction
+    // (the pool has no slack in tests), and keep every node's chain and offset: 1+2 as `Y+X`
+    // gives [2, 1]; a path [3, 4] is pre-merged; 0+1 as `X+Y` gives [0, 2, 1] in a new block
+    // with room for four, where 0+5 appends 5 in place; 0+3 as `Y+X` gives [3, 4, 0, 2, 1, 5].
+    #[test]
+    fn merges_keep_members_and_offsets() {
+        let sizes = vec![10, 20, 30, 40, 50, 60];
+        let mut c = Chains::new(sizes.clone(), vec![1.0; 6], &[], 4);
+        c.merge(1, 2, MergeType::YX, 1);
+        assert_eq!(c.members(1), &[2, 1]);
+        c.pre_merge(&[3, 4]);
+        c.merge(0, 1, MergeType::XY, 2);
+        assert_eq!((c.members(0), c.members(1)), (&[0, 2, 1][..], &[][..]));
+        let block = c.block[0];
+        c.merge(0, 5, MergeType::XY, 3);
+        assert_eq!((c.members(0), c.block[0]), (&[0, 2, 1, 5][..], block));
+        c.merge(0, 3, MergeType::YX, 4);
+        assert_eq!(c.members(0), &[3, 4, 0, 2, 1, 5]);
+        assert!((1..6).all(|v| c.members(v).is_empty()));
+        let mut at = 0;
+        for &v in c.members(0) {
+            let node = c.node[v as usize];
+            assert_eq!((node.owner, u64::from(node.offset)), (0, at));
+            at += sizes[v as usize];
+        }
+        assert_eq!((c.stat[0].size, c.stat[0].len), (210, 6));
     }
 }

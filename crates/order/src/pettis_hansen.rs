@@ -124,8 +124,8 @@ pub fn pettis_hansen_layout_gated(
 ) -> Result<Vec<u32>, Error> {
     let n = check_graph(sizes, counts, edges)?;
     let seen = seen_nodes(counts, edges);
-    if let Some(calls) = large.sparsify(n, edges) {
-        return Ok(large_layout(sizes, counts, &seen, &calls, large));
+    if let Some(kept) = large.sparsify(n, edges) {
+        return Ok(large_layout(sizes, counts, &seen, &kept.heaviest, large));
     }
 
     // Undirected node-pair weights, summed over both directions and duplicates.
@@ -246,11 +246,11 @@ fn large_layout(
     sizes: &[u64],
     counts: &[u64],
     seen: &[bool],
-    calls: &[EdgeCount],
+    heaviest: &[(u32, u32)],
     large: &LargeGraph,
 ) -> Vec<u32> {
     let n = counts.len();
-    let paths = crate::large::call_paths(n, calls, large.path_len, false);
+    let paths = crate::large::call_paths(n, heaviest, large.path_len, false);
     let mut in_path = vec![false; n];
     // (weight, size, id, path index or NONE for a single node); id = smallest node.
     let mut chains: Vec<(u64, u64, u32, u32)> = Vec::new();
