@@ -18,7 +18,7 @@
 //! is the same bytes on every run.
 
 use crate::fsio;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use sediment_order::{
     ext_tsp_score, fill_order, order_graph, page_locality_score, startup_pages, weight_footprint,
     Algorithm, CallGraph, ExtTspParams, FillParams, PAGE_SIZE,
@@ -62,8 +62,22 @@ pub struct Args {
     /// valgrind lackey run of this binary (the one the profile was recorded on, built with
     /// `-ffunction-sections`), with the workload's arguments after `--`: predicted iTLB and I1
     /// misses and pages/lines, with no relink (`sediment sim --order`).
-    #[arg(long, value_name = "BIN", requires = "compare")]
+    #[arg(long, value_name = "BIN")]
     pub simulate: Option<PathBuf>,
+    /// Sediment's own, simulation-guided: replay every algorithm's order on one lackey run of
+    /// `--simulate BIN -- ARGS`, start from the one closest to the best published value of
+    /// every metric, and keep the reorderings the simulator says improve it
+    /// (`docs/algorithms.md`, "refine"). Writes the refined order to `-o`; the search's
+    /// table goes to stderr.
+    #[arg(long, requires_all = ["simulate", "output"])]
+    pub refine: bool,
+    /// With `--refine`: most layouts replayed (each costs one replay of the kept run).
+    #[arg(long, value_name = "N", default_value_t = sediment_sim::RefineParams::default().budget)]
+    pub refine_budget: usize,
+    /// With `--refine`: most fetches of the run kept for replay (16 bytes each); longer runs
+    /// are sampled in whole windows.
+    #[arg(long, value_name = "N", default_value_t = sediment_sim::record::DEFAULT_MAX_EVENTS)]
+    pub refine_events: usize,
     /// The workload's arguments for `--simulate` (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<std::ffi::OsString>,
@@ -102,6 +116,23 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
     }
+    if args.simulate.is_some() && !args.compare && !args.refine {
+        bail!("--simulate needs --compare or --refine");
+    }
+    if args.refine {
+        if args.fill_from.is_some() {
+            bail!("--refine orders the functions the run executes; --fill-from cannot follow it");
+        }
+        let (binary, output) = match (&args.simulate, &args.output) {
+            (Some(b), Some(o)) => (b, o),
+            _ => bail!("--refine needs --simulate BIN and -o ORDER"),
+        };
+        let order = refine(&profile, &graph, binary, &args)?;
+        fsio::write_atomic(output, order.to_text().as_bytes())?;
+        if !args.compare {
+            return Ok(());
+        }
+    }
     if args.compare {
         let table = compare_table(&graph, args.algorithm)
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
@@ -111,7 +142,7 @@ pub fn run(args: Args) -> Result<()> {
             write_stdout(table.as_bytes())?;
         }
     }
-    if let Some(output) = &args.output {
+    if let Some(output) = args.output.as_ref().filter(|_| !args.refine) {
         let mut order = order_graph(&profile, &graph, args.algorithm)
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
         if let Some(path) = &args.fill_from {
@@ -163,6 +194,158 @@ fn simulate_table(
         binary.display(),
         crate::cmd::sim::format_table(&columns, None)
     ))
+}
+
+/// Algorithms that are Sediment's own, not published: `--refine` takes its targets from the
+/// others.
+const OWN_ALGORITHMS: [&str; 2] = ["tiered", "paged"];
+
+/// `--refine`: every algorithm's order as a candidate, one recorded lackey run, the search of
+/// [`sediment_sim::refine`]; returns the refined order and prints the search's table on stderr.
+fn refine(
+    profile: &sediment_profile::Profile,
+    graph: &CallGraph,
+    binary: &std::path::Path,
+    args: &Args,
+) -> Result<FunctionOrder> {
+    use std::collections::HashMap;
+    let mut orders = Vec::new();
+    for name in Algorithm::NAMES {
+        let order = order_graph(profile, graph, Algorithm::from_name(name)?)
+            .with_context(|| format!("{}: cannot order", args.profile.display()))?;
+        orders.push((name, order));
+    }
+    let plan = crate::cmd::sim::Plan {
+        record: Some(args.refine_events),
+        ..crate::cmd::sim::Plan::as_linked()
+    };
+    let (linked, recorded) =
+        crate::cmd::sim::record(binary, &args.args, &"valgrind".into(), &plan)?;
+    let rec = &recorded.recording;
+    let mut units_of: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (u, name) in recorded.names.iter().enumerate() {
+        units_of
+            .entry(name.as_str())
+            .or_default()
+            .push(u32::try_from(u)?);
+    }
+    // Items: the names the orders list that the binary defines, first listed first.
+    let mut item_of: HashMap<&str, u32> = HashMap::new();
+    let mut items: Vec<Vec<u32>> = Vec::new();
+    let mut keys = Vec::new();
+    for (_, order) in &orders {
+        for key in &order.functions {
+            let name = key.name.as_str();
+            if item_of.contains_key(name) {
+                continue;
+            }
+            if let Some(units) = units_of.get(name) {
+                item_of.insert(name, u32::try_from(items.len())?);
+                items.push(units.clone());
+                keys.push(key.clone());
+            }
+        }
+    }
+    if items.is_empty() {
+        bail!(
+            "{}: none of the profile's functions is in {} (profile of another program?)",
+            args.profile.display(),
+            binary.display()
+        );
+    }
+    let candidates: Vec<Vec<u32>> = orders
+        .iter()
+        .map(|(_, order)| {
+            let mut listed = vec![false; items.len()];
+            let mut perm = Vec::with_capacity(items.len());
+            for key in &order.functions {
+                if let Some(&i) = item_of.get(key.name.as_str()) {
+                    if !std::mem::replace(&mut listed[i as usize], true) {
+                        perm.push(i);
+                    }
+                }
+            }
+            perm.extend((0..items.len() as u32).filter(|&i| !listed[i as usize]));
+            perm
+        })
+        .collect();
+    let reference: Vec<bool> = orders
+        .iter()
+        .map(|(name, _)| !OWN_ALGORITHMS.contains(name))
+        .collect();
+    let params = sediment_sim::RefineParams {
+        budget: args.refine_budget,
+        ..Default::default()
+    };
+    let r = sediment_sim::refine(rec, &items, &candidates, &reference, &params)
+        .with_context(|| format!("refining on {}", binary.display()))?;
+    let mut table = format!(
+        "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 medians over shifts {:?}\n| layout | {} |\n|---|{}\n",
+        items.len(),
+        rec.kept(),
+        rec.offered(),
+        rec.period(),
+        r.evaluations,
+        params.shifts,
+        sediment_sim::LayoutMetrics::NAMES.join(" | "),
+        "---:|".repeat(8)
+    );
+    let row = |t: &mut String, label: &str, m: &sediment_sim::LayoutMetrics| {
+        let cells: Vec<String> = m
+            .values()
+            .iter()
+            .zip(r.targets.values())
+            .map(|(v, b)| format!("{v} ({:.3})", *v as f64 / b.max(1) as f64))
+            .collect();
+        let _ = writeln!(t, "| {label} | {} |", cells.join(" | "));
+    };
+    for ((name, _), m) in orders.iter().zip(&r.candidates) {
+        let own = if OWN_ALGORITHMS.contains(name) {
+            " (own)"
+        } else {
+            ""
+        };
+        row(&mut table, &format!("{name}{own}"), m);
+    }
+    row(&mut table, "refined", &r.metrics);
+    let _ = writeln!(
+        table,
+        "(ratios to the best published value of each metric; as linked: I1 32K {}, iTLB 64 {})",
+        linked[0][0].misses[0], linked[0][0].misses[2]
+    );
+    let cuts: Vec<String> = r
+        .tiers
+        .iter()
+        .map(|t| format!("{}.{}%", t / 10, t % 10))
+        .collect();
+    let hot = if cuts.is_empty() {
+        String::new()
+    } else {
+        format!(" in density tiers cut at {}", cuts.join(" and "))
+    };
+    let _ = writeln!(
+        table,
+        "started from {}{hot}; {} moves kept",
+        orders[r.start].0,
+        r.moves.len()
+    );
+    eprint!("{table}");
+    let mut order = FunctionOrder {
+        functions: r.order.iter().map(|&i| keys[i as usize].clone()).collect(),
+        ..Default::default()
+    };
+    order
+        .meta
+        .insert("binary".into(), profile.meta.binary.clone());
+    order.meta.insert("algorithm".into(), "refine".into());
+    order.meta.insert(
+        "parameters".into(),
+        format!(
+            "budget={} events={} shifts={:?} align={}",
+            params.budget, args.refine_events, params.shifts, params.align
+        ),
+    );
+    Ok(order)
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is a normal end.

@@ -153,6 +153,9 @@ pub struct Plan {
     pub first_order: bool,
     /// Alignment of functions placed by an order.
     pub align: u64,
+    /// Also keep the run for later replays ([`sediment_sim::Recording`]), at most this many
+    /// fetches; see [`record`].
+    pub record: Option<usize>,
 }
 
 impl Plan {
@@ -163,6 +166,7 @@ impl Plan {
             orders: Vec::new(),
             first_order: false,
             align: 16,
+            record: None,
         }
     }
 
@@ -366,6 +370,41 @@ pub fn simulate(
     plan: &Plan,
     stdin: Option<&Path>,
 ) -> Result<Layouts> {
+    Ok(run_lackey(binary, args, valgrind, plan, stdin)?.0)
+}
+
+/// A run kept for replays: the recording and the name of each of its units (functions).
+pub struct Recorded {
+    /// The run, the binary's code relative to its functions.
+    pub recording: sediment_sim::Recording,
+    /// Symbol name of each unit of the recording.
+    pub names: Vec<String>,
+}
+
+/// [`simulate`], also keeping the run ([`Plan::record`], or the default cap when unset).
+pub fn record(
+    binary: &Path,
+    args: &[OsString],
+    valgrind: &OsString,
+    plan: &Plan,
+) -> Result<(Layouts, Recorded)> {
+    let mut plan = plan.clone();
+    plan.record = plan
+        .record
+        .or(Some(sediment_sim::record::DEFAULT_MAX_EVENTS));
+    match run_lackey(binary, args, valgrind, &plan, None)? {
+        (layouts, Some(r)) => Ok((layouts, r)),
+        (_, None) => bail!("{}: the trace has no instruction", binary.display()),
+    }
+}
+
+fn run_lackey(
+    binary: &Path,
+    args: &[OsString],
+    valgrind: &OsString,
+    plan: &Plan,
+    stdin: Option<&Path>,
+) -> Result<(Layouts, Option<Recorded>)> {
     let canon = std::fs::canonicalize(binary)
         .with_context(|| format!("{}: no such executable file", binary.display()))?;
     let data = crate::fsio::read_bytes(&canon)?;
@@ -380,13 +419,15 @@ pub fn simulate(
     if exec_segments.is_empty() {
         bail!("{}: no executable PT_LOAD segment", binary.display());
     }
+    let units = Units::of(&elf, &exec_segments);
     let relayouts = plan
         .orders
         .iter()
-        .map(|(label, order)| {
-            Units::of(&elf, &exec_segments).place(order, plan.align, &canon, label)
-        })
+        .map(|(label, order)| units.place(order, plan.align, &canon, label))
         .collect::<Result<Vec<_>>>()?;
+    let to_record = plan
+        .record
+        .map(|max| (units.start.as_slice(), units.size.as_slice(), max));
     let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
     let out_file = tmp.path().join("stdout");
     let err_file = tmp.path().join("stderr");
@@ -425,7 +466,15 @@ pub fn simulate(
     let Some(pipe) = child.stdout.take() else {
         bail!("{}: no pipe to valgrind", binary.display());
     };
-    let replayed = replay(pipe, pid, &canon, &exec_segments, &plan.shifts, &relayouts);
+    let replayed = replay(
+        pipe,
+        pid,
+        &canon,
+        &exec_segments,
+        &plan.shifts,
+        &relayouts,
+        to_record,
+    );
     if replayed.is_err() {
         // Stop a run whose trace we no longer read; it would block on the full pipe.
         let _ = child.kill();
@@ -442,7 +491,7 @@ pub fn simulate(
             .unwrap_or("")
             .to_string()
     };
-    let capture = match replayed {
+    let mut capture = match replayed {
         Ok(c) => c,
         Err(e) => {
             let tail = stderr_tail();
@@ -500,7 +549,15 @@ pub fn simulate(
             linked.first_executed = first_functions(&elf, &exec_segments, &capture);
         }
     }
-    Ok(out)
+    let recorded = capture.take_recording().map(|recording| Recorded {
+        recording,
+        names: units
+            .index
+            .iter()
+            .map(|&i| elf.functions[i].key.name.clone())
+            .collect(),
+    });
+    Ok((out, recorded))
 }
 
 /// The binary's functions in the order their code first ran: each first-executed range of the
@@ -659,6 +716,7 @@ fn replay(
     segments: &[sediment_elf::Segment],
     shifts: &[u64],
     relayouts: &[Placement],
+    to_record: Option<(&[u64], &[u64], usize)>,
 ) -> Result<Capture> {
     let mut capture = Capture::new(new_arrays()?);
     let mut reader = BufReader::with_capacity(1 << 20, pipe);
@@ -686,6 +744,12 @@ fn replay(
         // Run-time minus link-time address of the code (the PIE load bias; 0 otherwise).
         let link_start = segments.iter().map(|g| g.vaddr).min().unwrap_or(0);
         let bias = s.wrapping_sub(link_start);
+        if let Some((starts, sizes, max)) = to_record {
+            let run: Vec<u64> = starts.iter().map(|a| a.wrapping_add(bias)).collect();
+            let r = sediment_sim::Recording::new(run, sizes.to_vec(), max)
+                .with_context(|| format!("{}: recording the run", canon.display()))?;
+            capture.set_recording(r);
+        }
         for &d in shifts.iter().skip(1) {
             capture.add_view(TextMap::Shift(d), new_arrays()?);
         }

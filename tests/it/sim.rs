@@ -482,3 +482,84 @@ int main(int argc, char **argv) {
         "every layout runs the same instructions: {row}"
     );
 }
+
+// `order --refine`: every algorithm's order replayed on one recorded lackey run, the best
+// refined by the simulator. Hot functions are defined between large cold ones, so the linked
+// layout spreads them over pages; the refined order must list every function the profile saw,
+// be the same bytes on a second run, and be no worse on its cost (the largest ratio of a
+// metric to the best published value) than the best candidate.
+#[test]
+fn order_refine_is_no_worse_than_its_best_candidate() {
+    assert!(have_tool("gcc") && have_tool("valgrind"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut src = String::from("#include <stdio.h>\n");
+    for i in 0..6 {
+        src.push_str(&format!(
+            "__attribute__((noinline)) int cold{i}(int x) {{ if (x > 1000000) {{ __asm__ volatile(\".skip 3000, 0x90\"); }} return x ^ {i}; }}\n\
+             __attribute__((noinline)) int hot{i}(int x) {{ return (x * {m}) ^ (x >> 3); }}\n",
+            m = 2 * i + 3
+        ));
+    }
+    src.push_str(
+        "int main(void) {\n    int s = 0;\n    for (int i = 0; i < 6; i++) s += cold0(i) + cold1(i) + cold2(i) + cold3(i) + cold4(i) + cold5(i);\n    for (int i = 0; i < 20000; i++) s = hot0(s) + hot1(i) + hot2(s) + hot3(i) + hot4(s) + hot5(i);\n    printf(\"%d\\n\", s);\n    return 0;\n}\n",
+    );
+    std::fs::write(d.join("r.c"), src).unwrap();
+    run(d, "gcc", &["-O1", "-ffunction-sections", "-o", "r", "r.c"]);
+    crate::common::record_callgrind(d, "r.sprof", "./r");
+    let refine = |out: &str| {
+        sediment(
+            d,
+            &[
+                "order",
+                "-p",
+                "r.sprof",
+                "--refine",
+                "--refine-budget",
+                "30",
+                "--simulate",
+                "./r",
+                "-o",
+                out,
+            ],
+        )
+    };
+    let first = refine("a.order");
+    let log = String::from_utf8_lossy(&first.stderr).to_string();
+    assert!(first.status.success(), "{log}");
+    let text = std::fs::read_to_string(d.join("a.order")).unwrap();
+    let order = sediment_profile::FunctionOrder::from_text(&text).unwrap();
+    for i in 0..6 {
+        assert!(
+            order.functions.iter().any(|k| k.name == format!("hot{i}")),
+            "hot{i} missing: {text}"
+        );
+    }
+    // The worst ratio of each row (cells "value (ratio)").
+    let worst = |label: &str| -> f64 {
+        let line = log
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label}")))
+            .unwrap_or_else(|| panic!("no row {label}: {log}"));
+        line.split('(')
+            .skip(1)
+            .filter_map(|c| c.split(')').next()?.parse::<f64>().ok())
+            .fold(0.0, f64::max)
+    };
+    let best_candidate = sediment_order::Algorithm::NAMES
+        .iter()
+        .map(|n| worst(n))
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        worst("refined") <= best_candidate,
+        "refined {} vs best candidate {best_candidate}: {log}",
+        worst("refined")
+    );
+    assert!(refine("b.order").status.success());
+    assert_eq!(std::fs::read(d.join("b.order")).unwrap(), text.as_bytes());
+
+    // Without a binary to simulate there is nothing to refine on, and no file is written.
+    let bad = sediment(d, &["order", "-p", "r.sprof", "--refine", "-o", "c.order"]);
+    assert!(!bad.status.success());
+    assert!(!d.join("c.order").exists());
+}

@@ -64,7 +64,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Read};
 
-use crate::{Error, ExecProfile, ExecRange, SetAssocLru};
+use crate::{Error, ExecProfile, ExecRange, Recording, SetAssocLru};
 
 /// Longest accepted line in bytes, without its newline. Lackey's lines are under 40 bytes;
 /// valgrind messages can carry a path.
@@ -195,6 +195,8 @@ pub struct Capture {
     /// Start of each distinct range of `ranges`, in the order it first executed.
     first_seen: Vec<u64>,
     messages: Vec<String>,
+    /// Keeps the stream for later replays, see [`Capture::set_recording`].
+    recording: Option<Recording>,
     /// Lines read so far over all calls to [`Capture::replay`].
     line: u64,
     buf: Vec<u8>,
@@ -215,6 +217,7 @@ impl Capture {
             ranges: HashMap::new(),
             first_seen: Vec::new(),
             messages: Vec::new(),
+            recording: None,
             line: 0,
             buf: Vec::with_capacity(64),
         }
@@ -236,6 +239,17 @@ impl Capture {
     /// The main object's code range `[start, end)`, once [`Capture::set_text`] set it.
     pub fn text(&self) -> Option<(u64, u64)> {
         self.text
+    }
+
+    /// Also keeps every fetch flushed from now on in `recording` (bounded, see
+    /// [`crate::record`]); take it back with [`Capture::take_recording`].
+    pub fn set_recording(&mut self, recording: Recording) {
+        self.recording = Some(recording);
+    }
+
+    /// The recording set by [`Capture::set_recording`], once.
+    pub fn take_recording(&mut self) -> Option<Recording> {
+        self.recording.take()
     }
 
     /// The arrays, in the order given to [`Capture::new`].
@@ -395,6 +409,9 @@ impl Capture {
             return;
         };
         self.fetches += 1;
+        if let Some(r) = &mut self.recording {
+            r.push(start, end);
+        }
         for a in &mut self.arrays {
             a.fetch(start, end - start);
         }
@@ -695,6 +712,39 @@ mod tests {
             // Ranges straddling the text start split into two pieces in the moved view, so
             // only the misses (not the accesses) must agree there.
             proptest::prop_assert_eq!(c.view_arrays(period)[0].stats().misses, base.misses);
+        }
+
+        // A recording replayed at the layout it was recorded in, and at a relayout, gives the
+        // misses and footprint of the capture's own arrays and views: what `refine` evaluates
+        // is what `sim --order` measures.
+        #[test]
+        fn recording_replays_like_the_views(
+            trace in proptest::collection::vec((0u64..0x800, 1u64..16), 1..300)) {
+            let cfg = CacheConfig { size: 512, ways: 2, line: 64 };
+            let mut c = Capture::new(vec![cfg.build().unwrap()]);
+            c.set_text(0x1000, 0x1400).unwrap();
+            let starts = [0x1000, 0x1100, 0x1200];
+            let sizes = [0x100, 0x100, 0x200];
+            let moved = [0x1300, 0x1200, 0x1000];
+            let r = Relayout::new(&starts, &sizes, &moved).unwrap();
+            let view = c.add_view(TextMap::Relayout(r), vec![cfg.build().unwrap()]);
+            c.set_recording(Recording::new(starts.to_vec(), sizes.to_vec(), 1 << 20).unwrap());
+            let text: String = trace
+                .iter()
+                .map(|(off, len)| format!("I  {:x},{len}\n", 0xe00 + off))
+                .collect();
+            c.replay(text.as_bytes()).unwrap();
+            c.finish();
+            let rec = c.take_recording().unwrap();
+            for (layout, arrays, profile) in [
+                (&starts, c.arrays(), c.exec_profile().unwrap()),
+                (&moved, c.view_arrays(view), c.view_profile(view).unwrap()),
+            ] {
+                let mut sets = vec![vec![cfg.build().unwrap()]];
+                rec.replay(layout, &[0], &mut sets).unwrap();
+                proptest::prop_assert_eq!(sets[0][0].stats().misses, arrays[0].stats().misses);
+                proptest::prop_assert_eq!(rec.exec_profile(layout).unwrap(), profile);
+            }
         }
     }
 }

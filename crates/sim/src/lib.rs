@@ -22,6 +22,8 @@
 //! - [`trace`]: a small line-oriented trace format and its streaming reader over any
 //!   [`std::io::BufRead`].
 //! - [`Machine`]: an L1i and an iTLB fed together.
+//! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
+//!   relative to its functions, replayable under any order; [`refine`] searches orders on it.
 //! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
 //!   and into further sets of arrays that see the main binary's code moved: shifted by a
 //!   constant (the layout a pad would give) or relaid out by a proposed function order
@@ -48,6 +50,8 @@ pub mod footprint;
 pub mod layout;
 pub mod lru;
 mod machine;
+pub mod record;
+pub mod refine;
 pub mod trace;
 
 pub use capture::{Capture, Relayout, TextMap};
@@ -55,6 +59,8 @@ pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
 pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
+pub use record::Recording;
+pub use refine::{refine, LayoutMetrics, RefineParams, Refined};
 pub use trace::{TraceEvent, TraceReader};
 
 /// Errors of this crate. Trace errors carry the 1-based line number of the offending line;
