@@ -318,8 +318,9 @@ fn gated_layout(
 /// benchmark's nodes, like a symbol-sorted profile's, are hot and cold in no order. Named
 /// this way a path's nodes, swept and rewritten together, are adjacent, and the hot chains,
 /// which most calls lead to, share a few cache lines at the front of each array. On the
-/// 1,000,000-function benchmark graph the first evaluation of all pairs went from 0.40 to
-/// 0.19 s (`docs/algorithms.md`, "Scale", third round).
+/// 1,000,000-function benchmark graph the first evaluation of all pairs went from 0.40-0.46
+/// to 0.18-0.20 s of wall time, and CDSort from 2.10-2.47 to 1.78-1.90 s of CPU in quiet
+/// runs (`docs/algorithms.md`, "Scale", third round).
 fn gated_names(
     node_size: &[u64],
     weight: &[f64],
