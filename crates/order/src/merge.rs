@@ -234,17 +234,31 @@ impl Chains {
         edges: &[EdgeCount],
         max_jumps: usize,
     ) -> Chains {
+        Chains::renamed(node_size, weight, edges, max_jumps, |v| v)
+    }
+
+    /// [`Chains::new`] on `edges` with each endpoint `v` renamed `rename(v)` (a bijection of
+    /// the nodes; `node_size` and `weight` are indexed by the new names): the same chains as
+    /// renaming the edges first and calling [`Chains::new`], without a renamed copy of them.
+    /// Which jumps a hub keeps does not depend on the names ([`kept_jumps`] breaks ties by
+    /// edge position), so they are chosen on the edges as given.
+    pub fn renamed(
+        node_size: Vec<u64>,
+        weight: Vec<f64>,
+        edges: &[EdgeCount],
+        max_jumps: usize,
+        rename: impl Fn(u32) -> u32,
+    ) -> Chains {
         let n = node_size.len();
         let keep = kept_jumps(n, edges, max_jumps);
         let mut adj_start = vec![0usize; n + 1];
         for (e, _) in edges.iter().zip(&keep).filter(|(_, &k)| k) {
-            adj_start[e.src as usize + 1] += 1;
-            adj_start[e.dst as usize + 1] += 1;
+            adj_start[rename(e.src) as usize + 1] += 1;
+            adj_start[rename(e.dst) as usize + 1] += 1;
         }
         for v in 0..n {
             adj_start[v + 1] += adj_start[v];
         }
-        let mut fill = adj_start.clone();
         let mut adj = vec![
             Jump {
                 other: 0,
@@ -253,8 +267,10 @@ impl Chains {
             };
             adj_start[n]
         ];
+        let mut fill = adj_start.clone();
         for (e, _) in edges.iter().zip(&keep).filter(|(_, &k)| k) {
-            for (v, other, out) in [(e.src, e.dst, true), (e.dst, e.src, false)] {
+            let (src, dst) = (rename(e.src), rename(e.dst));
+            for (v, other, out) in [(src, dst, true), (dst, src, false)] {
                 adj[fill[v as usize]] = Jump {
                     other,
                     out,
@@ -876,6 +892,40 @@ mod tests {
                 prop_assert_eq!(heap.pop(), Some(want));
             }
             prop_assert_eq!(heap.pop(), None);
+        }
+    }
+
+    proptest! {
+        // Building the chains with the nodes renamed gives what renaming the edges first
+        // gives: each node's jumps in the same order, each hub keeping the same jumps.
+        #[test]
+        fn renamed_chains_equal_chains_of_renamed_edges(
+            (sizes, _counts, edges) in crate::testutil::graph(),
+            seed in any::<u64>(),
+            cap in 1usize..4,
+        ) {
+            let n = sizes.len();
+            // A permutation from the seed: sort the nodes by a hash of (seed, node).
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by_key(|&v| (u64::from(v) ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut name = vec![0u32; n];
+            for (new, &old) in order.iter().enumerate() {
+                name[old as usize] = new as u32;
+            }
+            let renamed_sizes: Vec<u64> = order.iter().map(|&v| sizes[v as usize]).collect();
+            let renamed_edges: Vec<EdgeCount> = edges
+                .iter()
+                .map(|x| e(name[x.src as usize], name[x.dst as usize], x.count))
+                .collect();
+            let a = Chains::renamed(renamed_sizes.clone(), vec![1.0; n], &edges, cap, |v| {
+                name[v as usize]
+            });
+            let b = Chains::new(renamed_sizes, vec![1.0; n], &renamed_edges, cap);
+            let jumps = |c: &Chains| -> Vec<(u32, bool, u64)> {
+                c.adj.iter().map(|j| (j.other, j.out, j.count)).collect()
+            };
+            prop_assert_eq!(&a.adj_start, &b.adj_start);
+            prop_assert_eq!(jumps(&a), jumps(&b));
         }
     }
 
