@@ -491,8 +491,8 @@ mod tests {
         );
     }
 
-    // The hot set moves first: in candidate (1, 0, 2) the cold item 1 splits nothing, but the
-    // 99.9% hot set {0, 2} put first gives one page.
+    // Tiers: candidate (0, 1, 2) puts the cold item 1 between the hot ones (two pages for
+    // 99%); the 99% hot set {0, 2} put first gives one page.
     #[test]
     fn hot_set_first_is_tried() {
         let rec = recording();
@@ -516,6 +516,32 @@ mod tests {
             vec![2, 1, 2, 0, 2]
         );
         assert_eq!(tier_of(&rank, &weights, 100, &[990]), vec![0, 0, 1, 0, 1]);
+    }
+
+    // Hill climbing: nine 4 KiB functions whose hot first line all map to set 0 of the 32 KiB
+    // 8-way cache, plus a 64-byte one, run round robin: ten lines in one set of eight ways
+    // miss every time. No tier helps (the small one is densest and goes first, moving all the
+    // others alike); moving it one place later puts the other eight lines in set 1.
+    #[test]
+    fn hill_climbing_breaks_a_set_conflict() {
+        let starts: Vec<u64> = (0..10).map(|i| 0x10_0000 + i * 4096).collect();
+        let mut sizes = vec![4096; 10];
+        sizes[9] = 64;
+        let mut rec = Recording::new(starts.clone(), sizes, 1 << 20).unwrap();
+        for _ in 0..200 {
+            for &s in &starts {
+                rec.push(s, s + 16);
+            }
+        }
+        let items: Vec<Vec<u32>> = (0..10).map(|i| vec![i]).collect();
+        let params = RefineParams {
+            budget: 100,
+            ..RefineParams::default()
+        };
+        let r = refine(&rec, &items, &[(0..10).collect()], &[true], &params).unwrap();
+        assert_eq!(r.candidates[0].i1_32k, 2000);
+        assert!(!r.moves.is_empty());
+        assert!(r.metrics.i1_32k <= 10, "{:?} {:?}", r.metrics, r.order);
     }
 
     #[test]
