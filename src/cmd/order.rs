@@ -68,7 +68,8 @@ pub struct Args {
     /// `--simulate BIN -- ARGS`, start from the one closest to the best published value of
     /// every metric, and keep the reorderings the simulator says improve it
     /// (`docs/algorithms.md`, "refine"). Writes the refined order to `-o`; the search's
-    /// table goes to stderr.
+    /// table goes to stderr. BIN is best linked by the linker that will link the order: the
+    /// refined layout starts where BIN's code starts, and pages and cache sets depend on it.
     #[arg(long, requires_all = ["simulate", "output"])]
     pub refine: bool,
     /// With `--refine`: most layouts replayed (each costs one replay of the kept run).
