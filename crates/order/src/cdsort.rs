@@ -42,7 +42,8 @@
 //! within a rounding or two; SQLite's speedtest1 profile gives the same bytes either way).
 //!
 //! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) are merged as ExtTSP
-//! merges them there (each function's 4 heaviest calls, starting from their paths), and a
+//! merges them there (each function's 4 heaviest calls, starting from their paths; no hub
+//! cap, [`LARGE_GRAPH_HUB_CAP`]), and a
 //! merged chain's gains count only the calls of its nodes within [`LARGE_GRAPH_REACH`] (1024
 //! bytes) of either end: the distance term of farther calls is left out, an approximation the
 //! full algorithm does not make. There the nodes are also renamed, paths first and densest
@@ -68,6 +69,15 @@ pub const LARGE_GRAPH_REACH: u64 = 1024;
 /// graph `powf` was about 2% of the benchmark process's samples (2.5 million pairs
 /// evaluated), and `powi` gave the same layout there.
 const LARGE_GRAPH_POWI: bool = true;
+
+/// Whether the gated path keeps only the `max_chain_size` heaviest of each node's jumps, as
+/// below the gate (the hub cap of `merge.rs`). It does not: there a node has few calls left
+/// (its own 4 heaviest, and those it is among the 4 heaviest of), and finding the nodes over
+/// the cap took 0.07 to 0.12 s of wall time on the 1,000,000-function benchmark graph, for a
+/// merge loop no faster with the cap than without (0.68 to 1.05 s with, 0.75 to 0.83 s
+/// without) and the same scores (same-page weight 6.16% with, 6.17% without; ExtTSP 5.423e8
+/// both).
+const LARGE_GRAPH_HUB_CAP: bool = false;
 
 /// Parameters of [`cdsort_layout`]; the defaults are LLVM's `CDSortConfig`.
 #[derive(Debug, Clone, PartialEq)]
@@ -312,11 +322,16 @@ fn gated_layout(
     for (new, &old) in order.iter().enumerate() {
         name[old as usize] = new as u32;
     }
+    // No hub cap here (see LARGE_GRAPH_HUB_CAP).
     let mut chains = Chains::renamed(
         order.iter().map(|&v| node_size[v as usize]).collect(),
         order.iter().map(|&v| weight[v as usize]).collect(),
         &kept.calls,
-        params.max_chain_size,
+        if LARGE_GRAPH_HUB_CAP {
+            params.max_chain_size
+        } else {
+            usize::MAX
+        },
         |v| name[v as usize],
     );
     drop(name);

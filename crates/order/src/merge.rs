@@ -553,6 +553,10 @@ impl Chains {
 fn kept_jumps(n: usize, edges: &[EdgeCount], max_jumps: usize) -> Vec<bool> {
     let is_jump = |e: &EdgeCount| e.src != e.dst && e.count > 0;
     let mut keep: Vec<bool> = edges.iter().map(is_jump).collect();
+    // No node has more jumps than there are edges.
+    if max_jumps >= edges.len() {
+        return keep;
+    }
     let mut degree = vec![0usize; n];
     for e in edges.iter().filter(|e| is_jump(e)) {
         degree[e.src as usize] += 1;
@@ -1113,6 +1117,11 @@ mod tests {
         );
         assert_eq!(
             kept_jumps(4, &edges, 3),
+            vec![true, true, true, false, false]
+        );
+        // A cap of at least the number of edges keeps every jump (the gated CDSort's).
+        assert_eq!(
+            kept_jumps(4, &edges, edges.len()),
             vec![true, true, true, false, false]
         );
         let ties = [e(0, 1, 4), e(0, 2, 4), e(0, 3, 4)];
