@@ -43,9 +43,8 @@
 //!
 //! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) are merged as ExtTSP
 //! merges them there (each function's 4 heaviest calls, starting from their paths; no hub
-//! cap, [`LARGE_GRAPH_HUB_CAP`]), and a
-//! merged chain's gains count only the calls of its nodes within [`LARGE_GRAPH_REACH`] (1024
-//! bytes) of either end: the distance term of farther calls is left out, an approximation the
+//! cap, `LARGE_GRAPH_HUB_CAP`), and a merged chain's gains count only the calls of its
+//! nodes within [`LARGE_GRAPH_REACH`] (1024 bytes) of either end: the distance term of farther calls is left out, an approximation the
 //! full algorithm does not make. There the nodes are also renamed, paths first and densest
 //! first (`gated_names`), so that the records the merging reads at random are mostly near
 //! each other (ties between equal gains then go by the new names), and the miss

@@ -51,6 +51,8 @@
 //!   caches, and a pop walks it root to leaf; four children a level halve the levels, and the
 //!   four are adjacent. Any correct priority queue pops the same merges, since the order of
 //!   entries is total except between copies of one pair, of which at most one is current.
+//!   On graphs of up to 2^21 nodes an entry takes 16 bytes instead of 24 ([`Packed`]: both
+//!   slots and the stamp in 21 bits each), the same pops in the same order.
 //! - **Only nodes that can matter are swept** ([`Scan::Boundary`]). A gain is the value of the
 //!   jumps *between* the two chains once concatenated; when the value is zero beyond a distance
 //!   `D` (ExtTSP: 1024 bytes), a node whose start and end are both more than `D` bytes from
