@@ -747,9 +747,25 @@ fn merge_loop<E, V, G, C>(
         s.swept.clear();
         s.swept.extend(chains.scanned(x, scan));
         s.others.clear();
+        // When only larger neighbours count (the first evaluation of all pairs), a jump to a
+        // node below `x` is skipped unread: a chain's slot is its smallest node, so that
+        // node's chain is below `x` too. It stands in as a record of `x`'s own, which the
+        // sums skip as they skip `x`'s inner jumps. The same gains; on CDSort's gated run of
+        // the 1,000,000-function benchmark graph the first evaluation went from 0.149-0.172
+        // to 0.132-0.139 s (wall, three runs each, alternating, load average 3.6).
+        let own = Node {
+            owner: x,
+            offset: 0,
+            size: 0,
+        };
         for &v in &s.swept {
-            s.others
-                .extend(jumps_of(v).iter().map(|j| chains.node[j.other as usize]));
+            s.others.extend(jumps_of(v).iter().map(|j| {
+                if only_larger && j.other < x {
+                    own
+                } else {
+                    chains.node[j.other as usize]
+                }
+            }));
         }
         // Each jump's neighbour chain, then the neighbours' records (their sizes place their
         // nodes in `Y+X`), gathered as the nodes' records above, then the sums, in the same
