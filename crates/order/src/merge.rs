@@ -365,26 +365,8 @@ impl Chains {
         for v in 0..n {
             adj_start[v + 1] += adj_start[v];
         }
-        let mut adj = vec![
-            Jump {
-                other: 0,
-                out: false,
-                count: 0
-            };
-            adj_start[n]
-        ];
-        let mut fill = adj_start.clone();
-        for (e, _) in edges.iter().zip(&keep).filter(|(_, &k)| k) {
-            let (src, dst) = (rename(e.src), rename(e.dst));
-            for (v, other, out) in [(src, dst, true), (dst, src, false)] {
-                adj[fill[v as usize]] = Jump {
-                    other,
-                    out,
-                    count: e.count,
-                };
-                fill[v as usize] += 1;
-            }
-        }
+        let kept = edges.iter().zip(&keep).filter(|(_, &k)| k).map(|(e, _)| e);
+        let adj = place_jumps(&adj_start, kept, &rename, u32::MAX as usize);
         Chains {
             pool: (0..n as u32).collect(),
             block: (0..n).map(|v| (v, 1)).collect(),
@@ -536,6 +518,63 @@ impl Chains {
             .iter()
             .chain(&nodes[back.max(front)..])
             .copied()
+    }
+}
+
+/// The CSR array of the jumps `kept` (renamed by `rename`) given each node's first place
+/// `adj_start`: each copied under both endpoints, in edge order. The next free place of each
+/// node is kept in 32 bits when the array has at most `narrow_max` places, else in `usize`:
+/// the copy reads and bumps it at random for every jump end, and at 4 MiB instead of 8 (a
+/// million nodes) building the arrays of CDSort's gated run of the 1,000,000-function
+/// benchmark graph went from 0.25-0.44 s to 0.22-0.29 s (wall, eight alternating runs each,
+/// load average 3.6 to 3.8).
+fn place_jumps<'e>(
+    adj_start: &[usize],
+    kept: impl Iterator<Item = &'e EdgeCount>,
+    rename: impl Fn(u32) -> u32,
+    narrow_max: usize,
+) -> Vec<Jump> {
+    let n = adj_start.len() - 1;
+    let mut adj = vec![
+        Jump {
+            other: 0,
+            out: false,
+            count: 0
+        };
+        adj_start[n]
+    ];
+    if adj_start[n] <= narrow_max {
+        let mut fill: Vec<u32> = adj_start[..n].iter().map(|&a| a as u32).collect();
+        copy_jumps(&mut adj, kept, rename, |v| {
+            fill[v] += 1;
+            fill[v] as usize - 1
+        });
+    } else {
+        let mut fill = adj_start[..n].to_vec();
+        copy_jumps(&mut adj, kept, rename, |v| {
+            fill[v] += 1;
+            fill[v] - 1
+        });
+    }
+    adj
+}
+
+/// The copying of [`place_jumps`]: `next(v)` gives the next free place of node `v`.
+fn copy_jumps<'e>(
+    adj: &mut [Jump],
+    kept: impl Iterator<Item = &'e EdgeCount>,
+    rename: impl Fn(u32) -> u32,
+    mut next: impl FnMut(usize) -> usize,
+) {
+    for e in kept {
+        let (src, dst) = (rename(e.src), rename(e.dst));
+        for (v, other, out) in [(src, dst, true), (dst, src, false)] {
+            adj[next(v as usize)] = Jump {
+                other,
+                out,
+                count: e.count,
+            };
+        }
     }
 }
 
@@ -1086,6 +1125,37 @@ mod tests {
                 (0..c.slots() as u32).map(|x| c.members(x).to_vec()).collect::<Vec<_>>()
             };
             prop_assert_eq!(run(true), run(false));
+        }
+    }
+
+    proptest! {
+        // The next free places in 32 bits and in `usize` build the same array: each jump
+        // under both endpoints, in edge order.
+        #[test]
+        fn narrow_and_wide_places_build_the_same_jumps(
+            (sizes, _counts, edges) in crate::testutil::graph(),
+            seed in any::<u64>(),
+        ) {
+            let n = sizes.len();
+            let mut name: Vec<u32> = (0..n as u32).collect();
+            name.sort_by_key(|&v| (u64::from(v) ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let calls: Vec<EdgeCount> =
+                edges.into_iter().filter(|x| x.src != x.dst && x.count > 0).collect();
+            let mut adj_start = vec![0usize; n + 1];
+            for x in &calls {
+                adj_start[name[x.src as usize] as usize + 1] += 1;
+                adj_start[name[x.dst as usize] as usize + 1] += 1;
+            }
+            for v in 0..n {
+                adj_start[v + 1] += adj_start[v];
+            }
+            let build = |narrow_max| -> Vec<(u32, bool, u64)> {
+                place_jumps(&adj_start, calls.iter(), |v| name[v as usize], narrow_max)
+                    .iter()
+                    .map(|j| (j.other, j.out, j.count))
+                    .collect()
+            };
+            prop_assert_eq!(build(0), build(usize::MAX));
         }
     }
 
