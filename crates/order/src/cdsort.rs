@@ -42,9 +42,9 @@
 //! within a rounding or two; SQLite's speedtest1 profile gives the same bytes either way).
 //!
 //! Graphs above the large-graph gate ([`crate::large`], 2,000,000 calls) are merged as ExtTSP
-//! merges them there (each function's 4 heaviest calls, starting from their paths), and a
-//! merged chain's gains count only the calls of its nodes within [`LARGE_GRAPH_REACH`] (1024
-//! bytes) of either end: the distance term of farther calls is left out, an approximation the
+//! merges them there (each function's 4 heaviest calls, starting from their paths; no hub
+//! cap, `LARGE_GRAPH_HUB_CAP`), and a merged chain's gains count only the calls of its
+//! nodes within [`LARGE_GRAPH_REACH`] (1024 bytes) of either end: the distance term of farther calls is left out, an approximation the
 //! full algorithm does not make. There the nodes are also renamed, paths first and densest
 //! first (`gated_names`), so that the records the merging reads at random are mostly near
 //! each other (ties between equal gains then go by the new names), and the miss
@@ -68,6 +68,15 @@ pub const LARGE_GRAPH_REACH: u64 = 1024;
 /// graph `powf` was about 2% of the benchmark process's samples (2.5 million pairs
 /// evaluated), and `powi` gave the same layout there.
 const LARGE_GRAPH_POWI: bool = true;
+
+/// Whether the gated path keeps only the `max_chain_size` heaviest of each node's jumps, as
+/// below the gate (the hub cap of `merge.rs`). It does not: there a node has few calls left
+/// (its own 4 heaviest, and those it is among the 4 heaviest of), and finding the nodes over
+/// the cap took 0.07 to 0.12 s of wall time on the 1,000,000-function benchmark graph, for a
+/// merge loop no faster with the cap than without (0.68 to 1.05 s with, 0.75 to 0.83 s
+/// without) and the same scores (same-page weight 6.16% with, 6.17% without; ExtTSP 5.423e8
+/// both).
+const LARGE_GRAPH_HUB_CAP: bool = false;
 
 /// Parameters of [`cdsort_layout`]; the defaults are LLVM's `CDSortConfig`.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,12 +214,7 @@ pub fn cdsort_layout(
     let seen = seen_nodes(counts, edges);
     let node_size: Vec<u64> = sizes.iter().map(|&s| s.max(1)).collect();
     // Weight = max(self, total in, total out), summed saturating over non-recursive edges.
-    let mut inc = vec![0u64; n];
-    let mut out = vec![0u64; n];
-    for e in edges.iter().filter(|e| e.src != e.dst) {
-        out[e.src as usize] = out[e.src as usize].saturating_add(e.count);
-        inc[e.dst as usize] = inc[e.dst as usize].saturating_add(e.count);
-    }
+    let (inc, out) = call_totals(n, edges);
     let weight: Vec<f64> = (0..n)
         .map(|v| counts[v].max(inc[v]).max(out[v]) as f64)
         .collect();
@@ -247,6 +251,51 @@ pub fn cdsort_layout(
     ))
 }
 
+/// Each node's total incoming and outgoing call counts over the non-recursive edges, summed
+/// saturating.
+///
+/// Summed in 32-bit counters, which take half the memory of 64-bit ones (8 MiB at 1,000,000
+/// nodes instead of 16), so that more of them stay in the cache while the edges, in no
+/// order, update them at random: a counter that wraps adds 2^32 to its node's carry, kept
+/// aside (rare: a node's calls must add up to four billion), and a count of 2^32 or more goes
+/// there whole. The result is the exact sum, clamped as a saturating sum would be.
+fn call_totals(n: usize, edges: &[EdgeCount]) -> (Vec<u64>, Vec<u64>) {
+    // (node, 0 for out or 1 for in, amount) to add beside the 32-bit counters.
+    let mut aside: Vec<(u32, usize, u64)> = Vec::new();
+    let mut low = [vec![0u32; n], vec![0u32; n]];
+    for e in edges.iter().filter(|e| e.src != e.dst) {
+        for (side, v) in [(0, e.src), (1, e.dst)] {
+            let c = &mut low[side][v as usize];
+            match u32::try_from(e.count) {
+                Ok(count) => {
+                    let (sum, wrapped) = c.overflowing_add(count);
+                    *c = sum;
+                    if wrapped {
+                        aside.push((v, side, 1 << 32));
+                    }
+                }
+                Err(_) => aside.push((v, side, e.count)),
+            }
+        }
+    }
+    let mut sums = low.map(|l| l.into_iter().map(u64::from).collect::<Vec<u64>>());
+    if !aside.is_empty() {
+        let mut exact = sums
+            .each_ref()
+            .map(|s| s.iter().map(|&v| u128::from(v)).collect::<Vec<u128>>());
+        for (v, side, amount) in aside {
+            exact[side][v as usize] += u128::from(amount);
+        }
+        for (sums, exact) in sums.iter_mut().zip(&exact) {
+            for (s, &t) in sums.iter_mut().zip(exact) {
+                *s = u64::try_from(t).unwrap_or(u64::MAX);
+            }
+        }
+    }
+    let [out, inc] = sums;
+    (inc, out)
+}
+
 /// A chain's density, weight per byte (the key the final chains are sorted by, descending).
 fn density(chains: &Chains, c: u32) -> f64 {
     let c = &chains.stat[c as usize];
@@ -272,11 +321,16 @@ fn gated_layout(
     for (new, &old) in order.iter().enumerate() {
         name[old as usize] = new as u32;
     }
+    // No hub cap here (see LARGE_GRAPH_HUB_CAP).
     let mut chains = Chains::renamed(
         order.iter().map(|&v| node_size[v as usize]).collect(),
         order.iter().map(|&v| weight[v as usize]).collect(),
         &kept.calls,
-        params.max_chain_size,
+        if LARGE_GRAPH_HUB_CAP {
+            params.max_chain_size
+        } else {
+            usize::MAX
+        },
         |v| name[v as usize],
     );
     drop(name);
@@ -407,6 +461,34 @@ mod tests {
     }
 
     proptest! {
+        // The 32-bit counters and what is kept aside give the plain saturating 64-bit sums:
+        // with counts that wrap a counter once or several times, counts too large for one,
+        // and sums that saturate.
+        #[test]
+        fn call_totals_equal_saturating_sums(
+            calls in proptest::collection::vec(
+                (
+                    0u32..6,
+                    0u32..6,
+                    prop_oneof![
+                        0u64..10,
+                        u64::from(u32::MAX) - 3..u64::from(u32::MAX) + 3,
+                        u64::MAX - 3..=u64::MAX,
+                        any::<u64>(),
+                    ],
+                ),
+                0..40,
+            ),
+        ) {
+            let edges: Vec<EdgeCount> = calls.into_iter().map(|(s, d, c)| e(s, d, c)).collect();
+            let (mut inc, mut out) = (vec![0u64; 6], vec![0u64; 6]);
+            for x in edges.iter().filter(|x| x.src != x.dst) {
+                out[x.src as usize] = out[x.src as usize].saturating_add(x.count);
+                inc[x.dst as usize] = inc[x.dst as usize].saturating_add(x.count);
+            }
+            prop_assert_eq!(call_totals(6, &edges), (inc, out));
+        }
+
         // A permutation, the same twice, unseen nodes last in input order, finite score.
         #[test]
         fn properties((sizes, counts, edges) in graph()) {
