@@ -202,7 +202,7 @@ fn simulate_table(
 const OWN_ALGORITHMS: [&str; 2] = ["tiered", "paged"];
 
 /// `--refine`: every algorithm's order as a candidate, one recorded lackey run, the search of
-/// [`sediment_sim::refine`]; returns the refined order and prints the search's table on stderr.
+/// [`sediment_sim::refine()`]; returns the refined order and prints the search's table on stderr.
 fn refine(
     profile: &sediment_profile::Profile,
     graph: &CallGraph,

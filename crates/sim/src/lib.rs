@@ -23,7 +23,7 @@
 //!   [`std::io::BufRead`].
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
-//!   relative to its functions, replayable under any order; [`refine`] searches orders on it.
+//!   relative to its functions, replayable under any order; [`refine()`] searches orders on it.
 //! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
 //!   and into further sets of arrays that see the main binary's code moved: shifted by a
 //!   constant (the layout a pad would give) or relaid out by a proposed function order
