@@ -289,17 +289,24 @@ impl Entry for Packed {
     }
 }
 
-impl PartialEq for Packed {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
+/// `PartialEq`, `Eq` and `PartialOrd` of queue entries, all from their `Ord`.
+macro_rules! order_from_cmp {
+    ($($t:ty),*) => {$(
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.cmp(other) == Ordering::Equal
+            }
+        }
+        impl Eq for $t {}
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+    )*};
 }
-impl Eq for Packed {}
-impl PartialOrd for Packed {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+order_from_cmp!(Packed, Candidate);
+
 impl Ord for Packed {
     /// As [`Candidate`]'s: the larger gain, then the smaller `x`, then the smaller `y` (the
     /// pair is the key's bits above the stamp).
@@ -311,17 +318,6 @@ impl Ord for Packed {
     }
 }
 
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Candidate {}
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
 impl Ord for Candidate {
     fn cmp(&self, other: &Self) -> Ordering {
         self.gain

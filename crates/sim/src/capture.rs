@@ -682,6 +682,27 @@ mod tests {
         assert!(Relayout::new(&[0], &[2], &[u64::MAX]).is_err());
     }
 
+    /// A 512-byte 2-way cache geometry and a capture feeding one such cache, text range
+    /// 0x1000..0x1400, for the property tests below.
+    fn small_capture() -> (CacheConfig, Capture) {
+        let cfg = CacheConfig {
+            size: 512,
+            ways: 2,
+            line: 64,
+        };
+        let mut c = Capture::new(vec![cfg.build().unwrap()]);
+        c.set_text(0x1000, 0x1400).unwrap();
+        (cfg, c)
+    }
+
+    /// Lackey instruction lines for `(offset from 0xe00, size)` pairs.
+    fn lackey_lines(trace: &[(u64, u64)]) -> String {
+        trace
+            .iter()
+            .map(|(off, len)| format!("I  {:x},{len}\n", 0xe00 + off))
+            .collect()
+    }
+
     proptest::proptest! {
         // A view that moves nothing (shift 0, or every function to where it was) sees exactly
         // what the base arrays see, and a shift by a multiple of the cache's way size (the
@@ -689,20 +710,14 @@ mod tests {
         #[test]
         fn identity_views_match_the_base(
             trace in proptest::collection::vec((0u64..0x800, 1u64..16), 1..300)) {
-            let cfg = CacheConfig { size: 512, ways: 2, line: 64 };
-            let mut c = Capture::new(vec![cfg.build().unwrap()]);
-            c.set_text(0x1000, 0x1400).unwrap();
+            let (cfg, mut c) = small_capture();
             let shift0 = c.add_view(TextMap::Shift(0), vec![cfg.build().unwrap()]);
             let starts = [0x1000, 0x1100, 0x1200];
             let sizes = [0x100, 0x100, 0x200];
             let same = Relayout::new(&starts, &sizes, &starts).unwrap();
             let same = c.add_view(TextMap::Relayout(same), vec![cfg.build().unwrap()]);
             let period = c.add_view(TextMap::Shift(0x1_0000), vec![cfg.build().unwrap()]);
-            let text: String = trace
-                .iter()
-                .map(|(off, len)| format!("I  {:x},{len}\n", 0xe00 + off))
-                .collect();
-            c.replay(text.as_bytes()).unwrap();
+            c.replay(lackey_lines(&trace).as_bytes()).unwrap();
             c.finish();
             let base = c.arrays()[0].stats();
             for v in [shift0, same] {
@@ -720,20 +735,14 @@ mod tests {
         #[test]
         fn recording_replays_like_the_views(
             trace in proptest::collection::vec((0u64..0x800, 1u64..16), 1..300)) {
-            let cfg = CacheConfig { size: 512, ways: 2, line: 64 };
-            let mut c = Capture::new(vec![cfg.build().unwrap()]);
-            c.set_text(0x1000, 0x1400).unwrap();
+            let (cfg, mut c) = small_capture();
             let starts = [0x1000, 0x1100, 0x1200];
             let sizes = [0x100, 0x100, 0x200];
             let moved = [0x1300, 0x1200, 0x1000];
             let r = Relayout::new(&starts, &sizes, &moved).unwrap();
             let view = c.add_view(TextMap::Relayout(r), vec![cfg.build().unwrap()]);
             c.set_recording(Recording::new(starts.to_vec(), sizes.to_vec(), 1 << 20).unwrap());
-            let text: String = trace
-                .iter()
-                .map(|(off, len)| format!("I  {:x},{len}\n", 0xe00 + off))
-                .collect();
-            c.replay(text.as_bytes()).unwrap();
+            c.replay(lackey_lines(&trace).as_bytes()).unwrap();
             c.finish();
             let rec = c.take_recording().unwrap();
             for (layout, arrays, profile) in [
