@@ -214,7 +214,7 @@ fn refine(
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
-        orders.push((name, order));
+        orders.push((*name, order));
     }
     let plan = crate::cmd::sim::Plan {
         record: Some(args.refine_events),
@@ -280,9 +280,41 @@ fn refine(
     };
     let r = sediment_sim::refine(rec, &items, &candidates, &reference, &params)
         .with_context(|| format!("refining on {}", binary.display()))?;
+    eprint!(
+        "{}",
+        refine_table(rec, &r, &params, &orders, &linked[0][0], items.len())
+    );
+    let mut order = FunctionOrder {
+        functions: r.order.iter().map(|&i| keys[i as usize].clone()).collect(),
+        ..Default::default()
+    };
+    order
+        .meta
+        .insert("binary".into(), profile.meta.binary.clone());
+    order.meta.insert("algorithm".into(), "refine".into());
+    order.meta.insert(
+        "parameters".into(),
+        format!(
+            "budget={} events={} shifts={:?} align={}",
+            params.budget, args.refine_events, params.shifts, params.align
+        ),
+    );
+    Ok(order)
+}
+
+/// The search's table for stderr: every candidate's and the refined layout's metrics with
+/// their ratios to the targets, and where the search started.
+fn refine_table(
+    rec: &sediment_sim::Recording,
+    r: &sediment_sim::Refined,
+    params: &sediment_sim::RefineParams,
+    orders: &[(&str, FunctionOrder)],
+    linked: &crate::cmd::sim::SimMetrics,
+    functions: usize,
+) -> String {
     let mut table = format!(
         "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 medians over shifts {:?}\n| layout | {} |\n|---|{}\n",
-        items.len(),
+        functions,
         rec.kept(),
         rec.offered(),
         rec.period(),
@@ -312,7 +344,7 @@ fn refine(
     let _ = writeln!(
         table,
         "(ratios to the best published value of each metric; as linked: I1 32K {}, iTLB 64 {})",
-        linked[0][0].misses[0], linked[0][0].misses[2]
+        linked.misses[0], linked.misses[2]
     );
     let cuts: Vec<String> = r
         .tiers
@@ -330,23 +362,7 @@ fn refine(
         orders[r.start].0,
         r.moves.len()
     );
-    eprint!("{table}");
-    let mut order = FunctionOrder {
-        functions: r.order.iter().map(|&i| keys[i as usize].clone()).collect(),
-        ..Default::default()
-    };
-    order
-        .meta
-        .insert("binary".into(), profile.meta.binary.clone());
-    order.meta.insert("algorithm".into(), "refine".into());
-    order.meta.insert(
-        "parameters".into(),
-        format!(
-            "budget={} events={} shifts={:?} align={}",
-            params.budget, args.refine_events, params.shifts, params.align
-        ),
-    );
-    Ok(order)
+    table
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is a normal end.
