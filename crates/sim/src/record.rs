@@ -66,7 +66,8 @@ pub struct Recording {
 
 impl Recording {
     /// An empty record for functions at run-time `starts` of `sizes` bytes (sorted by start,
-    /// disjoint; a zero-sized function, an alias, never holds a byte), keeping at most `max_events` events (at least one window).
+    /// disjoint; a zero-sized function, an alias, never holds a byte), keeping at most
+    /// `max_events` events (at least one window).
     pub fn new(starts: Vec<u64>, sizes: Vec<u64>, max_events: usize) -> Result<Self, Error> {
         if starts.len() != sizes.len() {
             return Err(Error::LengthMismatch {
