@@ -16,12 +16,19 @@
 //!
 //! Reading is done by `gimli`, which bounds-checks every offset; type chains are followed at
 //! most [`MAX_TYPE_DEPTH`] steps, so a cyclic or hostile chain ends in an unknown type, never a
-//! loop. Relocatable objects are not supported (their `.debug_info` needs relocations applied):
+//! loop. A compressed debug section may declare at most [`MAX_SECTION_BYTES`] (and 4096 times its
+//! compressed size). Relocatable objects are not supported (their `.debug_info` needs relocations applied):
 //! read the linked binary.
 
 use crate::Error;
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian, UnitOffset};
 use object::{Object, ObjectSection};
+
+/// Largest accepted debug section after decompression (1 GiB), and its largest ratio to the
+/// compressed bytes: a compressed section's header declares its size, and a hostile one must not
+/// get an allocation of whatever it declares.
+pub const MAX_SECTION_BYTES: u64 = 1 << 30;
+const MAX_INFLATION: u64 = 4096;
 
 /// Steps followed along a type chain (typedef -> const -> atomic -> ...) before giving up.
 pub const MAX_TYPE_DEPTH: usize = 16;
@@ -53,6 +60,29 @@ pub struct StructLayout {
 }
 
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
+
+/// A section's bytes, decompressed when `SHF_COMPRESSED` (or a `.zdebug` section) after checking
+/// the declared size against [`MAX_SECTION_BYTES`] and the compression ratio.
+fn section_bytes(section: &object::Section<'_, '_>) -> Result<Vec<u8>, String> {
+    let compressed = section.compressed_data().map_err(|e| e.to_string())?;
+    if compressed.format != object::CompressionFormat::None {
+        let declared = compressed.uncompressed_size;
+        let bound = (compressed.data.len() as u64)
+            .saturating_mul(MAX_INFLATION)
+            .saturating_add(4096)
+            .min(MAX_SECTION_BYTES);
+        if declared > bound {
+            return Err(format!(
+                "compressed section declares {declared} bytes from {} (limit {bound})",
+                compressed.data.len()
+            ));
+        }
+    }
+    Ok(compressed
+        .decompress()
+        .map_err(|e| e.to_string())?
+        .into_owned())
+}
 
 /// Every named, defined structure type of the binary, sorted and deduplicated (one entry for a
 /// structure that several compilation units define identically).
@@ -90,10 +120,7 @@ pub fn read_structs(path: &str, data: &[u8]) -> Result<Vec<StructLayout>, Error>
         gimli::SectionId::DebugTypes,
     ] {
         let bytes = match file.section_by_name(id.name()) {
-            Some(s) => s
-                .uncompressed_data()
-                .map_err(|e| err(format!("{}: {e}", id.name())))?
-                .into_owned(),
+            Some(s) => section_bytes(&s).map_err(|e| err(format!("{}: {e}", id.name())))?,
             None => Vec::new(),
         };
         sections.push((id, bytes));
@@ -330,4 +357,63 @@ fn type_info<'a>(
         info.name = "<unknown>".into();
     }
     Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fuzz corpus's small binary built with `-g`.
+    const STRUCTS_ELF: &[u8] = include_bytes!("../../../fuzz/corpus/dwarf_structs/structs.elf");
+
+    /// `STRUCTS_ELF` with `.debug_abbrev` marked `SHF_COMPRESSED` and a zlib header declaring
+    /// `declared` bytes (what the fuzzer found: a 3 KiB file asking for 2^53 bytes).
+    fn with_compressed_abbrev(declared: u64) -> Vec<u8> {
+        let file = object::File::parse(STRUCTS_ELF).unwrap();
+        let abbrev = file.section_by_name(".debug_abbrev").unwrap();
+        let (offset, size) = abbrev.file_range().unwrap();
+        assert!(size >= 24);
+        let index = abbrev.index().0;
+        let mut bytes = STRUCTS_ELF.to_vec();
+        // ELF64 little endian: e_shoff at 0x28, e_shentsize at 0x3a, sh_flags 8 bytes into the
+        // section header.
+        let shoff = u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize;
+        let shentsize = u16::from_le_bytes(bytes[0x3a..0x3c].try_into().unwrap()) as usize;
+        let flags_at = shoff + index * shentsize + 8;
+        let flags = u64::from_le_bytes(bytes[flags_at..flags_at + 8].try_into().unwrap());
+        let flags = flags | object::elf::SHF_COMPRESSED.0;
+        bytes[flags_at..flags_at + 8].copy_from_slice(&flags.to_le_bytes());
+        // Elf64_Chdr: ch_type (ELFCOMPRESS_ZLIB), ch_reserved, ch_size, ch_addralign.
+        let at = offset as usize;
+        bytes[at..at + 4].copy_from_slice(&object::elf::ELFCOMPRESS_ZLIB.0.to_le_bytes());
+        bytes[at + 4..at + 8].copy_from_slice(&0u32.to_le_bytes());
+        bytes[at + 8..at + 16].copy_from_slice(&declared.to_le_bytes());
+        bytes[at + 16..at + 24].copy_from_slice(&1u64.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn reads_the_corpus_binary() {
+        let structs = read_structs("structs.elf", STRUCTS_ELF).unwrap();
+        assert!(!structs.is_empty());
+    }
+
+    #[test]
+    fn a_compressed_section_declaring_a_huge_size_is_refused_before_allocating() {
+        let message = read_structs("h.elf", &with_compressed_abbrev(1 << 53))
+            .unwrap_err()
+            .to_string();
+        assert!(message.starts_with("h.elf: "), "{message}");
+        assert!(
+            message.contains(".debug_abbrev: compressed section declares 9007199254740992 bytes"),
+            "{message}"
+        );
+        // A plausible declared size passes the check and fails in zlib instead (the bytes are
+        // not a zlib stream).
+        let message = read_structs("h.elf", &with_compressed_abbrev(1000))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(".debug_abbrev"), "{message}");
+        assert!(!message.contains("declares"), "{message}");
+    }
 }
