@@ -51,7 +51,7 @@ STEP_NOTES = ("`record` is the callgrind training run that every Sediment varian
               "the block flow on a sample-PGO build (`pgo-record` trains the profiled build, "
               "`pgo-unsym` is `sediment pgo`, `pgo-profgen` is `llvm-profgen`, `clang-pgo-X` "
               "its compiles with the sample profile); "
-              "`compare`, `compare-heldout` are the measurements, not tools.")
+              "`compare`, `compare-heldout`, `compare-train` are the measurements, not tools.")
 
 
 def first_line(cmd):
@@ -79,6 +79,23 @@ def machine():
          + " (`/usr/lib/llvm-16/bin/llvm-bolt`, package bolt-16)"),
         ("valgrind", first_line(["valgrind", "--version"])),
     ]
+
+
+def group_rows(variants, cols):
+    """One row per variant from a compare's columns (its layouts in order): the first layout's
+    value or the median over the layouts, per METRICS, and each metric's range."""
+    rows, i = {}, 0
+    for v, n in variants:
+        group = cols[i:i + n]
+        i += n
+        row = {}
+        for field, _, how, _ in METRICS:
+            vals = [g[field] for g in group]
+            # median_low: an odd count gives the middle one; an even count the lower middle, a measured value.
+            row[field] = vals[0] if how == "s0" else statistics.median_low(vals)
+            row[field + "_range"] = (min(vals), max(vals))
+        rows[v] = row
+    return rows
 
 
 def ratio(x, b):
@@ -280,17 +297,7 @@ def main():
         raise SystemExit(f"report.py: {len(cols)} measured binaries in {work}/compare.json, "
                          f"expected {sum(n for _, n in variants)}")
     names = [v for v, _ in variants]
-    rows, i = {}, 0
-    for v, n in variants:
-        group = cols[i:i + n]
-        i += n
-        row = {}
-        for field, _, how, _ in METRICS:
-            vals = [g[field] for g in group]
-            # median_low: an odd count gives the middle one; an even count the lower middle, a measured value.
-            row[field] = vals[0] if how == "s0" else statistics.median_low(vals)
-            row[field + "_range"] = (min(vals), max(vals))
-        rows[v] = row
+    rows = group_rows(variants, cols)
     layouts = dict(variants)
     shifts = max(layouts.values())
     base = rows[names[0]]
@@ -438,6 +445,34 @@ def main():
             charts.append((f"{sec}-heldout-{stem}.svg",
                            svg_chart(f"{sec}, held-out: {titles[f].replace(' (median)', '')}",
                                      names, rs)))
+
+    tp = os.path.join(work, "compare-train.json")
+    if os.path.exists(tp):
+        with open(os.path.join(work, "compare-train.txt"), encoding="utf-8") as f:
+            tvariants = [(line.split()[0], int(line.split()[1])) for line in f if line.strip()]
+        with open(tp, encoding="utf-8") as f:
+            tcols = [c["metrics"] for c in json.load(f)["columns"]]
+        if len(tcols) != sum(n for _, n in tvariants):
+            raise SystemExit(f"report.py: {len(tcols)} binaries in {tp}, expected "
+                             f"{sum(n for _, n in tvariants)}")
+        trows = group_rows(tvariants, tcols)
+        tb = trows[tvariants[0][0]]
+        out.append(f"The training workload itself `{show(a.train)}`, for the variants the program "
+                   "names (ACCEPT in bench/run), every layout, one `sediment compare --json`; "
+                   "cells as in the first table, the I1 columns with their min-max:")
+        out.append("")
+        out.append("| variant | layouts | " + " | ".join(t for _, t, _, _ in METRICS) + " |")
+        out.append("|---|---:|" + "---:|" * len(METRICS))
+        for v, n in tvariants:
+            cells = []
+            for field, _, how, _ in METRICS:
+                cell = f"{trows[v][field]} ({ratio(trows[v][field], tb[field])})"
+                lo, hi = trows[v][field + "_range"]
+                if how == "median" and n > 1:
+                    cell += f" {lo}-{hi}"
+                cells.append(cell)
+            out.append(f"| {v} | {n} | " + " | ".join(cells) + " |")
+        out.append("")
 
     if shifts > 1:
         out.append("Spread of the I1 misses over the shifted layouts (min-max), to read the medians against:")
