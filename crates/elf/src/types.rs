@@ -16,18 +16,18 @@
 //!
 //! Reading is done by `gimli`, which bounds-checks every offset; type chains are followed at
 //! most [`MAX_TYPE_DEPTH`] steps, so a cyclic or hostile chain ends in an unknown type, never a
-//! loop. A compressed debug section may declare at most [`MAX_SECTION_BYTES`] (and 4096 times its
-//! compressed size). Relocatable objects are not supported (their `.debug_info` needs relocations applied):
-//! read the linked binary.
+//! loop. A compressed debug section may declare at most [`MAX_SECTION_BYTES`] (and 4096 times
+//! its compressed size). Relocatable objects are not supported (their `.debug_info` needs
+//! relocations applied): read the linked binary.
 
 use crate::Error;
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian, UnitOffset};
 use object::{Object, ObjectSection};
 
-/// Largest accepted debug section after decompression (1 GiB), and its largest ratio to the
-/// compressed bytes: a compressed section's header declares its size, and a hostile one must not
-/// get an allocation of whatever it declares.
+/// Largest accepted debug section after decompression (1 GiB): a compressed section's header
+/// declares its size, and a hostile one must not get an allocation of whatever it declares.
 pub const MAX_SECTION_BYTES: u64 = 1 << 30;
+/// Largest accepted ratio of a compressed section's declared size to its compressed bytes.
 const MAX_INFLATION: u64 = 4096;
 
 /// Steps followed along a type chain (typedef -> const -> atomic -> ...) before giving up.
