@@ -81,6 +81,21 @@ def machine():
     ]
 
 
+def read_measured(work, variants_file, compare_file, count=None):
+    """The variants of VARIANTS_FILE ("label layouts" per line) and the metric columns of
+    COMPARE_FILE (`sediment compare --json`), checked to be COUNT columns (default: every layout
+    of every variant)."""
+    with open(os.path.join(work, variants_file), encoding="utf-8") as f:
+        variants = [(line.split()[0], int(line.split()[1])) for line in f if line.strip()]
+    path = os.path.join(work, compare_file)
+    with open(path, encoding="utf-8") as f:
+        cols = [c["metrics"] for c in json.load(f)["columns"]]
+    want = sum(n for _, n in variants) if count is None else count
+    if len(cols) != want:
+        raise SystemExit(f"report.py: {len(cols)} measured binaries in {path}, expected {want}")
+    return variants, cols
+
+
 def group_rows(variants, cols):
     """One row per variant from a compare's columns (its layouts in order): the first layout's
     value or the median over the layouts, per METRICS, and each metric's range."""
@@ -289,13 +304,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     show = lambda s: s.replace(here + "/", "bench/")  # argument paths as the repository spells them
 
-    with open(os.path.join(work, "variants.txt"), encoding="utf-8") as f:
-        variants = [(line.split()[0], int(line.split()[1])) for line in f if line.strip()]
-    with open(os.path.join(work, "compare.json"), encoding="utf-8") as f:
-        cols = [c["metrics"] for c in json.load(f)["columns"]]
-    if len(cols) != sum(n for _, n in variants):
-        raise SystemExit(f"report.py: {len(cols)} measured binaries in {work}/compare.json, "
-                         f"expected {sum(n for _, n in variants)}")
+    variants, cols = read_measured(work, "variants.txt", "compare.json")
     names = [v for v, _ in variants]
     rows = group_rows(variants, cols)
     layouts = dict(variants)
@@ -309,12 +318,8 @@ def main():
             stats[v] = {m["metric"]: m for m in json.load(f)["metrics"]}
 
     heldout = None
-    hp = os.path.join(work, "compare-heldout.json")
-    if a.heldout and os.path.exists(hp):
-        with open(hp, encoding="utf-8") as f:
-            hcols = [c["metrics"] for c in json.load(f)["columns"]]
-        if len(hcols) != len(names):
-            raise SystemExit(f"report.py: {len(hcols)} binaries in {hp}, expected {len(names)}")
+    if a.heldout and os.path.exists(os.path.join(work, "compare-heldout.json")):
+        _, hcols = read_measured(work, "variants.txt", "compare-heldout.json", len(names))
         heldout = dict(zip(names, hcols))
 
     sec = a.section
@@ -446,15 +451,8 @@ def main():
                            svg_chart(f"{sec}, held-out: {titles[f].replace(' (median)', '')}",
                                      names, rs)))
 
-    tp = os.path.join(work, "compare-train.json")
-    if os.path.exists(tp):
-        with open(os.path.join(work, "compare-train.txt"), encoding="utf-8") as f:
-            tvariants = [(line.split()[0], int(line.split()[1])) for line in f if line.strip()]
-        with open(tp, encoding="utf-8") as f:
-            tcols = [c["metrics"] for c in json.load(f)["columns"]]
-        if len(tcols) != sum(n for _, n in tvariants):
-            raise SystemExit(f"report.py: {len(tcols)} binaries in {tp}, expected "
-                             f"{sum(n for _, n in tvariants)}")
+    if os.path.exists(os.path.join(work, "compare-train.json")):
+        tvariants, tcols = read_measured(work, "compare-train.txt", "compare-train.json")
         trows = group_rows(tvariants, tcols)
         tb = trows[tvariants[0][0]]
         out.append(f"The training workload itself `{show(a.train)}`, for the variants the program "
