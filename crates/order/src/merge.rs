@@ -141,7 +141,7 @@ pub(crate) struct Chains {
     adj_start: Vec<usize>,
     /// The jumps (non-recursive edges with a positive count), grouped by endpoint: each appears
     /// under both of its endpoints, so a sweep reads them sequentially.
-    adj: Vec<Jump>,
+    adj: Jumps,
     /// Merge count at which each chain last changed; queue entries older than it are stale.
     /// (A merge count fits in `u32`: there are fewer merges than nodes.)
     changed_at: Vec<u32>,
@@ -187,14 +187,83 @@ fn narrow(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
-/// One jump as seen from one of its endpoints.
-#[derive(Debug, Clone, Copy)]
-struct Jump {
-    /// The other endpoint.
-    other: u32,
-    /// Whether this endpoint is the caller.
-    out: bool,
-    count: u64,
+/// The jumps of every node, each as seen from one of its endpoints, in 8 bytes: the other
+/// endpoint in the low 32 bits, then whether this endpoint is the caller, then the count in
+/// the top 31 bits. A count that does not fit there ([`Jumps::BIG`] or more) is kept aside in
+/// `big` by its place, and [`Jumps::BIG`] stands in for it.
+///
+/// Why 8 bytes and not a record of 16 (other, direction, a 64-bit count): every jump is
+/// copied into its place at random while the array is built, and the sweeps read a node's
+/// jumps; a real count is far below 2^31. On CDSort's gated run of the 1,000,000-function
+/// benchmark graph (8 million jump ends) the array takes 64 MiB instead of 128, and needs no
+/// pass to fill it before the copy (zeroed memory comes from the allocator as it is).
+struct Jumps {
+    word: Vec<u64>,
+    /// (place, count) of each jump whose count is [`Jumps::BIG`] or more, by place.
+    big: Vec<(usize, u64)>,
+}
+
+impl Jumps {
+    /// Counts from this one up are kept aside.
+    const BIG: u64 = (1 << 31) - 1;
+
+    /// `len` zeroed places.
+    fn zeroed(len: usize) -> Jumps {
+        Jumps {
+            word: vec![0; len],
+            big: Vec::new(),
+        }
+    }
+
+    /// Puts a jump to `other` of `count` calls at place `at`; `out` when this end calls.
+    fn set(&mut self, at: usize, other: u32, out: bool, count: u64) {
+        let small = if count >= Self::BIG {
+            self.big.push((at, count));
+            Self::BIG
+        } else {
+            count
+        };
+        self.word[at] = small << 33 | u64::from(out) << 32 | u64::from(other);
+    }
+
+    /// The other endpoint of the jump at place `at`.
+    fn other(&self, at: usize) -> u32 {
+        self.word[at] as u32
+    }
+
+    /// Whether this endpoint of the jump at place `at` is the caller.
+    fn out(&self, at: usize) -> bool {
+        self.word[at] >> 32 & 1 == 1
+    }
+
+    /// The count of the jump at place `at`.
+    fn count(&self, at: usize) -> u64 {
+        let small = self.word[at] >> 33;
+        if small < Self::BIG {
+            small
+        } else {
+            self.big_count(at)
+        }
+    }
+
+    #[cold]
+    fn big_count(&self, at: usize) -> u64 {
+        let i = self.big.partition_point(|&(p, _)| p < at);
+        self.big[i].1
+    }
+
+    /// Puts the counts kept aside in place order, once every jump is set.
+    fn finish(&mut self) {
+        self.big.sort_unstable();
+    }
+
+    /// Every jump as (other endpoint, caller or not, count), in place order.
+    #[cfg(test)]
+    fn all(&self) -> Vec<(u32, bool, u64)> {
+        (0..self.word.len())
+            .map(|at| (self.other(at), self.out(at), self.count(at)))
+            .collect()
+    }
 }
 
 /// A queued merge: highest gain first, then the smallest slots.
@@ -529,16 +598,9 @@ fn place_jumps<'e>(
     kept: impl Iterator<Item = &'e EdgeCount>,
     rename: impl Fn(u32) -> u32,
     narrow_max: usize,
-) -> Vec<Jump> {
+) -> Jumps {
     let n = adj_start.len() - 1;
-    let mut adj = vec![
-        Jump {
-            other: 0,
-            out: false,
-            count: 0
-        };
-        adj_start[n]
-    ];
+    let mut adj = Jumps::zeroed(adj_start[n]);
     if adj_start[n] <= narrow_max {
         let mut fill: Vec<u32> = adj_start[..n].iter().map(|&a| a as u32).collect();
         copy_jumps(&mut adj, kept, rename, |v| {
@@ -552,12 +614,13 @@ fn place_jumps<'e>(
             fill[v] - 1
         });
     }
+    adj.finish();
     adj
 }
 
 /// The copying of [`place_jumps`]: `next(v)` gives the next free place of node `v`.
 fn copy_jumps<'e>(
-    adj: &mut [Jump],
+    adj: &mut Jumps,
     kept: impl Iterator<Item = &'e EdgeCount>,
     rename: impl Fn(u32) -> u32,
     mut next: impl FnMut(usize) -> usize,
@@ -565,11 +628,7 @@ fn copy_jumps<'e>(
     for e in kept {
         let (src, dst) = (rename(e.src), rename(e.dst));
         for (v, other, out) in [(src, dst, true), (dst, src, false)] {
-            adj[next(v as usize)] = Jump {
-                other,
-                out,
-                count: e.count,
-            };
+            adj.set(next(v as usize), other, out, e.count);
         }
     }
 }
@@ -774,8 +833,7 @@ fn merge_loop<E, V, G, C>(
         let chains: &Chains = chains_mut;
         let this = chains.stat[x as usize];
         let (len_x, size_x) = (this.len as usize, this.size);
-        let jumps_of =
-            |v: u32| &chains.adj[chains.adj_start[v as usize]..chains.adj_start[v as usize + 1]];
+        let jumps_of = |v: u32| chains.adj_start[v as usize]..chains.adj_start[v as usize + 1];
         // Gather first: the records of all the neighbours, read in a loop whose iterations do
         // not depend on each other, so the processor overlaps their cache misses (the sweep
         // below, which hashes and sums, let it overlap few). Same jumps, same order.
@@ -794,11 +852,12 @@ fn merge_loop<E, V, G, C>(
             size: 0,
         };
         for &v in &s.swept {
-            s.others.extend(jumps_of(v).iter().map(|j| {
-                if only_larger && j.other < x {
+            s.others.extend(jumps_of(v).map(|at| {
+                let other = chains.adj.other(at);
+                if only_larger && other < x {
                     own
                 } else {
-                    chains.node[j.other as usize]
+                    chains.node[other as usize]
                 }
             }));
         }
@@ -822,7 +881,7 @@ fn merge_loop<E, V, G, C>(
         let mut k = 0;
         for &v in &s.swept {
             let nv = chains.node[v as usize];
-            for j in jumps_of(v) {
+            for at in jumps_of(v) {
                 let (p, no) = (s.at[k], s.others[k]);
                 k += 1;
                 if p == NONE {
@@ -837,14 +896,15 @@ fn merge_loop<E, V, G, C>(
                 } else {
                     ((z_size, 0), (0, size_x))
                 };
+                let (count, out) = (chains.adj.count(at), chains.adj.out(at));
                 let sums = &mut s.sums[p as usize];
                 for ((shift_x, shift_z), total) in [(xy, &mut sums.xy), (yx, &mut sums.yx)] {
                     let pv = u64::from(nv.offset).saturating_add(shift_x);
                     let po = u64::from(no.offset).saturating_add(shift_z);
-                    *total += if j.out {
-                        value(pv, u64::from(nv.size), po, j.count)
+                    *total += if out {
+                        value(pv, u64::from(nv.size), po, count)
                     } else {
-                        value(po, u64::from(no.size), pv, j.count)
+                        value(po, u64::from(no.size), pv, count)
                     };
                 }
             }
@@ -1146,12 +1206,40 @@ mod tests {
                 adj_start[v + 1] += adj_start[v];
             }
             let build = |narrow_max| -> Vec<(u32, bool, u64)> {
-                place_jumps(&adj_start, calls.iter(), |v| name[v as usize], narrow_max)
-                    .iter()
-                    .map(|j| (j.other, j.out, j.count))
-                    .collect()
+                place_jumps(&adj_start, calls.iter(), |v| name[v as usize], narrow_max).all()
             };
             prop_assert_eq!(build(0), build(usize::MAX));
+        }
+    }
+
+    proptest! {
+        // Every jump reads back as it was set, whatever its count: counts of 2^31 - 1 and
+        // more are kept aside by place, in any order of setting.
+        #[test]
+        fn jumps_read_back_as_set(
+            jumps in proptest::collection::vec(
+                (
+                    any::<u32>(),
+                    any::<bool>(),
+                    prop_oneof![
+                        1u64..1000,
+                        Jumps::BIG - 2..Jumps::BIG + 2,
+                        Just(u64::MAX),
+                    ],
+                ),
+                0..40,
+            ),
+            seed in any::<u64>(),
+        ) {
+            let mut places: Vec<usize> = (0..jumps.len()).collect();
+            places.sort_by_key(|&p| (p as u64 ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut adj = Jumps::zeroed(jumps.len());
+            for &p in &places {
+                let (other, out, count) = jumps[p];
+                adj.set(p, other, out, count);
+            }
+            adj.finish();
+            prop_assert_eq!(adj.all(), jumps);
         }
     }
 
@@ -1181,9 +1269,7 @@ mod tests {
                 name[v as usize]
             });
             let b = Chains::new(renamed_sizes, vec![1.0; n], &renamed_edges, cap);
-            let jumps = |c: &Chains| -> Vec<(u32, bool, u64)> {
-                c.adj.iter().map(|j| (j.other, j.out, j.count)).collect()
-            };
+            let jumps = |c: &Chains| c.adj.all();
             prop_assert_eq!(&a.adj_start, &b.adj_start);
             prop_assert_eq!(jumps(&a), jumps(&b));
         }
