@@ -14,7 +14,7 @@
 //! and took 22.6 s for ExtTSP at 100,000 nodes and 1,000,000 power-law edges):
 //! - **No chain-level adjacency.** Jumps are kept in a node-level CSR array (each jump copied
 //!   under both endpoints, so a sweep reads memory sequentially instead of chasing edge
-//!   indices: 16 bytes a copy). After a merge,
+//!   indices: 8 bytes a copy, see [`Jumps`]). After a merge,
 //!   the gains of the merged chain `X` with every neighbour `Z` are computed in one sweep over the
 //!   jumps of `X`'s nodes: each jump adds its value under `X+Z` and `Z+X` into a scratch slot of
 //!   `Z`. Nothing is moved or re-sorted, so a hub costs its degree once per merge it is in.
