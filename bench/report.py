@@ -20,8 +20,8 @@ import subprocess
 
 METRICS = [  # (json field, column title, taken from, chart file stem)
     ("instructions", "instructions", "s0", "instructions"),
-    ("itlb_misses_64", "iTLB miss 64", "s0", "itlb64"),
-    ("itlb_misses_128", "iTLB miss 128", "s0", "itlb128"),
+    ("itlb_misses_64", "iTLB miss 64 (median)", "median", "itlb64"),
+    ("itlb_misses_128", "iTLB miss 128 (median)", "median", "itlb128"),
     ("pages_99", "4K pages 99%", "s0", "pages99"),
     ("pages_99_9", "4K pages 99.9%", "s0", "pages999"),
     ("lines_99", "64B lines 99%", "s0", "lines99"),
@@ -354,14 +354,21 @@ def main():
                    if a.timed and a.timed != a.test else "the measured workload")
                 + ": ratio of means with its 95% "
                 "confidence interval (an interval that contains 1 shows no difference).")
-    out.append(f"Each cell: value, and in parentheses the ratio to `{names[0]}`. iTLB, pages and "
+    out.append(f"Each cell: value, and in parentheses the ratio to `{names[0]}`. Pages and "
                f"lines are from the unshifted link; " + (
-                   f"the I1 columns are the median over {shifts} layouts with the code shifted by "
-                   f"0, {a.step}, ... bytes (a pad placed first), except for the BOLT variants, "
+                   f"the iTLB and I1 columns are the median over {shifts} layouts with the code "
+                   f"shifted by 0, {a.step}, ... bytes (a pad placed first)" + (
+                       f", each shift one 4 KiB page and {a.step % 4096} bytes: the code's lines "
+                       "fall in other L1i sets and its pages in other iTLB sets (valgrind loads "
+                       "the program and its libraries at fixed addresses, so one layout's iTLB "
+                       "set conflicts with libc are one draw of what address randomization "
+                       "varies from run to run)" if a.step > 4096 else "") +
+                   ", except for the BOLT variants, "
                    "measured at their one layout (BOLT places its output code at a 2 MiB-aligned "
                    "address whatever the input's layout)." if shifts > 1 else
-                   "this run had SHIFTS=1, so the I1 columns are from one layout too (no median: "
-                   "read them with the spread of the quick mode's shifted layouts in mind).") + last)
+                   "this run had SHIFTS=1, so the iTLB and I1 columns are from one layout too (no "
+                   "median: read them with the spread of the quick mode's shifted layouts in "
+                   "mind).") + last)
     out.append("")
     stat_titles = (["TPS vs default [95% CI]"] if tput else
                    ["wall vs default [95% CI]", "CPU vs default [95% CI]"])
@@ -432,9 +439,9 @@ def main():
                        f"| {ci_cell(c)} | {fmt_p(c)} |")
     out.append("")
 
+    titles = {f: t for f, t, _, _ in METRICS}
     if heldout:
         hb = heldout[names[0]]
-        titles = {f: t for f, t, _, _ in METRICS}
         out.append(f"Held-out workload `{show(a.heldout)}` (not in the training run), first layout "
                    "of every variant, one `sediment compare --json`:")
         out.append("")
@@ -457,7 +464,7 @@ def main():
         tb = trows[tvariants[0][0]]
         out.append(f"The training workload itself `{show(a.train)}`, for the variants the program "
                    "names (ACCEPT in bench/run), every layout, one `sediment compare --json`; "
-                   "cells as in the first table, the I1 columns with their min-max:")
+                   "cells as in the first table, the iTLB and I1 columns with their min-max:")
         out.append("")
         out.append("| variant | layouts | " + " | ".join(t for _, t, _, _ in METRICS) + " |")
         out.append("|---|---:|" + "---:|" * len(METRICS))
@@ -473,14 +480,15 @@ def main():
         out.append("")
 
     if shifts > 1:
-        out.append("Spread of the I1 misses over the shifted layouts (min-max), to read the medians against:")
+        spread = ["itlb_misses_64", "i1_misses_32k_8way", "i1_misses_16k_4way"]
+        out.append("Spread of the misses over the shifted layouts (min-max), to read the medians against:")
         out.append("")
-        out.append("| variant | layouts | I1 32K min-max | I1 16K min-max |")
-        out.append("|---|---:|---:|---:|")
+        out.append("| variant | layouts | " + " | ".join(
+            titles[f].replace(" (median)", " min-max") for f in spread) + " |")
+        out.append("|---|---:|" + "---:|" * len(spread))
         for v in names:
-            r32 = rows[v]["i1_misses_32k_8way_range"]
-            r16 = rows[v]["i1_misses_16k_4way_range"]
-            out.append(f"| {v} | {layouts[v]} | {r32[0]}-{r32[1]} | {r16[0]}-{r16[1]} |")
+            cells = [f"{lo}-{hi}" for lo, hi in (rows[v][f + "_range"] for f in spread)]
+            out.append(f"| {v} | {layouts[v]} | " + " | ".join(cells) + " |")
         out.append("")
     steps, step_rows = {}, []
     with open(os.path.join(work, "steps", "times.tsv"), encoding="utf-8") as f:

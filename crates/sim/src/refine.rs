@@ -9,22 +9,31 @@
 //! metrics themselves are the objective:
 //!
 //! 1. Every candidate order is replayed; the *targets* are the best value of each metric over
-//!    the reference candidates (the published algorithms). A layout's *cost* is the pair
-//!    (largest ratio of a metric to its target, sum of the ratios), compared in that order: a
-//!    cost whose first part is below 1 beats every reference on every metric.
+//!    the reference candidates (the published algorithms). A layout's *cost* ([`Cost`]) is the
+//!    number of its metrics above their targets, then the sum of their excess ratios (ratio
+//!    minus 1), then the sum of all ratios, compared in that order: a cost of 0 metrics above
+//!    is at least as good as every reference on every metric, and no move is kept that puts
+//!    one more metric above its target, however much it gains on another. (The earlier cost,
+//!    the largest ratio first, let the metrics below the worst one drift up to it: on Lua the
+//!    hot pages, 15 at the best start, ended at 17 while the climb cut the I1 misses.)
 //! 2. Each candidate is also tried in density tiers: the densest items (executed bytes per
 //!    byte) holding 99% (99.5%, 99.9%) of the executed bytes moved before the rest, or three
 //!    tiers cut at 99% and 99.9%; each tier keeps the candidate's order.
 //! 3. From the cheapest layout so far, hill climbing: the items of the hot prefix (99.9% of the
 //!    executed bytes), heaviest first, are each tried 1, 4 and 16 positions earlier and later;
 //!    the first move that lowers the cost is kept. Passes repeat until one changes nothing or
-//!    the evaluation budget is spent.
+//!    the evaluation budget is spent. If the climb stops with budget left and a metric still
+//!    above its target, a second climb starts from the cheapest layout of steps 1 and 2 that
+//!    meets that metric, and the cheaper of the two ends wins.
 //!
-//! The metrics ([`LayoutMetrics`]): misses of a 32 KiB 8-way and a 16 KiB 4-way L1i (each the
-//! median over the layout shifted by every entry of [`RefineParams::shifts`], as the bench
-//! measures relinked binaries with pads), misses of 64- and 128-entry 8-way iTLBs, and the 4
-//! KiB pages and 64-byte lines holding 99% and 99.9% of the executed bytes.
-//!
+//! The metrics ([`LayoutMetrics`]): misses of a 32 KiB 8-way and a 16 KiB 4-way L1i and of
+//! 64- and 128-entry 8-way iTLBs (each the median over the layout shifted by every entry of
+//! [`RefineParams::shifts`], as the bench measures relinked binaries behind pads), and the 4
+//! KiB pages and 64-byte lines holding 99% and 99.9% of the executed bytes. The default shifts
+//! are whole pages plus 80 bytes: the iTLB sets a page falls in change with the page number,
+//! and valgrind places the libraries at the same addresses every run, so one layout's iTLB
+//! conflicts with libc's pages are one draw of what address randomisation varies per run.
+
 //! An *item* is a group of units (functions) placed together: one name of an order file, which
 //! a linker applies to every section defining it. Items are laid out back to back from the
 //! first unit's address, each unit aligned, and units in no item follow in address order, as
@@ -39,8 +48,8 @@ use crate::{layout_from_order, Error, Recording, SetAssocLru};
 /// Parameters of [`refine`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefineParams {
-    /// Shifts in bytes of the whole layout over which the L1i misses are a median (the first
-    /// is usually 0; the iTLBs are simulated at the first shift).
+    /// Shifts in bytes of the whole layout over which the L1i and iTLB misses are a median
+    /// (the first is usually 0).
     pub shifts: Vec<u64>,
     /// Alignment of every unit's start.
     pub align: u64,
@@ -54,7 +63,7 @@ pub struct RefineParams {
 impl Default for RefineParams {
     fn default() -> Self {
         Self {
-            shifts: vec![0, 80, 160],
+            shifts: vec![0, 4096 + 80, 2 * (4096 + 80)],
             align: 16,
             budget: 300,
             tiers: vec![vec![990], vec![995], vec![999], vec![990, 999]],
@@ -69,9 +78,9 @@ pub struct LayoutMetrics {
     pub i1_32k: u64,
     /// I1 16 KiB 4-way misses, median over the shifts.
     pub i1_16k: u64,
-    /// 64-entry 8-way iTLB misses.
+    /// 64-entry 8-way iTLB misses, median over the shifts.
     pub itlb_64: u64,
-    /// 128-entry 8-way iTLB misses.
+    /// 128-entry 8-way iTLB misses, median over the shifts.
     pub itlb_128: u64,
     /// 4 KiB pages holding 99% of the executed bytes.
     pub pages_99: u64,
@@ -95,6 +104,20 @@ impl LayoutMetrics {
         "lines 99%",
         "lines 99.9%",
     ];
+
+    /// The metrics from an array in the order of [`LayoutMetrics::values`].
+    fn from_values(v: [u64; 8]) -> Self {
+        Self {
+            i1_32k: v[0],
+            i1_16k: v[1],
+            itlb_64: v[2],
+            itlb_128: v[3],
+            pages_99: v[4],
+            pages_999: v[5],
+            lines_99: v[6],
+            lines_999: v[7],
+        }
+    }
 
     /// The metrics as an array.
     pub fn values(&self) -> [u64; 8] {
@@ -133,19 +156,30 @@ pub struct Refined {
 }
 
 /// The cost of a layout against the targets; see the module documentation.
-fn cost(m: &LayoutMetrics, targets: &LayoutMetrics) -> (f64, f64) {
-    let mut worst = 0f64;
-    let mut sum = 0f64;
+fn cost(m: &LayoutMetrics, targets: &LayoutMetrics) -> Cost {
+    let mut c = Cost::default();
     for (v, t) in m.values().iter().zip(targets.values()) {
         let r = *v as f64 / t.max(1) as f64;
-        worst = worst.max(r);
-        sum += r;
+        if r > 1.0 {
+            c.above += 1;
+            c.excess += r - 1.0;
+        }
+        c.sum += r;
     }
-    (worst, sum)
+    c
 }
 
-fn cheaper(a: (f64, f64), b: (f64, f64)) -> bool {
-    a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
+/// A layout's cost: metrics above their targets, the sum of their excess ratios, the sum of
+/// all ratios; compared in that order.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Cost {
+    above: u32,
+    excess: f64,
+    sum: f64,
+}
+
+fn cheaper(a: Cost, b: Cost) -> bool {
+    (a.above, a.excess, a.sum) < (b.above, b.excess, b.sum)
 }
 
 /// Replays layouts of items on a recording.
@@ -170,13 +204,13 @@ impl Evaluator<'_> {
         self.count += 1;
         let starts = self.starts(order);
         let mut arrays = Vec::with_capacity(self.params.shifts.len());
-        for k in 0..self.params.shifts.len() {
-            let mut set = vec![SetAssocLru::new(64, 512, 8)?, SetAssocLru::new(64, 256, 4)?];
-            if k == 0 {
-                set.push(SetAssocLru::new(4096, 64, 8)?);
-                set.push(SetAssocLru::new(4096, 128, 8)?);
-            }
-            arrays.push(set);
+        for _ in &self.params.shifts {
+            arrays.push(vec![
+                SetAssocLru::new(64, 512, 8)?,
+                SetAssocLru::new(64, 256, 4)?,
+                SetAssocLru::new(4096, 64, 8)?,
+                SetAssocLru::new(4096, 128, 8)?,
+            ]);
         }
         self.rec.replay(&starts, &self.params.shifts, &mut arrays)?;
         let median = |a: usize| {
@@ -190,14 +224,27 @@ impl Evaluator<'_> {
         Ok(LayoutMetrics {
             i1_32k: median(0),
             i1_16k: median(1),
-            itlb_64: arrays[0][2].stats().misses,
-            itlb_128: arrays[0][3].stats().misses,
+            itlb_64: median(2),
+            itlb_128: median(3),
             pages_99: pages.p99,
             pages_999: pages.p999,
             lines_99: lines.p99,
             lines_999: lines.p999,
         })
     }
+}
+
+/// One layout of the search with what the simulator said of it.
+#[derive(Debug, Clone)]
+struct Layout {
+    order: Vec<u32>,
+    metrics: LayoutMetrics,
+    cost: Cost,
+    /// The candidate it came from and the tier cuts applied to it.
+    start: usize,
+    tiers: Vec<u64>,
+    /// Moves kept since then: (item, from position, to position).
+    moves: Vec<(u32, usize, usize)>,
 }
 
 /// Refines the best of `candidates` (each a permutation of `0..items.len()`), with the targets
@@ -230,29 +277,21 @@ pub fn refine(
             }
         }
     }
-    let targets = LayoutMetrics {
-        i1_32k: best_of[0],
-        i1_16k: best_of[1],
-        itlb_64: best_of[2],
-        itlb_128: best_of[3],
-        pages_99: best_of[4],
-        pages_999: best_of[5],
-        lines_99: best_of[6],
-        lines_999: best_of[7],
-    };
+    let targets = LayoutMetrics::from_values(best_of);
     let mut seen: HashSet<Vec<u32>> = candidates.iter().cloned().collect();
-    let (mut best, mut best_cost, mut best_m) = (
-        candidates[0].clone(),
-        cost(&measured[0], &targets),
-        measured[0],
-    );
-    let (mut start, mut tiers, mut moves) = (0, Vec::new(), Vec::new());
-    for (i, m) in measured.iter().enumerate().skip(1) {
-        let c = cost(m, &targets);
-        if cheaper(c, best_cost) {
-            (best, best_cost, best_m, start) = (candidates[i].clone(), c, *m, i);
-        }
-    }
+    let mut starts: Vec<Layout> = candidates
+        .iter()
+        .zip(&measured)
+        .enumerate()
+        .map(|(i, (c, m))| Layout {
+            order: c.clone(),
+            metrics: *m,
+            cost: cost(m, &targets),
+            start: i,
+            tiers: Vec::new(),
+            moves: Vec::new(),
+        })
+        .collect();
 
     // Step 2: every candidate in density tiers.
     let weights = item_weights(rec, items);
@@ -271,62 +310,124 @@ pub fn refine(
                 continue;
             }
             let m = ev.metrics(&variant)?;
-            let k = cost(&m, &targets);
-            if cheaper(k, best_cost) {
-                (best, best_cost, best_m) = (variant, k, m);
-                (start, tiers) = (ci, cuts.clone());
-            }
+            starts.push(Layout {
+                order: variant,
+                metrics: m,
+                cost: cost(&m, &targets),
+                start: ci,
+                tiers: cuts.clone(),
+                moves: Vec::new(),
+            });
         }
     }
 
-    // Step 3: hill climbing over the hot prefix.
-    let prefix = hot_prefix(&best, &weights, total);
-    let mut movers: Vec<u32> = best[..prefix].to_vec();
-    movers.sort_by_key(|&i| (std::cmp::Reverse(weights[i as usize]), i));
-    'passes: loop {
-        let mut changed = false;
-        for &item in &movers {
-            for d in [1i64, -1, 4, -4, 16, -16] {
-                if ev.count >= params.budget {
-                    break 'passes;
-                }
-                let Some(from) = best.iter().position(|&x| x == item) else {
-                    continue;
-                };
-                let to = (from as i64 + d).clamp(0, prefix as i64 - 1) as usize;
-                if to == from {
-                    continue;
-                }
-                let mut next = best.clone();
-                let moved = next.remove(from);
-                next.insert(to, moved);
-                if !seen.insert(next.clone()) {
-                    continue;
-                }
-                let m = ev.metrics(&next)?;
-                let k = cost(&m, &targets);
-                if cheaper(k, best_cost) {
-                    moves.push((item, from, to));
-                    (best, best_cost, best_m) = (next, k, m);
-                    changed = true;
-                    break;
-                }
+    // Step 3: hill climbing from the cheapest start.
+    let cheapest = |ls: &[Layout], keep: &dyn Fn(&Layout) -> bool| {
+        ls.iter()
+            .enumerate()
+            .filter(|(_, l)| keep(l))
+            .fold(None, |b: Option<(usize, &Layout)>, (i, l)| match b {
+                Some((_, x)) if !cheaper(l.cost, x.cost) => b,
+                _ => Some((i, l)),
+            })
+            .map(|(i, _)| i)
+    };
+    let first = cheapest(&starts, &|_| true).expect("at least one candidate");
+    let mut climb = Climb {
+        ev: &mut ev,
+        seen: &mut seen,
+        weights: &weights,
+        total,
+        targets: &targets,
+    };
+    let mut best = starts[first].clone();
+    climb.run(&mut best, params.budget)?;
+    // A climb that converged with budget left and a metric still above its target: climb
+    // again from the cheapest start that meets that metric.
+    let worst = worst_metric(&best.metrics, &targets).filter(|_| climb.ev.count < params.budget);
+    if let Some(worst) = worst {
+        let meets = |l: &Layout| l.metrics.values()[worst] <= targets.values()[worst];
+        if let Some(second) = cheapest(&starts, &|l| meets(l)).filter(|&i| i != first) {
+            let mut other = starts[second].clone();
+            climb.run(&mut other, params.budget)?;
+            if cheaper(other.cost, best.cost) {
+                best = other;
             }
-        }
-        if !changed {
-            break;
         }
     }
     Ok(Refined {
-        order: best,
-        metrics: best_m,
+        order: best.order,
+        metrics: best.metrics,
         candidates: measured,
         targets,
-        start,
-        tiers,
-        moves,
+        start: best.start,
+        tiers: best.tiers,
+        moves: best.moves,
         evaluations: ev.count,
     })
+}
+
+/// The metric with the largest ratio to its target when that ratio is above 1 (the first
+/// such, in [`LayoutMetrics::NAMES`] order), else `None`.
+fn worst_metric(m: &LayoutMetrics, targets: &LayoutMetrics) -> Option<usize> {
+    let ratio = |k: usize| m.values()[k] as f64 / targets.values()[k].max(1) as f64;
+    let k = (0..8).fold(0, |b, k| if ratio(k) > ratio(b) { k } else { b });
+    (ratio(k) > 1.0).then_some(k)
+}
+
+/// Step 3 of the search: moves of single items inside a layout's hot prefix.
+struct Climb<'a, 'b> {
+    ev: &'a mut Evaluator<'b>,
+    seen: &'a mut HashSet<Vec<u32>>,
+    weights: &'a [u128],
+    total: u128,
+    targets: &'a LayoutMetrics,
+}
+
+impl Climb<'_, '_> {
+    /// Hill climbing from `at` until a pass changes nothing or `limit` layouts have been
+    /// replayed in all: the items of the hot prefix (99.9% of the executed bytes), heaviest
+    /// first, each tried 1, 4 and 16 positions earlier and later, keeping the first move that
+    /// lowers the cost.
+    fn run(&mut self, at: &mut Layout, limit: usize) -> Result<(), Error> {
+        let prefix = hot_prefix(&at.order, self.weights, self.total);
+        let mut movers: Vec<u32> = at.order[..prefix].to_vec();
+        movers.sort_by_key(|&i| (std::cmp::Reverse(self.weights[i as usize]), i));
+        loop {
+            let mut changed = false;
+            for &item in &movers {
+                for d in [1i64, -1, 4, -4, 16, -16] {
+                    if self.ev.count >= limit {
+                        return Ok(());
+                    }
+                    let Some(from) = at.order.iter().position(|&x| x == item) else {
+                        continue;
+                    };
+                    let to = (from as i64 + d).clamp(0, prefix as i64 - 1) as usize;
+                    if to == from {
+                        continue;
+                    }
+                    let mut next = at.order.clone();
+                    let moved = next.remove(from);
+                    next.insert(to, moved);
+                    if !self.seen.insert(next.clone()) {
+                        continue;
+                    }
+                    let m = self.ev.metrics(&next)?;
+                    let k = cost(&m, self.targets);
+                    if cheaper(k, at.cost) {
+                        at.moves.push((item, from, to));
+                        (at.order, at.metrics, at.cost) = (next, m, k);
+                        changed = true;
+                        break;
+                    }
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
+    }
 }
 
 fn check(
@@ -542,6 +643,37 @@ mod tests {
         assert_eq!(r.candidates[0].i1_32k, 2000);
         assert!(!r.moves.is_empty());
         assert!(r.metrics.i1_32k <= 10, "{:?} {:?}", r.metrics, r.order);
+    }
+
+    // The cost counts the metrics above their targets first: one metric 50% above beats two
+    // each 1% above, and a layout equal to the targets costs nothing above.
+    #[test]
+    fn cost_counts_the_metrics_above_target_first() {
+        let targets = LayoutMetrics::from_values([100, 100, 10, 10, 20, 20, 500, 500]);
+        let one_far = LayoutMetrics {
+            i1_32k: 150,
+            ..targets
+        };
+        let two_near = LayoutMetrics {
+            pages_99: 21,
+            lines_99: 505,
+            ..targets
+        };
+        let (a, b) = (cost(&one_far, &targets), cost(&two_near, &targets));
+        assert_eq!((a.above, b.above), (1, 2));
+        assert!(cheaper(a, b) && !cheaper(b, a));
+        assert_eq!(cost(&targets, &targets).above, 0);
+        assert!(cheaper(cost(&targets, &targets), a));
+        // Below target on one metric, equal elsewhere: cheaper than equal everywhere.
+        let better = LayoutMetrics {
+            itlb_64: 9,
+            ..targets
+        };
+        assert!(cheaper(cost(&better, &targets), cost(&targets, &targets)));
+        // The metric a second climb must meet: the one furthest above its target.
+        assert_eq!(worst_metric(&one_far, &targets), Some(0));
+        assert_eq!(worst_metric(&two_near, &targets), Some(4));
+        assert_eq!(worst_metric(&better, &targets), None);
     }
 
     #[test]
