@@ -291,9 +291,10 @@ def write_atomic(path, text):
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("mode", "section", "program", "step", "train", "test", "heldout", "stat-runs",
+    for a in ("mode", "section", "program", "train", "test", "heldout", "stat-runs",
               "elapsed", "work", "results", "charts"):
         ap.add_argument("--" + a, required=True)
+    ap.add_argument("--step", required=True, type=int)
     ap.add_argument("--command", default=None)
     ap.add_argument("--timed", default="",
                     help="the workload arguments `sediment stat` timed, when not the measured ones")
