@@ -313,7 +313,7 @@ fn refine_table(
     functions: usize,
 ) -> String {
     let mut table = format!(
-        "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 medians over shifts {:?}\n| layout | {} |\n|---|{}\n",
+        "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 and iTLB medians over shifts {:?}\n| layout | {} |\n|---|{}\n",
         functions,
         rec.kept(),
         rec.offered(),

@@ -1463,13 +1463,18 @@ mod tests {
         c.merge(0, 3, MergeType::YX, 4);
         assert_eq!(c.members(0), &[3, 4, 0, 2, 1, 5]);
         assert!((1..6).all(|v| c.members(v).is_empty()));
+        assert_offsets(&c, 0, &sizes);
+        assert_eq!((c.stat[0].size, c.stat[0].len), (210, 6));
+    }
+
+    /// Every member of chain `x` is owned by it at the sum of the sizes before it.
+    fn assert_offsets(c: &Chains, x: u32, sizes: &[u64]) {
         let mut at = 0;
-        for &v in c.members(0) {
+        for &v in c.members(x) {
             let node = c.node[v as usize];
-            assert_eq!((node.owner, u64::from(node.offset)), (0, at));
+            assert_eq!((node.owner, u64::from(node.offset)), (x, at));
             at += sizes[v as usize];
         }
-        assert_eq!((c.stat[0].size, c.stat[0].len), (210, 6));
     }
 
     // A path of consecutive nodes is pre-merged where its nodes already are in the pool;
@@ -1490,12 +1495,7 @@ mod tests {
         );
         c.merge(0, 1, MergeType::XY, 1);
         assert_eq!(c.members(0), &[5, 0, 1, 2, 3]);
-        let mut at = 0;
-        for &v in c.members(0) {
-            let node = c.node[v as usize];
-            assert_eq!((node.owner, u64::from(node.offset)), (0, at));
-            at += sizes[v as usize];
-        }
+        assert_offsets(&c, 0, &sizes);
         assert_eq!((c.stat[0].size, c.stat[0].len), (160, 5));
     }
 }
