@@ -33,7 +33,7 @@
 //! are whole pages plus 80 bytes: the iTLB sets a page falls in change with the page number,
 //! and valgrind places the libraries at the same addresses every run, so one layout's iTLB
 //! conflicts with libc's pages are one draw of what address randomisation varies per run.
-
+//!
 //! An *item* is a group of units (functions) placed together: one name of an order file, which
 //! a linker applies to every section defining it. Items are laid out back to back from the
 //! first unit's address, each unit aligned, and units in no item follow in address order, as
