@@ -9,7 +9,7 @@
 //! metrics themselves are the objective:
 //!
 //! 1. Every candidate order is replayed; the *targets* are the best value of each metric over
-//!    the reference candidates (the published algorithms). A layout's *cost* ([`Cost`]) is the
+//!    the reference candidates (the published algorithms). A layout's *cost* is the
 //!    number of its metrics above their targets, then the sum of their excess ratios (ratio
 //!    minus 1), then the sum of all ratios, compared in that order: a cost of 0 metrics above
 //!    is at least as good as every reference on every metric, and no move is kept that puts
