@@ -322,17 +322,19 @@ pub fn refine(
     }
 
     // Step 3: hill climbing from the cheapest start.
-    let cheapest = |ls: &[Layout], keep: &dyn Fn(&Layout) -> bool| {
-        ls.iter()
-            .enumerate()
-            .filter(|(_, l)| keep(l))
-            .fold(None, |b: Option<(usize, &Layout)>, (i, l)| match b {
-                Some((_, x)) if !cheaper(l.cost, x.cost) => b,
-                _ => Some((i, l)),
+    // The cheapest start that `keep` accepts, the earlier of equals.
+    let cheapest = |keep: &dyn Fn(&Layout) -> bool| {
+        (0..starts.len())
+            .filter(|&i| keep(&starts[i]))
+            .reduce(|b, i| {
+                if cheaper(starts[i].cost, starts[b].cost) {
+                    i
+                } else {
+                    b
+                }
             })
-            .map(|(i, _)| i)
     };
-    let first = cheapest(&starts, &|_| true).expect("at least one candidate");
+    let first = cheapest(&|_| true).expect("at least one candidate");
     let mut climb = Climb {
         ev: &mut ev,
         seen: &mut seen,
@@ -347,7 +349,7 @@ pub fn refine(
     let worst = worst_metric(&best.metrics, &targets).filter(|_| climb.ev.count < params.budget);
     if let Some(worst) = worst {
         let meets = |l: &Layout| l.metrics.values()[worst] <= targets.values()[worst];
-        if let Some(second) = cheapest(&starts, &|l| meets(l)).filter(|&i| i != first) {
+        if let Some(second) = cheapest(&meets).filter(|&i| i != first) {
             let mut other = starts[second].clone();
             climb.run(&mut other, params.budget)?;
             if cheaper(other.cost, best.cost) {
