@@ -39,8 +39,9 @@ pub struct Args {
     /// [min-max] (one extra `sediment sim` run per binary).
     #[arg(long, default_value_t = 1)]
     pub shifts: u64,
-    /// Bytes between consecutive shifts.
-    #[arg(long, default_value_t = super::noise::DEFAULT_SHIFT_STEP)]
+    /// Bytes between consecutive shifts (default: a 4 KiB page and 80 bytes, so that the
+    /// shifts move the code's pages to other iTLB sets and its lines to other L1i sets).
+    #[arg(long, default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
     /// Give every run this file as its standard input (default: empty), for programs driven
     /// by a script on stdin such as `postgres --single`.

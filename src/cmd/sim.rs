@@ -23,7 +23,8 @@
 //! Other layouts in the same run (`sediment_sim::capture` views):
 //! - `--shifts K [--shift-step S]`: every layout is also simulated with the binary's code
 //!   moved by `S, 2S, ... (K-1)S` bytes, as a pad before the code would move it, and each
-//!   cell becomes `median [min-max]` over the K shifts. I1 miss counts move a lot with
+//!   cell becomes `median [min-max]` over the K shifts. The default step,
+//!   [`sediment_sim::PAGE_SHIFT_STEP`], moves the pages too. I1 miss counts move a lot with
 //!   addresses alone (docs/noise.md), so a single I1 figure is layout luck; the median over
 //!   shifts is what `sediment compare --shifts` reports.
 //! - `--order FILE` (one binary only, repeatable): a proposed function order is replayed
@@ -77,8 +78,9 @@ pub struct Args {
     /// become `median [min-max]` over them.
     #[arg(long, default_value_t = 1)]
     pub shifts: u64,
-    /// Bytes between consecutive shifts.
-    #[arg(long, default_value_t = super::noise::DEFAULT_SHIFT_STEP)]
+    /// Bytes between consecutive shifts (default: a 4 KiB page and 80 bytes, so that the
+    /// shifts move the code's pages to other iTLB sets and its lines to other L1i sets).
+    #[arg(long, default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
     /// A proposed function order (`sediment order` output) to replay without relinking, as
     /// an extra column; repeatable; needs exactly one binary.

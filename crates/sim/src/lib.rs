@@ -63,6 +63,14 @@ pub use record::Recording;
 pub use refine::{refine, LayoutMetrics, RefineParams, Refined};
 pub use trace::{TraceEvent, TraceReader};
 
+/// Default step in bytes between shifted layouts when their iTLB figures count: one 4 KiB
+/// page and 80 bytes. The page moves every page of the code to the next of an 8-way iTLB's
+/// sets; the 80 bytes (a 64-byte line and 16) move every function to another L1i set and
+/// another 16-byte position in its line. Valgrind loads the libraries at the same addresses
+/// in every run, so one layout's iTLB conflicts with libc's pages are one draw of what address
+/// randomisation varies from run to run; the median over page-shifted layouts is not.
+pub const PAGE_SHIFT_STEP: u64 = 4096 + 80;
+
 /// Errors of this crate. Trace errors carry the 1-based line number of the offending line;
 /// the caller adds the file name.
 #[derive(Debug, thiserror::Error)]

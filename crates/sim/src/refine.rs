@@ -30,9 +30,7 @@
 //! 64- and 128-entry 8-way iTLBs (each the median over the layout shifted by every entry of
 //! [`RefineParams::shifts`], as the bench measures relinked binaries behind pads), and the 4
 //! KiB pages and 64-byte lines holding 99% and 99.9% of the executed bytes. The default shifts
-//! are whole pages plus 80 bytes: the iTLB sets a page falls in change with the page number,
-//! and valgrind places the libraries at the same addresses every run, so one layout's iTLB
-//! conflicts with libc's pages are one draw of what address randomisation varies per run.
+//! are steps of [`crate::PAGE_SHIFT_STEP`], a page and 80 bytes (why: there).
 //!
 //! An *item* is a group of units (functions) placed together: one name of an order file, which
 //! a linker applies to every section defining it. Items are laid out back to back from the
@@ -63,7 +61,7 @@ pub struct RefineParams {
 impl Default for RefineParams {
     fn default() -> Self {
         Self {
-            shifts: vec![0, 4096 + 80, 2 * (4096 + 80)],
+            shifts: vec![0, crate::PAGE_SHIFT_STEP, 2 * crate::PAGE_SHIFT_STEP],
             align: 16,
             budget: 300,
             tiers: vec![vec![990], vec![995], vec![999], vec![990, 999]],
