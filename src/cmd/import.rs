@@ -39,6 +39,10 @@ pub enum Format {
     /// GCC `-fcallgraph-info` `.ci` files, one per translation unit (give them all): a static
     /// call graph without counts, low confidence. Needs `--binary` (the program's name).
     GccCallgraph,
+    /// Relocatable objects (`.o`, `.a`; give them all): a static call graph from their
+    /// relocations (calls and functions whose address is taken), from any compiler, low
+    /// confidence. Needs `--binary` (the program's name).
+    Objects,
     /// The historical Sediment `.gv` call graph (Graphviz DOT, one cluster per executable);
     /// the first cluster is the main executable unless `--binary` names another.
     Gv,
@@ -59,7 +63,8 @@ pub struct Args {
     #[arg(long, value_name = "MODE", default_value = "leaf", value_parser = parse_mode)]
     pub mode: Mode,
     /// The profiler's output file (several only for `gcc-callgraph`, one `.ci` per
-    /// translation unit, and `callgrind`, one file per thread or process, summed).
+    /// translation unit, `objects`, every object of the program, and `callgrind`, one file
+    /// per thread or process, summed).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
     /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
@@ -74,7 +79,10 @@ pub fn parse_mode(s: &str) -> Result<Mode, String> {
 
 /// Runs `sediment import`.
 pub fn run(args: Args) -> Result<()> {
-    let many = matches!(args.format, Format::GccCallgraph | Format::Callgrind);
+    let many = matches!(
+        args.format,
+        Format::GccCallgraph | Format::Objects | Format::Callgrind
+    );
     if !many && args.inputs.len() != 1 {
         bail!(
             "{}: one input file expected for this format ({} given)",
@@ -92,6 +100,7 @@ pub fn run(args: Args) -> Result<()> {
         Format::Gprof => import_gprof(input, binary)?,
         Format::Pprof => import_pprof(input, args.mode)?,
         Format::GccCallgraph => import_gcc_callgraph(&args.inputs, binary)?,
+        Format::Objects => import_objects(&args.inputs, binary)?,
         Format::Gv => import_gv(input, binary)?,
     };
     write_profiles(&args.output, imported)
@@ -547,6 +556,30 @@ pub fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result
     let profile = bind_to_file(profile, bin, &mut warnings)?;
     Ok(Imported {
         source: "gcc-callgraph",
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings,
+    })
+}
+
+/// Imports the static call graph of relocatable objects for `--binary`; bound to the binary's
+/// symbols when that file exists.
+pub fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
+    let bin = required_binary(&inputs[0], binary, "an object file")?;
+    let mut objects = Vec::new();
+    for p in inputs {
+        let bytes = fsio::read_bytes(p)?;
+        objects.extend(sediment_elf::objects::read_objects(
+            &p.display().to_string(),
+            &bytes,
+        )?);
+    }
+    let bin_name = bin.display().to_string();
+    let profile = sediment_import::relocs::read(&objects, &bin_name)?;
+    let mut warnings = Vec::new();
+    let profile = bind_to_file(profile, bin, &mut warnings)?;
+    Ok(Imported {
+        source: sediment_import::relocs::SOURCE,
         profiles: vec![profile],
         main: Some(bin_name),
         warnings,

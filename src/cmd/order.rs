@@ -51,6 +51,11 @@ pub struct Args {
     /// With `--fill-from`: follow static edges back to callers too, not only to callees.
     #[arg(long)]
     pub fill_callers: bool,
+    /// With `--fill-from`: then append every other function of the static graph in call-tree
+    /// clusters (entry points first, each with its callees), so that code training never ran
+    /// sits with the code it calls rather than in source-file order.
+    #[arg(long)]
+    pub fill_rest: bool,
     /// First-execution order for `bp` (and the startup column of `--compare`): an order file
     /// listing functions in the order they first ran.
     #[arg(long, value_name = "ORDER")]
@@ -120,15 +125,18 @@ pub fn run(args: Args) -> Result<()> {
     if args.simulate.is_some() && !args.compare && !args.refine {
         bail!("--simulate needs --compare or --refine");
     }
+    if args.fill_rest && args.fill_from.is_none() {
+        bail!("--fill-rest needs --fill-from STATIC");
+    }
     if args.refine {
-        if args.fill_from.is_some() {
-            bail!("--refine orders the functions the run executes; --fill-from cannot follow it");
-        }
         let (binary, output) = match (&args.simulate, &args.output) {
             (Some(b), Some(o)) => (b, o),
             _ => bail!("--refine needs --simulate BIN and -o ORDER"),
         };
-        let order = refine(&profile, &graph, binary, &args)?;
+        let mut order = refine(&profile, &graph, binary, &args)?;
+        if let Some(path) = &args.fill_from {
+            order = fill(order, path, &args)?;
+        }
         fsio::write_atomic(output, order.to_text().as_bytes())?;
         if !args.compare {
             return Ok(());
@@ -160,6 +168,7 @@ fn fill(order: FunctionOrder, path: &std::path::Path, args: &Args) -> Result<Fun
     let params = FillParams {
         max_depth: args.fill_depth,
         callers: args.fill_callers,
+        rest: args.fill_rest,
     };
     let sampled = order.functions.len();
     let (filled, added) = fill_order(&order, &graph, &params)

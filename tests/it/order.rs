@@ -376,3 +376,106 @@ fn fill_from_gcc_callgraph() {
         ["main", "work", "lukewarm", "caller_only", "deep"]
     );
 }
+
+// The static graph from object relocations (any compiler, no extra flag) and `--fill-rest`:
+// after the sampled `main`, `work` and the fill (`lukewarm`, `deep`), every other function
+// follows in call-tree clusters, entry points in name order (the static profile's): the
+// lone `caller_only` and `cold`; `feature`, which never ran and which nothing calls, followed
+// by what its code refers to, `apply` (a call into b.o) and the static `step` (its address
+// handed to `apply`, which a graph of calls alone would not show); then `zzz_unused` with
+// b.c's static `helper`.
+#[test]
+fn fill_rest_from_object_relocations() {
+    if !crate::common::have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = format!(
+        "{FILL_SOURCE}\nstatic __attribute__((noinline)) int step(int x) {{ return x ^ 5; }}\n\
+         int apply(int (*f)(int), int x);\n\
+         __attribute__((noinline)) int feature(int x) {{ return apply(step, x) + 3; }}\n"
+    );
+    fs::write(d.join("a.c"), a).unwrap();
+    fs::write(
+        d.join("b.c"),
+        "int apply(int (*f)(int), int x) { return f(x) * 2; }\n\
+         static __attribute__((noinline)) int helper(int x) { return x + 9; }\n\
+         int zzz_unused(int x) { return helper(x); }\n",
+    )
+    .unwrap();
+    for c in ["a", "b"] {
+        let gcc = std::process::Command::new("gcc")
+            .current_dir(d)
+            .args(["-O2", "-ffunction-sections", "-c"])
+            .arg(format!("{c}.c"))
+            .output()
+            .unwrap();
+        assert!(gcc.status.success(), "{}", stderr(&gcc));
+    }
+    let run = |args: &[&str]| {
+        let o = sediment(d, args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    run(&[
+        "import",
+        "--format",
+        "objects",
+        "--binary",
+        "prog",
+        "a.o",
+        "b.o",
+        "-o",
+        "static.sprof",
+    ]);
+    let graph =
+        sediment_profile::Profile::from_text(&fs::read_to_string(d.join("static.sprof")).unwrap())
+            .unwrap();
+    let edges = graph.named_edges();
+    for want in [
+        ("feature", "apply"),
+        ("feature", "step (a.c)"),
+        ("lukewarm", "deep"),
+        ("zzz_unused", "helper (b.c)"),
+        ("main", "work"),
+    ] {
+        assert!(
+            edges.contains(&(want.0.into(), want.1.into(), 1)),
+            "{want:?} not in {edges:?}"
+        );
+    }
+    assert_eq!(graph.meta.extra["confidence"], "low");
+    let sampled = "sediment-profile 1\nmeta binary prog\nmeta source perf\nmeta total 10\n\
+                   fn 0 2 - main -\nfn 1 8 - work -\ncall 0 1 2\n";
+    fs::write(d.join("p.sprof"), sampled).unwrap();
+    let fill = ["order", "-p", "p.sprof", "--fill-from", "static.sprof"];
+    run(&[&fill[..], &["-o", "f.order"]].concat());
+    run(&[&fill[..], &["--fill-rest", "-o", "r.order"]].concat());
+    assert_eq!(
+        order_names(&d.join("f.order")),
+        ["main", "work", "lukewarm", "deep"]
+    );
+    assert_eq!(
+        order_names(&d.join("r.order")),
+        [
+            "main",
+            "work",
+            "lukewarm",
+            "deep",
+            "caller_only",
+            "cold",
+            "feature",
+            "apply",
+            "step",
+            "zzz_unused",
+            "helper"
+        ]
+    );
+    // Without --fill-from there is nothing to fill the rest from.
+    let o = sediment(
+        d,
+        &["order", "-p", "p.sprof", "--fill-rest", "-o", "x.order"],
+    );
+    assert!(!o.status.success() && stderr(&o).contains("--fill-rest needs --fill-from"));
+    assert!(!d.join("x.order").exists());
+}

@@ -561,6 +561,54 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     assert!(refine("b.order").status.success());
     assert_eq!(std::fs::read(d.join("b.order")).unwrap(), text.as_bytes());
 
+    // `--fill-from` follows the refined order without changing it: the static graph of the
+    // same code, from its object's relocations, adds `printf` (called by `main`) after it.
+    run(d, "gcc", &["-O1", "-ffunction-sections", "-c", "r.c"]);
+    let import = sediment(
+        d,
+        &[
+            "import", "--format", "objects", "--binary", "./r", "r.o", "-o", "s.sprof",
+        ],
+    );
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let filled = sediment(
+        d,
+        &[
+            "order",
+            "-p",
+            "r.sprof",
+            "--refine",
+            "--refine-budget",
+            "30",
+            "--simulate",
+            "./r",
+            "--fill-from",
+            "s.sprof",
+            "--fill-rest",
+            "-o",
+            "f.order",
+        ],
+    );
+    assert!(
+        filled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&filled.stderr)
+    );
+    let f = sediment_profile::FunctionOrder::from_text(
+        &std::fs::read_to_string(d.join("f.order")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(f.functions[..order.functions.len()], order.functions[..]);
+    let added: Vec<&str> = f.functions[order.functions.len()..]
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert!(added.contains(&"printf"), "{added:?}");
+
     // Without a binary to simulate there is nothing to refine on, and no file is written.
     let bad = sediment(d, &["order", "-p", "r.sprof", "--refine", "-o", "c.order"]);
     assert!(!bad.status.success());

@@ -77,6 +77,16 @@ pub struct ObjectFunction {
     pub file: Option<String>,
 }
 
+/// What a function's code refers to: another function of the same object (an index into
+/// [`ObjectFile::functions`]) or a function defined elsewhere, by symbol name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Callee {
+    /// A function of this object.
+    Here(usize),
+    /// An undefined symbol the code calls (a global defined in another object or library).
+    Elsewhere(String),
+}
+
 /// The functions of one relocatable object (a `.o` file or one member of a `.a`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectFile {
@@ -90,6 +100,9 @@ pub struct ObjectFile {
     pub functions: Vec<ObjectFunction>,
     /// False when some executable section holds several functions at different offsets.
     pub function_sections: bool,
+    /// Static references from the code, from the relocations of its executable sections:
+    /// `(function index, callee, sites)`, sorted, one entry per pair (see [`read_object`]).
+    pub references: Vec<(usize, Callee, u32)>,
 }
 
 impl ObjectFile {
@@ -136,6 +149,16 @@ pub fn read_objects(path: &str, data: &[u8]) -> Result<Vec<ObjectFile>, Error> {
 }
 
 /// Reads one relocatable ELF object.
+///
+/// Its [`ObjectFile::references`] come from the relocations of every executable section: a
+/// relocation at offset `o` belongs to the function of that section starting at or before
+/// `o`, and refers to the function its symbol names, or, for a section symbol (how GCC refers
+/// to a `static` function in its own `.text.NAME` section), to the function at the addend's
+/// offset in that section (plus the field size for PC-relative fields, whose addend counts
+/// from the end of the field). Both calls and address-taken functions count: `lua_resume`
+/// hands `resume` to `luaD_rawrunprotected` by address, and they run together. An undefined
+/// symbol counts only through a PLT-relative relocation (a call), since an undefined data
+/// symbol looks the same. References to the function itself are left out.
 pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
     if !data.starts_with(b"\x7fELF") {
         return Err(bad(path, "not an ELF file or archive"));
@@ -219,6 +242,7 @@ pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
             .and_modify(|(first, shared)| *shared |= *first != f.offset)
             .or_insert((f.offset, false));
     }
+    let references = references(path, &file, &functions)?;
     let mut function_sections = true;
     let functions = functions
         .into_iter()
@@ -234,7 +258,77 @@ pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
         file_symbol,
         functions,
         function_sections,
+        references,
     })
+}
+
+/// The references of [`read_object`]'s documentation; `functions` are `(section index,
+/// function)` in symbol-table order.
+fn references(
+    path: &str,
+    file: &object::File,
+    functions: &[(usize, ObjectFunction)],
+) -> Result<Vec<(usize, Callee, u32)>, Error> {
+    use object::{RelocationKind, RelocationTarget};
+    // Per section: (offset, function index), sorted; the function at or before an offset.
+    let mut by_section: BTreeMap<usize, Vec<(u64, usize)>> = BTreeMap::new();
+    for (i, (sec, f)) in functions.iter().enumerate() {
+        by_section.entry(*sec).or_default().push((f.offset, i));
+    }
+    for starts in by_section.values_mut() {
+        starts.sort_unstable();
+    }
+    let at = |sec: usize, offset: u64| {
+        let starts = by_section.get(&sec)?;
+        let k = starts.partition_point(|&(o, _)| o <= offset);
+        starts.get(k.checked_sub(1)?).map(|&(_, i)| i)
+    };
+    let mut counts: BTreeMap<(usize, Callee), u32> = BTreeMap::new();
+    for section in file.sections() {
+        if section.kind() != SectionKind::Text {
+            continue;
+        }
+        for (offset, reloc) in section.relocations() {
+            let Some(from) = at(section.index().0, offset) else {
+                continue;
+            };
+            let RelocationTarget::Symbol(index) = reloc.target() else {
+                continue;
+            };
+            let sym = file
+                .symbol_by_index(index)
+                .map_err(|e| bad(path, &format!("relocation at {offset:#x}: {e}")))?;
+            let callee = match sym.section() {
+                SymbolSection::Section(sec) => {
+                    let mut target = sym.address().wrapping_add(reloc.addend() as u64);
+                    if matches!(
+                        reloc.kind(),
+                        RelocationKind::Relative | RelocationKind::PltRelative
+                    ) {
+                        target = target.wrapping_add(u64::from(reloc.size() / 8));
+                    }
+                    match at(sec.0, target) {
+                        Some(i) => Callee::Here(i),
+                        None => continue,
+                    }
+                }
+                SymbolSection::Undefined if reloc.kind() == RelocationKind::PltRelative => {
+                    match sym.name_bytes() {
+                        Ok(n) if !n.is_empty() => {
+                            Callee::Elsewhere(String::from_utf8_lossy(n).into_owned())
+                        }
+                        _ => continue,
+                    }
+                }
+                _ => continue,
+            };
+            if callee != Callee::Here(from) {
+                let n = counts.entry((from, callee)).or_default();
+                *n = n.saturating_add(1);
+            }
+        }
+    }
+    Ok(counts.into_iter().map(|((f, c), n)| (f, c, n)).collect())
 }
 
 fn bad(path: &str, message: &str) -> Error {

@@ -18,6 +18,8 @@
 //! - [`gv`]: the historical Sediment `.gv` call graph (Graphviz DOT, a cluster per executable),
 //!   read and written.
 //! - [`gcc_callgraph`]: GCC `-fcallgraph-info` `.ci` files, a static call graph without counts.
+//! - [`relocs`]: the same kind of static graph from the relocations of object files (any
+//!   compiler), read by `sediment_elf::objects`.
 //! - [`pprof`]: pprof `profile.proto` (Go, Parca, Pyroscope, Cloud Profiler), gzipped or raw,
 //!   decoded with `prost`; one profile per mapped binary, inlined frames folded into their caller.
 //! - [`bind`]: shared by importers that only know a function's name and a source-file *hint*
@@ -48,6 +50,7 @@ pub mod perf;
 mod perf_branch;
 pub mod perf_script;
 pub mod pprof;
+pub mod relocs;
 
 /// Errors of every importer in this crate.
 #[derive(Debug, thiserror::Error)]

@@ -158,6 +158,7 @@ pub(crate) mod tests {
             file_symbol: Some(tu.into()),
             functions,
             function_sections: true,
+            references: Vec::new(),
         }
     }
 

@@ -319,6 +319,9 @@ pub fn fill_order(
     if params.callers {
         filled.meta.insert("fill-callers".into(), "yes".into());
     }
+    if params.rest {
+        filled.meta.insert("fill-rest".into(), "yes".into());
+    }
     Ok((filled, added))
 }
 
@@ -433,6 +436,7 @@ mod tests {
         let p = crate::fill::FillParams {
             max_depth: 1,
             callers: true,
+            rest: false,
         };
         let (f, added) = fill_order(&o, &graph, &p).unwrap();
         let names: Vec<String> = f.functions.iter().map(|k| k.to_string()).collect();

@@ -19,7 +19,14 @@
 //!    are not placed yet. Callers are off by default: a static caller of a hot function is
 //!    often one of many call sites that never ran, whereas a callee of code that ran is more
 //!    likely to have run too (see [`FillParams`] for the measurement).
-//! 3. After `max_depth` levels the search stops; everything else keeps the linker's default.
+//! 3. After `max_depth` levels the search stops; everything else keeps the linker's default,
+//!    unless [`FillParams::rest`] is set: then every other function of the static graph
+//!    follows, in call-tree clusters. Entry points first (functions no unplaced function
+//!    calls, such as library functions reached only through pointers), in node-index order,
+//!    each followed depth first by the unplaced functions it calls; then whatever is left
+//!    (cycles), the same way. Code that training never ran but a later run does (a feature the
+//!    training workload did not use) then sits together with its callees instead of in source
+//!    file order, one file per page.
 //!
 //! The filled functions follow the hot region, in discovery order: callees of the hottest
 //! function first, so that a lukewarm helper ends up on the page after the hot code that calls
@@ -47,6 +54,8 @@ pub struct FillParams {
     pub max_depth: u32,
     /// Follow static edges backwards too (callers of placed functions), not only to callees.
     pub callers: bool,
+    /// After the levels, append every other function of the graph in call-tree clusters.
+    pub rest: bool,
 }
 
 /// The defaults, tuned on SQLite 3.40 speedtest1 (`bench/fill`, `docs/merge.md`): callees only,
@@ -59,6 +68,7 @@ impl Default for FillParams {
         FillParams {
             max_depth: 2,
             callers: false,
+            rest: false,
         }
     }
 }
@@ -126,7 +136,46 @@ pub fn fill_layout(
         layout.extend_from_slice(&next);
         level = next;
     }
+    if params.rest {
+        append_clusters(&mut layout, &mut done, &callees, &callers);
+    }
     Ok(layout)
+}
+
+/// Appends every node not `done` in call-tree clusters: first each entry point (no caller
+/// left undone) in index order, then any node left (cycles) in index order, each followed
+/// depth first by its undone callees in index order.
+fn append_clusters(
+    layout: &mut Vec<u32>,
+    done: &mut [bool],
+    callees: &[Vec<u32>],
+    callers: &[Vec<u32>],
+) {
+    let entry: Vec<bool> = (0..done.len())
+        .map(|v| callers[v].iter().all(|&c| done[c as usize]))
+        .collect();
+    let mut stack = Vec::new();
+    for pass_entries in [true, false] {
+        for root in 0..done.len() {
+            if done[root] || (pass_entries && !entry[root]) {
+                continue;
+            }
+            stack.push(root as u32);
+            while let Some(v) = stack.pop() {
+                if std::mem::replace(&mut done[v as usize], true) {
+                    continue;
+                }
+                layout.push(v);
+                // Reversed, so that the lowest-index callee is visited first.
+                stack.extend(
+                    callees[v as usize]
+                        .iter()
+                        .rev()
+                        .filter(|&&w| !done[w as usize]),
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +194,7 @@ mod tests {
         let depth = |max_depth| FillParams {
             max_depth,
             callers: true,
+            rest: false,
         };
         let fill = |p: &FillParams| fill_layout(7, &[3, 0], &edges, p).unwrap();
         assert_eq!(fill(&depth(2)), [3, 0, 5, 1, 2, 4]);
@@ -156,6 +206,38 @@ mod tests {
             ..depth(2)
         };
         assert_eq!(fill(&down), [3, 0, 5, 2, 4]);
+    }
+
+    // The rest in clusters: after the fill (3, 0, then 0's callee 2), the entry points with
+    // no undone caller are 1 and 6 (4 is called by 5, 5 by 1, 7 by 8 and 8 by 7); 1 pulls its
+    // call tree 5, 4 (depth first: 5's callee 4 before 1's next callee 9), then 9; 6 stands
+    // alone; the cycle 7 <-> 8 comes last, from its lowest index.
+    #[test]
+    fn rest_follows_in_call_tree_clusters() {
+        let edges = [
+            e(3, 0),
+            e(0, 2),
+            e(1, 5),
+            e(1, 9),
+            e(5, 4),
+            e(7, 8),
+            e(8, 7),
+            e(4, 3),
+        ];
+        let p = FillParams {
+            max_depth: 1,
+            callers: false,
+            rest: true,
+        };
+        assert_eq!(
+            fill_layout(10, &[3, 0], &edges, &p).unwrap(),
+            [3, 0, 2, 1, 5, 4, 9, 6, 7, 8]
+        );
+        let no_rest = FillParams { rest: false, ..p };
+        assert_eq!(
+            fill_layout(10, &[3, 0], &edges, &no_rest).unwrap(),
+            [3, 0, 2]
+        );
     }
 
     // Static edges between sampled functions never reorder them.
@@ -186,6 +268,7 @@ mod tests {
         let p = FillParams {
             max_depth: 4,
             callers: true,
+            rest: true,
         };
         let a = fill_layout(50, &[10, 20], &edges, &p).unwrap();
         let mut s = a.clone();

@@ -1,0 +1,69 @@
+//! A static call graph from the relocations of relocatable objects: what `-fcallgraph-info`
+//! gives for GCC builds ([`crate::gcc_callgraph`]), for objects from any compiler, with no
+//! extra build flag.
+//!
+//! [`sediment_elf::objects::read_object`] lists, per function, the functions its code refers
+//! to: calls, and functions whose address it takes (a callback handed to another function runs
+//! around the same time as the code that hands it over, which a `.ci` graph does not show).
+//! Each such reference becomes a caller -> callee edge weighted by its number of sites; self
+//! weights are 0, `meta event` is `static` and `meta confidence` `low`, as for `.ci` graphs,
+//! so `sediment order --fill-from` treats both alike. Function keys are the symbols': a local
+//! function keyed with the base name of its object's `STT_FILE`, a global by name alone, and a
+//! call to an undefined symbol names the global defined in another object.
+//!
+//! Not seen: calls through pointers loaded from data (a `luaL_Reg` table of library
+//! functions): their callers are unknown, so such functions are entry points of the graph.
+
+use crate::Error;
+use sediment_elf::objects::{Callee, ObjectFile};
+use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
+
+/// Value of `meta source` in profiles read from object files.
+pub const SOURCE: &str = "relocations";
+
+/// The call graph of `objects` (all the objects of one program), for the program `binary`
+/// (`meta binary`). An error when no object defines a function.
+pub fn read(objects: &[ObjectFile], binary: &str) -> Result<Profile, Error> {
+    let mut builder = ProfileBuilder::new(Meta::default());
+    let mut functions = 0usize;
+    for obj in objects {
+        let key = |i: usize| {
+            let f = &obj.functions[i];
+            match &f.file {
+                Some(file) => FuncKey::local(&f.name, file),
+                None => FuncKey::global(&f.name),
+            }
+        };
+        for i in 0..obj.functions.len() {
+            builder.touch(&key(i));
+        }
+        functions += obj.functions.len();
+        for (from, callee, sites) in &obj.references {
+            let to = match callee {
+                Callee::Here(i) => key(*i),
+                Callee::Elsewhere(name) => FuncKey::global(name),
+            };
+            builder.add_call(&key(*from), &to, u64::from(*sites));
+        }
+    }
+    if functions == 0 {
+        let path = objects
+            .first()
+            .map_or_else(String::new, |o| o.display_name());
+        return Err(Error::Format {
+            path,
+            message: "no object defines a function".into(),
+        });
+    }
+    let mut meta = Meta {
+        binary: binary.to_string(),
+        source: SOURCE.to_string(),
+        event: Some(crate::gcc_callgraph::EVENT.to_string()),
+        ..Meta::default()
+    };
+    meta.extra.insert("confidence".into(), "low".into());
+    meta.extra
+        .insert("objects".into(), objects.len().to_string());
+    *builder.meta_mut() = meta;
+    Ok(builder.build())
+}
