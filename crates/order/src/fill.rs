@@ -143,7 +143,7 @@ pub fn fill_layout(
 }
 
 /// Appends every node not `done` in call-tree clusters: first each entry point (no caller
-/// left undone) in index order, then any node left (cycles) in index order, each followed
+/// left undone but itself) in index order, then any node left (cycles) in index order, each followed
 /// depth first by its undone callees in index order.
 fn append_clusters(
     layout: &mut Vec<u32>,
@@ -152,7 +152,7 @@ fn append_clusters(
     callers: &[Vec<u32>],
 ) {
     let entry: Vec<bool> = (0..done.len())
-        .map(|v| callers[v].iter().all(|&c| done[c as usize]))
+        .map(|v| callers[v].iter().all(|&c| c as usize == v || done[c as usize]))
         .collect();
     let mut stack = Vec::new();
     for pass_entries in [true, false] {
@@ -211,7 +211,8 @@ mod tests {
     // The rest in clusters: after the fill (3, 0, then 0's callee 2), the entry points with
     // no undone caller are 1 and 6 (4 is called by 5, 5 by 1, 7 by 8 and 8 by 7); 1 pulls its
     // call tree 5, 4 (depth first: 5's callee 4 before 1's next callee 9), then 9; 6 stands
-    // alone; the cycle 7 <-> 8 comes last, from its lowest index.
+    // alone (calling itself does not stop it being an entry); the cycle 7 <-> 8 comes last,
+    // from its lowest index.
     #[test]
     fn rest_follows_in_call_tree_clusters() {
         let edges = [
@@ -223,6 +224,7 @@ mod tests {
             e(7, 8),
             e(8, 7),
             e(4, 3),
+            e(6, 6),
         ];
         let p = FillParams {
             max_depth: 1,
