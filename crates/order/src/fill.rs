@@ -152,7 +152,11 @@ fn append_clusters(
     callers: &[Vec<u32>],
 ) {
     let entry: Vec<bool> = (0..done.len())
-        .map(|v| callers[v].iter().all(|&c| c as usize == v || done[c as usize]))
+        .map(|v| {
+            callers[v]
+                .iter()
+                .all(|&c| c as usize == v || done[c as usize])
+        })
         .collect();
     let mut stack = Vec::new();
     for pass_entries in [true, false] {

@@ -320,19 +320,7 @@ pub fn refine(
     }
 
     // Step 3: hill climbing from the cheapest start.
-    // The cheapest start that `keep` accepts, the earlier of equals.
-    let cheapest = |keep: &dyn Fn(&Layout) -> bool| {
-        (0..starts.len())
-            .filter(|&i| keep(&starts[i]))
-            .reduce(|b, i| {
-                if cheaper(starts[i].cost, starts[b].cost) {
-                    i
-                } else {
-                    b
-                }
-            })
-    };
-    let first = cheapest(&|_| true).expect("at least one candidate");
+    let first = cheapest(&starts, |_| true).expect("at least one candidate");
     let mut climb = Climb {
         ev: &mut ev,
         seen: &mut seen,
@@ -344,10 +332,8 @@ pub fn refine(
     climb.run(&mut best, params.budget)?;
     // A climb that converged with budget left and a metric still above its target: climb
     // again from the cheapest start that meets that metric.
-    let worst = worst_metric(&best.metrics, &targets).filter(|_| climb.ev.count < params.budget);
-    if let Some(worst) = worst {
-        let meets = |l: &Layout| l.metrics.values()[worst] <= targets.values()[worst];
-        if let Some(second) = cheapest(&meets).filter(|&i| i != first) {
+    if climb.ev.count < params.budget {
+        if let Some(second) = second_start(&starts, first, &best.metrics, &targets) {
             let mut other = starts[second].clone();
             climb.run(&mut other, params.budget)?;
             if cheaper(other.cost, best.cost) {
@@ -365,6 +351,33 @@ pub fn refine(
         moves: best.moves,
         evaluations: ev.count,
     })
+}
+
+/// The cheapest of `starts` that `keep` accepts, the earlier of equals.
+fn cheapest(starts: &[Layout], keep: impl Fn(&Layout) -> bool) -> Option<usize> {
+    (0..starts.len())
+        .filter(|&i| keep(&starts[i]))
+        .reduce(|b, i| {
+            if cheaper(starts[i].cost, starts[b].cost) {
+                i
+            } else {
+                b
+            }
+        })
+}
+
+/// Where a second climb starts when the first, from `starts[first]`, ended at `reached` with a
+/// metric above its target: the cheapest start that meets the worst such metric, if it is not
+/// the first one.
+fn second_start(
+    starts: &[Layout],
+    first: usize,
+    reached: &LayoutMetrics,
+    targets: &LayoutMetrics,
+) -> Option<usize> {
+    let worst = worst_metric(reached, targets)?;
+    let meets = |l: &Layout| l.metrics.values()[worst] <= targets.values()[worst];
+    cheapest(starts, meets).filter(|&i| i != first)
 }
 
 /// The metric with the largest ratio to its target when that ratio is above 1 (the first
@@ -674,6 +687,62 @@ mod tests {
         assert_eq!(worst_metric(&one_far, &targets), Some(0));
         assert_eq!(worst_metric(&two_near, &targets), Some(4));
         assert_eq!(worst_metric(&better, &targets), None);
+    }
+
+    // The second climb's start: the first climb from start 0 ended with pages above target
+    // (and lines, less far); start 1 is cheaper than 2 but misses the pages target too, so the
+    // second climb starts from 2, the cheapest that meets it. A first climb that met every
+    // target, or pages met only by the first start, gives no second climb.
+    #[test]
+    fn second_climb_starts_where_the_worst_metric_is_met() {
+        let targets = LayoutMetrics::from_values([100, 100, 10, 10, 20, 20, 500, 500]);
+        let layout = |i: usize, m: LayoutMetrics| Layout {
+            order: vec![i as u32],
+            metrics: m,
+            cost: cost(&m, &targets),
+            start: i,
+            tiers: Vec::new(),
+            moves: Vec::new(),
+        };
+        let starts = [
+            layout(
+                0,
+                LayoutMetrics {
+                    pages_99: 22,
+                    ..targets
+                },
+            ),
+            layout(
+                1,
+                LayoutMetrics {
+                    pages_99: 21,
+                    ..targets
+                },
+            ),
+            layout(
+                2,
+                LayoutMetrics {
+                    i1_32k: 130,
+                    i1_16k: 120,
+                    ..targets
+                },
+            ),
+        ];
+        assert_eq!(cheapest(&starts, |_| true), Some(1));
+        let reached = LayoutMetrics {
+            pages_99: 24,
+            lines_99: 510,
+            ..targets
+        };
+        assert_eq!(second_start(&starts, 0, &reached, &targets), Some(2));
+        assert_eq!(second_start(&starts, 2, &reached, &targets), None);
+        assert_eq!(second_start(&starts, 0, &targets, &targets), None);
+        // Lines furthest above: start 1 is the cheapest meeting them.
+        let lines = LayoutMetrics {
+            lines_99: 650,
+            ..reached
+        };
+        assert_eq!(second_start(&starts, 0, &lines, &targets), Some(1));
     }
 
     #[test]
