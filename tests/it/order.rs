@@ -1,6 +1,6 @@
 //! `sediment order`: profile in, order file out; deterministic, and bad profiles rejected cleanly.
 
-use crate::common::sediment;
+use crate::common::{sediment, sh};
 use std::fs;
 
 /// A hand-written profile: `main -> work -> helper` hot, `cold` never seen.
@@ -17,6 +17,13 @@ call 3 1 50\n";
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `sediment args` in `d`, asserts it succeeded, and returns its standard error.
+fn ok(d: &std::path::Path, args: &[&str]) -> String {
+    let o = sediment(d, args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    stderr(&o)
 }
 
 // C3 chains main, work, helper in call order, leaves `cold` out, and is byte-identical on rerun.
@@ -301,17 +308,12 @@ fn fill_from_gcc_callgraph() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fs::write(d.join("prog.c"), FILL_SOURCE).unwrap();
-    let gcc = std::process::Command::new("gcc")
-        .current_dir(d)
-        .args(["-O2", "-fcallgraph-info", "-c", "prog.c", "-o", "prog.o"])
-        .output()
-        .unwrap();
-    assert!(gcc.status.success(), "{}", stderr(&gcc));
-    let run = |args: &[&str]| {
-        let o = sediment(d, args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        stderr(&o)
-    };
+    sh(
+        d,
+        "gcc",
+        &["-O2", "-fcallgraph-info", "-c", "prog.c", "-o", "prog.o"],
+    );
+    let run = |args: &[&str]| ok(d, args);
     run(&[
         "import",
         "--format",
@@ -404,18 +406,13 @@ fn fill_rest_from_object_relocations() {
          int zzz_unused(int x) { return helper(x); }\n",
     )
     .unwrap();
-    for c in ["a", "b"] {
-        let gcc = std::process::Command::new("gcc")
-            .current_dir(d)
-            .args(["-O2", "-ffunction-sections", "-c"])
-            .arg(format!("{c}.c"))
-            .output()
-            .unwrap();
-        assert!(gcc.status.success(), "{}", stderr(&gcc));
-    }
+    sh(
+        d,
+        "gcc",
+        &["-O2", "-ffunction-sections", "-c", "a.c", "b.c"],
+    );
     let run = |args: &[&str]| {
-        let o = sediment(d, args);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(d, args);
     };
     run(&[
         "import",

@@ -510,24 +510,23 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     std::fs::write(d.join("r.c"), src).unwrap();
     run(d, "gcc", &["-O1", "-ffunction-sections", "-o", "r", "r.c"]);
     crate::common::record_callgrind(d, "r.sprof", "./r");
-    let refine = |out: &str| {
-        sediment(
-            d,
-            &[
-                "order",
-                "-p",
-                "r.sprof",
-                "--refine",
-                "--refine-budget",
-                "30",
-                "--simulate",
-                "./r",
-                "-o",
-                out,
-            ],
-        )
+    let refine = |out: &str, more: &[&str]| {
+        let mut args = vec![
+            "order",
+            "-p",
+            "r.sprof",
+            "--refine",
+            "--refine-budget",
+            "30",
+            "--simulate",
+            "./r",
+            "-o",
+            out,
+        ];
+        args.extend(more);
+        sediment(d, &args)
     };
-    let first = refine("a.order");
+    let first = refine("a.order", &[]);
     let log = String::from_utf8_lossy(&first.stderr).to_string();
     assert!(first.status.success(), "{log}");
     let text = std::fs::read_to_string(d.join("a.order")).unwrap();
@@ -558,41 +557,19 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
         "refined {} vs best candidate {best_candidate}: {log}",
         worst("refined")
     );
-    assert!(refine("b.order").status.success());
+    assert!(refine("b.order", &[]).status.success());
     assert_eq!(std::fs::read(d.join("b.order")).unwrap(), text.as_bytes());
 
     // `--fill-from` follows the refined order without changing it: the static graph of the
     // same code, from its object's relocations, adds `printf` (called by `main`) after it.
     run(d, "gcc", &["-O1", "-ffunction-sections", "-c", "r.c"]);
-    let import = sediment(
-        d,
-        &[
-            "import", "--format", "objects", "--binary", "./r", "r.o", "-o", "s.sprof",
-        ],
-    );
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
-    let filled = sediment(
-        d,
-        &[
-            "order",
-            "-p",
-            "r.sprof",
-            "--refine",
-            "--refine-budget",
-            "30",
-            "--simulate",
-            "./r",
-            "--fill-from",
-            "s.sprof",
-            "--fill-rest",
-            "-o",
-            "f.order",
-        ],
-    );
+    let bin = crate::common::sediment_bin();
+    let import = [
+        "import", "--format", "objects", "--binary", "./r", "r.o", "-o", "s.sprof",
+    ];
+    run(d, bin.to_str().unwrap(), &import);
+    let fill = ["--fill-from", "s.sprof", "--fill-rest"];
+    let filled = refine("f.order", &fill);
     assert!(
         filled.status.success(),
         "{}",
