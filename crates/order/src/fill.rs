@@ -143,8 +143,8 @@ pub fn fill_layout(
 }
 
 /// Appends every node not `done` in call-tree clusters: first each entry point (no caller
-/// left undone but itself) in index order, then any node left (cycles) in index order, each followed
-/// depth first by its undone callees in index order.
+/// left undone but itself) in index order, then any node left (cycles) in index order, each
+/// followed depth first by its undone callees in index order.
 fn append_clusters(
     layout: &mut Vec<u32>,
     done: &mut [bool],
@@ -277,6 +277,7 @@ mod tests {
             rest: true,
         };
         let a = fill_layout(50, &[10, 20], &edges, &p).unwrap();
+        assert_eq!(a.len(), 50, "with `rest` every node is placed");
         let mut s = a.clone();
         s.sort_unstable();
         s.dedup();
