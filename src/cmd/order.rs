@@ -5,8 +5,8 @@
 //! places all others after them in its default order.
 //!
 //! `--fill-from STATIC.sprof` extends the order with functions a static call graph (GCC
-//! `-fcallgraph-info`, imported with `sediment import --format gcc-callgraph`) reaches from the
-//! ordered ones, placed after them (`sediment_order::fill`). It is an `order` option rather than
+//! `-fcallgraph-info`, imported with `sediment import --format gcc-callgraph`, or the objects'
+//! relocations, `--format objects`) reaches from the ordered ones, placed after them (`sediment_order::fill`). It is an `order` option rather than
 //! a `merge` input because it must not change the measured profile: the static edges only
 //! decide where functions the profile never saw go, never the order of the ones it did.
 //!
@@ -41,7 +41,7 @@ pub struct Args {
     /// without its cold members, hot functions moved off needless page crossings).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
-    /// A static call graph (`import --format gcc-callgraph`): append the functions its edges
+    /// A static call graph (`import --format gcc-callgraph` or `--format objects`): append the functions its edges
     /// reach from the ordered ones, after them (low confidence; never reorders the profile's).
     #[arg(long, value_name = "STATIC")]
     pub fill_from: Option<PathBuf>,
