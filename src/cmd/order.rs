@@ -6,9 +6,11 @@
 //!
 //! `--fill-from STATIC.sprof` extends the order with functions a static call graph (GCC
 //! `-fcallgraph-info`, imported with `sediment import --format gcc-callgraph`, or the objects'
-//! relocations, `--format objects`) reaches from the ordered ones, placed after them (`sediment_order::fill`). It is an `order` option rather than
-//! a `merge` input because it must not change the measured profile: the static edges only
-//! decide where functions the profile never saw go, never the order of the ones it did.
+//! relocations, `--format objects`) reaches from the ordered ones, placed after them
+//! (`sediment_order::fill`); with `--fill-rest`, then every other function of that graph in
+//! call-tree clusters. It is an `order` option rather than a `merge` input because it must not
+//! change the measured profile: the static edges only decide where functions the profile never
+//! saw go, never the order of the ones it did. It follows any algorithm and `--refine`.
 //!
 //! `--startup ORDER` gives the first-execution order (an order file listing functions in the
 //! order they first ran) that `--algorithm bp` partitions for; names the profile lacks are one
@@ -41,8 +43,9 @@ pub struct Args {
     /// without its cold members, hot functions moved off needless page crossings).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
-    /// A static call graph (`import --format gcc-callgraph` or `--format objects`): append the functions its edges
-    /// reach from the ordered ones, after them (low confidence; never reorders the profile's).
+    /// A static call graph (`import --format gcc-callgraph` or `--format objects`): append the
+    /// functions its edges reach from the ordered ones, after them (low confidence; never
+    /// reorders the profile's).
     #[arg(long, value_name = "STATIC")]
     pub fill_from: Option<PathBuf>,
     /// With `--fill-from`: how many levels of static edges to follow.
@@ -133,11 +136,8 @@ pub fn run(args: Args) -> Result<()> {
             (Some(b), Some(o)) => (b, o),
             _ => bail!("--refine needs --simulate BIN and -o ORDER"),
         };
-        let mut order = refine(&profile, &graph, binary, &args)?;
-        if let Some(path) = &args.fill_from {
-            order = fill(order, path, &args)?;
-        }
-        fsio::write_atomic(output, order.to_text().as_bytes())?;
+        let order = refine(&profile, &graph, binary, &args)?;
+        write_order(output, order, &args)?;
         if !args.compare {
             return Ok(());
         }
@@ -152,14 +152,20 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     if let Some(output) = args.output.as_ref().filter(|_| !args.refine) {
-        let mut order = order_graph(&profile, &graph, args.algorithm)
+        let order = order_graph(&profile, &graph, args.algorithm)
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
-        if let Some(path) = &args.fill_from {
-            order = fill(order, path, &args)?;
-        }
-        fsio::write_atomic(output, order.to_text().as_bytes())?;
+        write_order(output, order, &args)?;
     }
     Ok(())
+}
+
+/// Writes `order` to `output` atomically, first extended from `--fill-from` when given.
+fn write_order(output: &std::path::Path, order: FunctionOrder, args: &Args) -> Result<()> {
+    let order = match &args.fill_from {
+        Some(path) => fill(order, path, args)?,
+        None => order,
+    };
+    fsio::write_atomic(output, order.to_text().as_bytes())
 }
 
 /// Extends `order` with the functions the static graph at `path` reaches from it.

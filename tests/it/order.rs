@@ -411,20 +411,20 @@ fn fill_rest_from_object_relocations() {
         "gcc",
         &["-O2", "-ffunction-sections", "-c", "a.c", "b.c"],
     );
-    let run = |args: &[&str]| {
-        ok(d, args);
-    };
-    run(&[
-        "import",
-        "--format",
-        "objects",
-        "--binary",
-        "prog",
-        "a.o",
-        "b.o",
-        "-o",
-        "static.sprof",
-    ]);
+    ok(
+        d,
+        &[
+            "import",
+            "--format",
+            "objects",
+            "--binary",
+            "prog",
+            "a.o",
+            "b.o",
+            "-o",
+            "static.sprof",
+        ],
+    );
     let graph =
         sediment_profile::Profile::from_text(&fs::read_to_string(d.join("static.sprof")).unwrap())
             .unwrap();
@@ -446,8 +446,8 @@ fn fill_rest_from_object_relocations() {
                    fn 0 2 - main -\nfn 1 8 - work -\ncall 0 1 2\n";
     fs::write(d.join("p.sprof"), sampled).unwrap();
     let fill = ["order", "-p", "p.sprof", "--fill-from", "static.sprof"];
-    run(&[&fill[..], &["-o", "f.order"]].concat());
-    run(&[&fill[..], &["--fill-rest", "-o", "r.order"]].concat());
+    ok(d, &[&fill[..], &["-o", "f.order"]].concat());
+    ok(d, &[&fill[..], &["--fill-rest", "-o", "r.order"]].concat());
     assert_eq!(
         order_names(&d.join("f.order")),
         ["main", "work", "lukewarm", "deep"]

@@ -153,11 +153,16 @@ pub struct Refined {
     pub evaluations: usize,
 }
 
+/// Each metric's ratio to its target (a target of 0 counts as 1).
+fn ratios(m: &LayoutMetrics, targets: &LayoutMetrics) -> [f64; 8] {
+    let (v, t) = (m.values(), targets.values());
+    std::array::from_fn(|k| v[k] as f64 / t[k].max(1) as f64)
+}
+
 /// The cost of a layout against the targets; see the module documentation.
 fn cost(m: &LayoutMetrics, targets: &LayoutMetrics) -> Cost {
     let mut c = Cost::default();
-    for (v, t) in m.values().iter().zip(targets.values()) {
-        let r = *v as f64 / t.max(1) as f64;
+    for r in ratios(m, targets) {
         if r > 1.0 {
             c.above += 1;
             c.excess += r - 1.0;
@@ -329,13 +334,13 @@ pub fn refine(
         targets: &targets,
     };
     let mut best = starts[first].clone();
-    climb.run(&mut best, params.budget)?;
+    climb.run(&mut best)?;
     // A climb that converged with budget left and a metric still above its target: climb
     // again from the cheapest start that meets that metric.
     if climb.ev.count < params.budget {
         if let Some(second) = second_start(&starts, first, &best.metrics, &targets) {
             let mut other = starts[second].clone();
-            climb.run(&mut other, params.budget)?;
+            climb.run(&mut other)?;
             if cheaper(other.cost, best.cost) {
                 best = other;
             }
@@ -383,9 +388,9 @@ fn second_start(
 /// The metric with the largest ratio to its target when that ratio is above 1 (the first
 /// such, in [`LayoutMetrics::NAMES`] order), else `None`.
 fn worst_metric(m: &LayoutMetrics, targets: &LayoutMetrics) -> Option<usize> {
-    let ratio = |k: usize| m.values()[k] as f64 / targets.values()[k].max(1) as f64;
-    let k = (0..8).fold(0, |b, k| if ratio(k) > ratio(b) { k } else { b });
-    (ratio(k) > 1.0).then_some(k)
+    let r = ratios(m, targets);
+    let k = (0..8).fold(0, |b, k| if r[k] > r[b] { k } else { b });
+    (r[k] > 1.0).then_some(k)
 }
 
 /// Step 3 of the search: moves of single items inside a layout's hot prefix.
@@ -398,11 +403,11 @@ struct Climb<'a, 'b> {
 }
 
 impl Climb<'_, '_> {
-    /// Hill climbing from `at` until a pass changes nothing or `limit` layouts have been
+    /// Hill climbing from `at` until a pass changes nothing or the budget of layouts has been
     /// replayed in all: the items of the hot prefix (99.9% of the executed bytes), heaviest
     /// first, each tried 1, 4 and 16 positions earlier and later, keeping the first move that
     /// lowers the cost.
-    fn run(&mut self, at: &mut Layout, limit: usize) -> Result<(), Error> {
+    fn run(&mut self, at: &mut Layout) -> Result<(), Error> {
         let prefix = hot_prefix(&at.order, self.weights, self.total);
         let mut movers: Vec<u32> = at.order[..prefix].to_vec();
         movers.sort_by_key(|&i| (std::cmp::Reverse(self.weights[i as usize]), i));
@@ -410,7 +415,7 @@ impl Climb<'_, '_> {
             let mut changed = false;
             for &item in &movers {
                 for d in [1i64, -1, 4, -4, 16, -16] {
-                    if self.ev.count >= limit {
+                    if self.ev.count >= self.ev.params.budget {
                         return Ok(());
                     }
                     let Some(from) = at.order.iter().position(|&x| x == item) else {
