@@ -87,6 +87,11 @@ pub struct Args {
     /// are sampled in whole windows.
     #[arg(long, value_name = "N", default_value_t = sediment_sim::record::DEFAULT_MAX_EVENTS)]
     pub refine_events: usize,
+    /// With `--refine`: keep the recorded run in FILE, or reuse it if FILE holds a run of the
+    /// same binary bytes, arguments and `--refine-events` (anything else is an error), so a
+    /// search can be repeated with other profiles or budgets without running lackey again.
+    #[arg(long, value_name = "FILE", requires = "refine")]
+    pub refine_recording: Option<PathBuf>,
     /// The workload's arguments for `--simulate` (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<std::ffi::OsString>,
@@ -235,8 +240,7 @@ fn refine(
         record: Some(args.refine_events),
         ..crate::cmd::sim::Plan::as_linked()
     };
-    let (linked, recorded) =
-        crate::cmd::sim::record(binary, &args.args, &"valgrind".into(), &plan)?;
+    let (linked, recorded) = recorded_run(binary, args, &plan)?;
     let rec = &recorded.recording;
     let mut units_of: HashMap<&str, Vec<u32>> = HashMap::new();
     for (u, name) in recorded.names.iter().enumerate() {
@@ -297,7 +301,7 @@ fn refine(
         .with_context(|| format!("refining on {}", binary.display()))?;
     eprint!(
         "{}",
-        refine_table(rec, &r, &params, &orders, &linked[0][0], items.len())
+        refine_table(rec, &r, &params, &orders, linked, items.len())
     );
     let mut order = FunctionOrder {
         functions: r.order.iter().map(|&i| keys[i as usize].clone()).collect(),
@@ -317,6 +321,67 @@ fn refine(
     Ok(order)
 }
 
+/// `--refine`'s lackey run of `binary`, with the as-linked I1 32K and iTLB 64 misses: recorded,
+/// or read from `--refine-recording` when that holds a run of the same binary, arguments and
+/// event cap (and written there after recording when it does not exist).
+fn recorded_run(
+    binary: &std::path::Path,
+    args: &Args,
+    plan: &crate::cmd::sim::Plan,
+) -> Result<([u64; 2], crate::cmd::sim::Recorded)> {
+    use std::hash::Hasher as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut h = twox_hash::XxHash3_64::new();
+    let mut field = |b: &[u8]| {
+        h.write_u64(b.len() as u64);
+        h.write(b);
+    };
+    field(&fsio::read_bytes(binary)?);
+    field(&(args.refine_events as u64).to_le_bytes());
+    args.args.iter().for_each(|a| field(a.as_bytes()));
+    let key = h.finish();
+    let file = args.refine_recording.as_deref();
+    if let Some(path) = file.filter(|p| p.exists()) {
+        let saved = sediment_sim::Saved::from_bytes(&fsio::read_bytes(path)?)
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        if saved.key != key || saved.numbers.len() != 2 {
+            bail!(
+                "{}: recorded from another binary, arguments or --refine-events than {} (delete it to record again)",
+                path.display(),
+                binary.display()
+            );
+        }
+        eprintln!(
+            "sediment order --refine: the run recorded in {}",
+            path.display()
+        );
+        let recorded = crate::cmd::sim::Recorded {
+            recording: saved.recording,
+            names: saved.names,
+        };
+        return Ok(([saved.numbers[0], saved.numbers[1]], recorded));
+    }
+    let (layouts, recorded) =
+        crate::cmd::sim::record(binary, &args.args, &"valgrind".into(), plan)?;
+    let m = &layouts[0][0].misses;
+    let linked = [m[0], m[2]];
+    if let Some(path) = file {
+        let saved = sediment_sim::Saved {
+            key,
+            numbers: linked.to_vec(),
+            names: recorded.names,
+            recording: recorded.recording,
+        };
+        fsio::write_atomic(path, &saved.to_bytes())?;
+        let recorded = crate::cmd::sim::Recorded {
+            recording: saved.recording,
+            names: saved.names,
+        };
+        return Ok((linked, recorded));
+    }
+    Ok((linked, recorded))
+}
+
 /// The search's table for stderr: every candidate's and the refined layout's metrics with
 /// their ratios to the targets, and where the search started.
 fn refine_table(
@@ -324,7 +389,7 @@ fn refine_table(
     r: &sediment_sim::Refined,
     params: &sediment_sim::RefineParams,
     orders: &[(&str, FunctionOrder)],
-    linked: &crate::cmd::sim::SimMetrics,
+    linked: [u64; 2],
     functions: usize,
 ) -> String {
     let mut table = format!(
@@ -359,7 +424,7 @@ fn refine_table(
     let _ = writeln!(
         table,
         "(ratios to the best published value of each metric; as linked: I1 32K {}, iTLB 64 {})",
-        linked.misses[0], linked.misses[2]
+        linked[0], linked[1]
     );
     let cuts: Vec<String> = r
         .tiers

@@ -557,8 +557,27 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
         "refined {} vs best candidate {best_candidate}: {log}",
         worst("refined")
     );
-    assert!(refine("b.order", &[]).status.success());
+    // A second search on the run kept by --refine-recording: recorded once, then read back,
+    // the same bytes each time.
+    let kept = ["--refine-recording", "run.srec"];
+    let recorded = refine("b.order", &kept);
+    assert!(recorded.status.success());
     assert_eq!(std::fs::read(d.join("b.order")).unwrap(), text.as_bytes());
+    let reused = refine("r.order", &kept);
+    let log = String::from_utf8_lossy(&reused.stderr);
+    assert!(log.contains("the run recorded in run.srec"), "{log}");
+    assert_eq!(std::fs::read(d.join("r.order")).unwrap(), text.as_bytes());
+    // A run of other arguments, or a file that is not a recording: one-line errors, no order.
+    for (file, more) in [("run.srec", vec!["--", "x"]), ("r.c", vec![])] {
+        let args: Vec<&str> = ["--refine-recording", file]
+            .into_iter()
+            .chain(more)
+            .collect();
+        let bad = refine("e.order", &args);
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(!bad.status.success() && err.contains(file), "{err}");
+        assert!(!d.join("e.order").exists());
+    }
 
     // `--fill-from` follows the refined order without changing it: the static graph of the
     // same code, from its object's relocations, adds `printf` (called by `main`) after it.

@@ -59,7 +59,7 @@ pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
 pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
-pub use record::Recording;
+pub use record::{Recording, Saved};
 pub use refine::{refine, LayoutMetrics, RefineParams, Refined};
 pub use trace::{TraceEvent, TraceReader};
 
@@ -76,6 +76,9 @@ pub const PAGE_SHIFT_STEP: u64 = 4096 + 80;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// Bytes that are not a saved recording ([`record::Saved`]).
+    #[error("corrupt recording: {0}")]
+    Corrupt(String),
     /// A cache or TLB geometry that cannot be built (sizes not powers of two, too large, ...).
     #[error("invalid geometry: {0}")]
     Geometry(String),

@@ -277,6 +277,212 @@ impl Recording {
     }
 }
 
+/// First bytes of [`Saved::to_bytes`]: the format's name and version.
+const MAGIC: &[u8; 16] = b"sediment-rec 1\n\0";
+
+/// A recording kept in a file between runs, so that a search can be repeated without running
+/// the program again: the [`Recording`], the symbol name of each unit, what the caller keyed
+/// it by (e.g. a hash of the binary and its arguments) and a few numbers measured with it.
+///
+/// [`Saved::to_bytes`] writes magic, then little-endian 64-bit fields: the key, the numbers,
+/// the units (start, size, name), the sampling state, the kept windows and events and the
+/// exact counts (sorted, so the same recording gives the same bytes). [`Saved::from_bytes`]
+/// checks every count against the bytes left before allocating and every event and count
+/// against its unit, so a truncated or corrupt file is an error, never a panic or an
+/// allocation larger than the file.
+#[derive(Debug, Clone)]
+pub struct Saved {
+    /// The caller's key.
+    pub key: u64,
+    /// The caller's numbers.
+    pub numbers: Vec<u64>,
+    /// Symbol name of each unit.
+    pub names: Vec<String>,
+    /// The run.
+    pub recording: Recording,
+}
+
+impl Saved {
+    /// The bytes of the file; see the type's documentation.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let r = &self.recording;
+        let mut o = MAGIC.to_vec();
+        let mut put = |x: u64| o.extend_from_slice(&x.to_le_bytes());
+        put(self.key);
+        put(self.numbers.len() as u64);
+        self.numbers.iter().for_each(|&n| put(n));
+        put(r.starts.len() as u64);
+        for (&s, &z) in r.starts.iter().zip(&r.sizes) {
+            put(s);
+            put(z);
+        }
+        put(r.period);
+        put(r.offered);
+        put(r.max_events as u64);
+        put(r.windows.len() as u64);
+        for &(w, first) in &r.windows {
+            put(w);
+            put(first as u64);
+        }
+        put(r.events.len() as u64);
+        for e in &r.events {
+            put(e.at);
+            put(u64::from(e.unit) | u64::from(e.len) << 32);
+        }
+        let mut counts: Vec<_> = r.counts.iter().collect();
+        counts.sort_unstable();
+        put(counts.len() as u64);
+        for (&(u, offset, len), &n) in counts {
+            put(u64::from(u));
+            put(offset);
+            put(len);
+            put(n);
+        }
+        for name in &self.names {
+            o.extend_from_slice(&(name.len() as u64).to_le_bytes());
+            o.extend_from_slice(name.as_bytes());
+        }
+        o
+    }
+
+    /// Reads [`Saved::to_bytes`]'s bytes back, validating them.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let corrupt = |what: &str| Error::Corrupt(what.to_string());
+        let rest = bytes
+            .strip_prefix(MAGIC.as_slice())
+            .ok_or_else(|| corrupt("not a sediment recording (or another version)"))?;
+        let mut rd = Fields { rest };
+        let key = rd.u64()?;
+        let n = rd.count(8)?;
+        let numbers = (0..n).map(|_| rd.u64()).collect::<Result<_, _>>()?;
+        let units = rd.count(16)?;
+        let (mut starts, mut sizes) = (Vec::with_capacity(units), Vec::with_capacity(units));
+        for _ in 0..units {
+            starts.push(rd.u64()?);
+            sizes.push(rd.u64()?);
+        }
+        let period = rd.u64()?;
+        let offered = rd.u64()?;
+        let max_events = usize::try_from(rd.u64()?).map_err(|_| corrupt("event cap"))?;
+        let mut r = Recording::new(starts, sizes, max_events)?;
+        if !period.is_power_of_two() {
+            return Err(corrupt("sampling period not a power of two"));
+        }
+        let n = rd.count(16)?;
+        let mut windows = Vec::with_capacity(n);
+        for _ in 0..n {
+            let w = rd.u64()?;
+            let first = usize::try_from(rd.u64()?).map_err(|_| corrupt("window start"))?;
+            windows.push((w, first));
+        }
+        let n = rd.count(16)?;
+        let mut events = Vec::with_capacity(n);
+        for _ in 0..n {
+            let at = rd.u64()?;
+            let packed = rd.u64()?;
+            let e = Event {
+                at,
+                unit: packed as u32,
+                len: (packed >> 32) as u32,
+            };
+            if e.unit != ABSOLUTE {
+                r.check_range(e.unit, e.at, u64::from(e.len))?;
+            }
+            events.push(e);
+        }
+        // Windows: increasing numbers, multiples of the period, each starting after the last
+        // and the first at the first event.
+        let ordered = windows
+            .windows(2)
+            .all(|p| p[0].0 < p[1].0 && p[0].1 < p[1].1);
+        let placed = match (windows.first(), windows.last()) {
+            (Some(f), Some(l)) => f.1 == 0 && l.1 < events.len(),
+            _ => events.is_empty(),
+        };
+        if !ordered || !placed || windows.iter().any(|w| w.0 % period != 0) {
+            return Err(corrupt("kept windows out of order"));
+        }
+        if events.len() > r.max_events || (events.len() as u64) > offered {
+            return Err(corrupt("more events kept than the cap or the run allow"));
+        }
+        let n = rd.count(32)?;
+        let mut counts = HashMap::with_capacity(n);
+        for _ in 0..n {
+            let unit = u32::try_from(rd.u64()?).map_err(|_| corrupt("unit of a count"))?;
+            let (offset, len) = (rd.u64()?, rd.u64()?);
+            r.check_range(unit, offset, len)?;
+            if counts.insert((unit, offset, len), rd.u64()?).is_some() {
+                return Err(corrupt("a range counted twice"));
+            }
+        }
+        let mut names = Vec::with_capacity(units);
+        for _ in 0..units {
+            let len = rd.count(1)?;
+            let (name, rest) = rd.rest.split_at(len);
+            rd.rest = rest;
+            names.push(String::from_utf8(name.to_vec()).map_err(|_| corrupt("a name not UTF-8"))?);
+        }
+        if !rd.rest.is_empty() {
+            return Err(corrupt("bytes after the end"));
+        }
+        r.period = period;
+        r.offered = offered;
+        r.windows = windows;
+        r.events = events;
+        r.counts = counts;
+        Ok(Self {
+            key,
+            numbers,
+            names,
+            recording: r,
+        })
+    }
+}
+
+impl Recording {
+    /// Checks that `len` bytes at `offset` lie inside unit `unit`.
+    fn check_range(&self, unit: u32, offset: u64, len: u64) -> Result<(), Error> {
+        let size = *self.sizes.get(unit as usize).ok_or(Error::NoSuchFunction {
+            func: unit,
+            count: self.sizes.len(),
+        })?;
+        if offset.checked_add(len).map_or(true, |e| e > size) {
+            return Err(Error::OutsideFunction {
+                func: unit,
+                offset,
+                len,
+                size,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Little-endian fields read from the front of a byte slice.
+struct Fields<'a> {
+    rest: &'a [u8],
+}
+
+impl Fields<'_> {
+    fn u64(&mut self) -> Result<u64, Error> {
+        let (field, rest) = self
+            .rest
+            .split_first_chunk::<8>()
+            .ok_or_else(|| Error::Corrupt("truncated".into()))?;
+        self.rest = rest;
+        Ok(u64::from_le_bytes(*field))
+    }
+
+    /// A count of items of `size` bytes each, no more than the bytes left can hold.
+    fn count(&mut self, size: usize) -> Result<usize, Error> {
+        let n = self.u64()?;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.rest.len() / size)
+            .ok_or_else(|| Error::Corrupt("truncated".into()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,5 +582,56 @@ mod tests {
         assert_eq!(r.unit_weights(), vec![0, 4]);
         assert!(Recording::new(vec![0x10], vec![], 1).is_err());
         assert!(Recording::new(vec![u64::MAX], vec![2], 1).is_err());
+    }
+
+    // A saved recording reads back to the same bytes and the same replay; every truncation
+    // and a few corruptions are errors, not panics.
+    #[test]
+    fn saved_round_trip_and_corruption() {
+        let mut r = Recording::new(vec![0x1000, 0x2000], vec![0x40, 0x20], 1 << 20).unwrap();
+        for _ in 0..5 {
+            r.push(0x1030, 0x2010);
+            r.push(0x500, 0x510);
+        }
+        let saved = Saved {
+            key: 7,
+            numbers: vec![1, 2],
+            names: vec!["f".into(), "g".into()],
+            recording: r,
+        };
+        let bytes = saved.to_bytes();
+        let back = Saved::from_bytes(&bytes).unwrap();
+        assert_eq!(back.to_bytes(), bytes);
+        assert_eq!(
+            (back.key, &back.numbers, &back.names),
+            (7, &vec![1, 2], &saved.names)
+        );
+        let misses = |r: &Recording| {
+            let mut arrays = vec![vec![lru(64, 64, 1)]];
+            r.replay(&[0x1000, 0x1040], &[0], &mut arrays).unwrap();
+            (arrays[0][0].stats(), r.unit_weights())
+        };
+        assert_eq!(misses(&back.recording), misses(&saved.recording));
+        for n in 0..bytes.len() {
+            assert!(
+                Saved::from_bytes(&bytes[..n]).is_err(),
+                "prefix of {n} bytes"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Saved::from_bytes(&longer).is_err());
+        // The first event's length (bits 32.. of its second field) past its function's end.
+        let first_event = MAGIC.len() + 8 * (1 + 1 + 2 + 1 + 4 + 3 + 1 + 2 + 1);
+        let mut bad = bytes.clone();
+        bad[first_event + 12] = 0x7f;
+        assert!(matches!(
+            Saved::from_bytes(&bad),
+            Err(Error::OutsideFunction { .. })
+        ));
+        // A huge count is refused before anything is allocated for it.
+        let mut bad = bytes;
+        bad[MAGIC.len() + 8..MAGIC.len() + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(Saved::from_bytes(&bad), Err(Error::Corrupt(_))));
     }
 }
