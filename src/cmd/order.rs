@@ -314,8 +314,8 @@ fn refine(
     order.meta.insert(
         "parameters".into(),
         format!(
-            "budget={} events={} shifts={:?} align={}",
-            params.budget, args.refine_events, params.shifts, params.align
+            "budget={} events={} shifts={:?} tlb-shifts={:?} align={}",
+            params.budget, args.refine_events, params.shifts, params.tlb_shifts, params.align
         ),
     );
     Ok(order)
@@ -393,13 +393,14 @@ fn refine_table(
     functions: usize,
 ) -> String {
     let mut table = format!(
-        "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 and iTLB medians over shifts {:?}\n| layout | {} |\n|---|{}\n",
+        "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 and iTLB medians over shifts {:?}, iTLB also over {:?}\n| layout | {} |\n|---|{}\n",
         functions,
         rec.kept(),
         rec.offered(),
         rec.period(),
         r.evaluations,
         params.shifts,
+        params.tlb_shifts,
         sediment_sim::LayoutMetrics::NAMES.join(" | "),
         "---:|".repeat(8)
     );
