@@ -4,7 +4,8 @@
 Reads compare.json (every variant at every layout), compare-heldout.json (first layout of every
 variant on the held-out workload, when there is one), variants.txt ("label layouts" per line, in
 the order of compare.json's columns), steps/stat-V.json (`sediment stat --json` of default-bfd
-against variant V) and steps/times.tsv. With --throughput (postgres), the stat runs are a fixed
+against variant V), sim-phases.json (step 5c: every function order at the eight iTLB page
+phases, when there is one) and steps/times.tsv. With --throughput (postgres), the stat runs are a fixed
 number of `pgbench` transactions against a server of each binary, and the tables show the
 throughput ratio instead of wall and CPU time (see throughput_cell). Writes the section between `<!-- BEGIN SECTION -->` and
 `<!-- END SECTION -->`, leaving the other sections as they are, and one SVG bar chart per metric,
@@ -231,6 +232,32 @@ def order_check(path):
 
 
 # --- SVG ------------------------------------------------------------------------------------------
+def phase_table(path, step, test):
+    """Step 5c's table: every function order's iTLB misses over the 8 page phases (sim JSON)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        cols = json.load(f)["columns"]
+    keys = ("itlb_misses_64", "itlb_misses_128", "i1_misses_32k_8way")
+    base = cols[0]["metrics"]
+    out = [f"Every function order at all eight page phases of the iTLBs (step 5c: one `sediment sim "
+           f"--shifts 8 --shift-step {step}` of `{test}` on the default lld link, each order "
+           "replayed as lld places it; median [min-max] over the eight layouts, ratio to the "
+           "default link's median). The relinked columns above see only the first SHIFTS phases:",
+           "", "| layout | iTLB miss 64 | iTLB miss 128 | I1 miss 32K |", "|---|---:|---:|---:|"]
+    for c in cols:
+        label = c["label"].split("@", 1)[1].removesuffix(".order") if "@" in c["label"] \
+            else "default-lld as linked"
+        cells = []
+        for k in keys:
+            m, lo, hi = c["metrics"][k], c.get("min", {}).get(k), c.get("max", {}).get(k)
+            spread = f" [{lo}-{hi}]" if lo is not None and lo != hi else ""
+            cells.append(f"{m}{spread} ({ratio(m, base[k])})")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
 def svg_chart(title, labels, ratios, cis=None, better="shorter"):
     """A horizontal bar chart of ratios to the baseline, a line at 1.0, optional [low, high]
     whiskers. Fixed geometry and 3-decimal text, so equal inputs give equal bytes. `better`
@@ -458,6 +485,8 @@ def main():
             charts.append((f"{sec}-heldout-{stem}.svg",
                            svg_chart(f"{sec}, held-out: {titles[f].replace(' (median)', '')}",
                                      names, rs)))
+
+    out += phase_table(os.path.join(work, "sim-phases.json"), a.step, show(a.test))
 
     if os.path.exists(os.path.join(work, "compare-train.json")):
         tvariants, tcols = read_measured(work, "compare-train.txt", "compare-train.json")
