@@ -329,6 +329,56 @@ fn recorded_run(
     args: &Args,
     plan: &crate::cmd::sim::Plan,
 ) -> Result<([u64; 2], crate::cmd::sim::Recorded)> {
+    let file = args.refine_recording.as_deref();
+    let key = match file {
+        Some(_) => recording_key(binary, args)?,
+        None => 0,
+    };
+    let saved = match file.filter(|p| p.exists()) {
+        Some(path) => {
+            let saved = sediment_sim::Saved::from_bytes(&fsio::read_bytes(path)?)
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            if saved.key != key || saved.numbers.len() != 2 {
+                bail!(
+                    "{}: recorded from another binary, arguments or --refine-events than {} (delete it to record again)",
+                    path.display(),
+                    binary.display()
+                );
+            }
+            eprintln!(
+                "sediment order --refine: the run recorded in {}",
+                path.display()
+            );
+            saved
+        }
+        None => {
+            let (layouts, recorded) =
+                crate::cmd::sim::record(binary, &args.args, &"valgrind".into(), plan)?;
+            let m = &layouts[0][0].misses;
+            let saved = sediment_sim::Saved {
+                key,
+                numbers: vec![m[0], m[2]],
+                names: recorded.names,
+                recording: recorded.recording,
+            };
+            if let Some(path) = file {
+                fsio::write_atomic(path, &saved.to_bytes())?;
+            }
+            saved
+        }
+    };
+    let sediment_sim::Saved {
+        numbers,
+        names,
+        recording,
+        ..
+    } = saved;
+    let recorded = crate::cmd::sim::Recorded { recording, names };
+    Ok(([numbers[0], numbers[1]], recorded))
+}
+
+/// What a kept run is keyed by: a hash of the binary's bytes, the event cap and the arguments.
+fn recording_key(binary: &std::path::Path, args: &Args) -> Result<u64> {
     use std::hash::Hasher as _;
     use std::os::unix::ffi::OsStrExt as _;
     let mut h = twox_hash::XxHash3_64::new();
@@ -339,47 +389,7 @@ fn recorded_run(
     field(&fsio::read_bytes(binary)?);
     field(&(args.refine_events as u64).to_le_bytes());
     args.args.iter().for_each(|a| field(a.as_bytes()));
-    let key = h.finish();
-    let file = args.refine_recording.as_deref();
-    if let Some(path) = file.filter(|p| p.exists()) {
-        let saved = sediment_sim::Saved::from_bytes(&fsio::read_bytes(path)?)
-            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        if saved.key != key || saved.numbers.len() != 2 {
-            bail!(
-                "{}: recorded from another binary, arguments or --refine-events than {} (delete it to record again)",
-                path.display(),
-                binary.display()
-            );
-        }
-        eprintln!(
-            "sediment order --refine: the run recorded in {}",
-            path.display()
-        );
-        let recorded = crate::cmd::sim::Recorded {
-            recording: saved.recording,
-            names: saved.names,
-        };
-        return Ok(([saved.numbers[0], saved.numbers[1]], recorded));
-    }
-    let (layouts, recorded) =
-        crate::cmd::sim::record(binary, &args.args, &"valgrind".into(), plan)?;
-    let m = &layouts[0][0].misses;
-    let linked = [m[0], m[2]];
-    if let Some(path) = file {
-        let saved = sediment_sim::Saved {
-            key,
-            numbers: linked.to_vec(),
-            names: recorded.names,
-            recording: recorded.recording,
-        };
-        fsio::write_atomic(path, &saved.to_bytes())?;
-        let recorded = crate::cmd::sim::Recorded {
-            recording: saved.recording,
-            names: saved.names,
-        };
-        return Ok((linked, recorded));
-    }
-    Ok((linked, recorded))
+    Ok(h.finish())
 }
 
 /// The search's table for stderr: every candidate's and the refined layout's metrics with
