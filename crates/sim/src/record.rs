@@ -7,7 +7,8 @@
 //! millions of merged fetch ranges (SQLite's speedtest1 at `--size 2`: about 2.6e8
 //! instructions), so the record is bounded:
 //!
-//! - **Function-relative events.** Every fetch range is split at function boundaries; a piece
+//! - **Function-relative events.** Every fetch range is split at function boundaries (and
+//!   into pieces of at most [`MAX_RANGE_LEN`] bytes, a cap real runs never reach); a piece
 //!   inside a function is kept as `(function, offset, length)`, any other piece (the dynamic
 //!   loader, libc, PLT stubs) as its address. 16 bytes an event.
 //! - **Sampled windows.** The stream is cut into windows of [`WINDOW`] events, and windows
@@ -28,6 +29,7 @@
 
 use std::collections::HashMap;
 
+use crate::trace::MAX_RANGE_LEN;
 use crate::{Error, ExecProfile, ExecRange, SetAssocLru};
 
 /// Events per sampling window.
@@ -152,12 +154,14 @@ impl Recording {
                     (end.min(next), ABSOLUTE, at)
                 }
             };
+            // Pieces of at most MAX_RANGE_LEN bytes (a longer straight run is a few pieces),
+            // so that a saved recording can be checked against that cap.
+            let piece_end = piece_end.min(at.saturating_add(MAX_RANGE_LEN));
             let len = piece_end - at;
             if unit != ABSOLUTE {
                 *self.counts.entry((unit, offset, len)).or_insert(0) += 1;
             }
-            // `len` fits: a fetch range is at most a few megabytes (the reader's caps).
-            let len = u32::try_from(len).unwrap_or(u32::MAX);
+            let len = len as u32; // at most MAX_RANGE_LEN
             self.keep(Event {
                 at: offset,
                 unit,
@@ -288,8 +292,9 @@ const MAGIC: &[u8; 16] = b"sediment-rec 1\n\0";
 /// the units (start, size, name), the sampling state, the kept windows and events and the
 /// exact counts (sorted, so the same recording gives the same bytes). [`Saved::from_bytes`]
 /// checks every count against the bytes left before allocating and every event and count
-/// against its unit, so a truncated or corrupt file is an error, never a panic or an
-/// allocation larger than the file.
+/// against its unit and against the recorder's piece length ([`MAX_RANGE_LEN`]), so a
+/// truncated or corrupt file is an error, never a panic, an allocation larger than the file or
+/// a replay longer than a few thousand block accesses per byte of it.
 #[derive(Debug, Clone)]
 pub struct Saved {
     /// The caller's key.
@@ -385,6 +390,9 @@ impl Saved {
                 unit: packed as u32,
                 len: (packed >> 32) as u32,
             };
+            if u64::from(e.len) > MAX_RANGE_LEN {
+                return Err(corrupt("a fetch longer than the recorder's pieces"));
+            }
             if e.unit != ABSOLUTE {
                 r.check_range(e.unit, e.at, u64::from(e.len))?;
             }
@@ -410,6 +418,9 @@ impl Saved {
         for _ in 0..n {
             let unit = u32::try_from(rd.u64()?).map_err(|_| corrupt("unit of a count"))?;
             let (offset, len) = (rd.u64()?, rd.u64()?);
+            if len > MAX_RANGE_LEN {
+                return Err(corrupt("a range longer than the recorder's pieces"));
+            }
             r.check_range(unit, offset, len)?;
             if counts.insert((unit, offset, len), rd.u64()?).is_some() {
                 return Err(corrupt("a range counted twice"));
@@ -525,6 +536,11 @@ mod tests {
             ]
         );
         assert_eq!(r.unit_weights(), vec![0x10, 0x10]);
+        // A straight run longer than the cap is cut into pieces of the cap.
+        let mut r = Recording::new(vec![0], vec![3 * MAX_RANGE_LEN], 1 << 20).unwrap();
+        r.push(0, 2 * MAX_RANGE_LEN + 1);
+        let lens: Vec<u64> = r.events.iter().map(|e| u64::from(e.len)).collect();
+        assert_eq!(lens, vec![MAX_RANGE_LEN, MAX_RANGE_LEN, 1]);
     }
 
     // Replayed with the functions swapped, the misses follow the new addresses: two
@@ -629,6 +645,10 @@ mod tests {
             Saved::from_bytes(&bad),
             Err(Error::OutsideFunction { .. })
         ));
+        // An absolute fetch (the second event) longer than the recorder's pieces.
+        let mut bad = bytes.clone();
+        bad[first_event + 16 + 12..first_event + 32].copy_from_slice(&[0xff; 4]);
+        assert!(matches!(Saved::from_bytes(&bad), Err(Error::Corrupt(_))));
         // A huge count is refused before anything is allocated for it.
         let mut bad = bytes;
         bad[MAGIC.len() + 8..MAGIC.len() + 16].copy_from_slice(&u64::MAX.to_le_bytes());
