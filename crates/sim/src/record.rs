@@ -368,7 +368,10 @@ impl Saved {
         }
         let period = rd.u64()?;
         let offered = rd.u64()?;
-        let max_events = usize::try_from(rd.u64()?).map_err(|_| corrupt("event cap"))?;
+        let max_events = usize::try_from(rd.u64()?)
+            .ok()
+            .filter(|&m| m >= WINDOW as usize)
+            .ok_or_else(|| corrupt("event cap below one window"))?;
         let mut r = Recording::new(starts, sizes, max_events)?;
         if !period.is_power_of_two() {
             return Err(corrupt("sampling period not a power of two"));
@@ -415,6 +418,7 @@ impl Saved {
         }
         let n = rd.count(32)?;
         let mut counts = HashMap::with_capacity(n);
+        let mut last = None;
         for _ in 0..n {
             let unit = u32::try_from(rd.u64()?).map_err(|_| corrupt("unit of a count"))?;
             let (offset, len) = (rd.u64()?, rd.u64()?);
@@ -422,9 +426,13 @@ impl Saved {
                 return Err(corrupt("a range longer than the recorder's pieces"));
             }
             r.check_range(unit, offset, len)?;
-            if counts.insert((unit, offset, len), rd.u64()?).is_some() {
-                return Err(corrupt("a range counted twice"));
+            // Strictly increasing, as written: no range twice, one file per recording.
+            let range = (unit, offset, len);
+            if last.is_some_and(|l| l >= range) {
+                return Err(corrupt("counted ranges out of order"));
             }
+            last = Some(range);
+            counts.insert(range, rd.u64()?);
         }
         let mut names = Vec::with_capacity(units);
         for _ in 0..units {
@@ -648,6 +656,12 @@ mod tests {
         // An absolute fetch (the second event) longer than the recorder's pieces.
         let mut bad = bytes.clone();
         bad[first_event + 16 + 12..first_event + 32].copy_from_slice(&[0xff; 4]);
+        assert!(matches!(Saved::from_bytes(&bad), Err(Error::Corrupt(_))));
+        // The counts (two, the last fields before the names) swapped: out of order.
+        let names = 2 * (8 + 1);
+        let second = bytes.len() - names - 32;
+        let mut bad = bytes.clone();
+        bad[second - 32..second + 32].rotate_left(32);
         assert!(matches!(Saved::from_bytes(&bad), Err(Error::Corrupt(_))));
         // A huge count is refused before anything is allocated for it.
         let mut bad = bytes;
