@@ -231,9 +231,8 @@ def order_check(path):
     return out
 
 
-# --- SVG ------------------------------------------------------------------------------------------
 def phase_table(path, step, test):
-    """Step 5c's table: every function order's iTLB misses over the 8 page phases (sim JSON)."""
+    """Step 5c's table: every function order's iTLB and I1 32K misses over the 8 page phases."""
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
@@ -258,6 +257,7 @@ def phase_table(path, step, test):
     return out
 
 
+# --- SVG ------------------------------------------------------------------------------------------
 def svg_chart(title, labels, ratios, cis=None, better="shorter"):
     """A horizontal bar chart of ratios to the baseline, a line at 1.0, optional [low, high]
     whiskers. Fixed geometry and 3-decimal text, so equal inputs give equal bytes. `better`
