@@ -63,6 +63,23 @@ fn align_up(x: u64, align: u64) -> u64 {
     }
 }
 
+/// Checks that `len` bytes at `offset` lie inside function `func` of `sizes` bytes each.
+pub(crate) fn check_inside(sizes: &[u64], func: u32, offset: u64, len: u64) -> Result<(), Error> {
+    let size = *sizes.get(func as usize).ok_or(Error::NoSuchFunction {
+        func,
+        count: sizes.len(),
+    })?;
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::OutsideFunction {
+            func,
+            offset,
+            len,
+            size,
+        }),
+    }
+}
+
 /// Start and size of every function: the address map a function-relative trace is replayed
 /// against.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,26 +125,8 @@ impl Layout {
     /// program fails here rather than producing plausible garbage) and inside the address
     /// space.
     pub fn remap(&self, r: FuncRange) -> Result<(u64, u64), Error> {
-        let f = r.func as usize;
-        let (&start, &size) =
-            self.start
-                .get(f)
-                .zip(self.size.get(f))
-                .ok_or(Error::NoSuchFunction {
-                    func: r.func,
-                    count: self.start.len(),
-                })?;
-        match r.offset.checked_add(r.len) {
-            Some(end) if end <= size => {}
-            _ => {
-                return Err(Error::OutsideFunction {
-                    func: r.func,
-                    offset: r.offset,
-                    len: r.len,
-                    size,
-                })
-            }
-        }
+        check_inside(&self.size, r.func, r.offset, r.len)?;
+        let start = self.start[r.func as usize];
         let addr = start.checked_add(r.offset).ok_or(Error::AddressOverflow {
             start,
             len: r.offset,

@@ -393,12 +393,7 @@ impl Saved {
                 unit: packed as u32,
                 len: (packed >> 32) as u32,
             };
-            if u64::from(e.len) > MAX_RANGE_LEN {
-                return Err(corrupt("a fetch longer than the recorder's pieces"));
-            }
-            if e.unit != ABSOLUTE {
-                r.check_range(e.unit, e.at, u64::from(e.len))?;
-            }
+            r.check_piece(e.unit, e.at, u64::from(e.len))?;
             events.push(e);
         }
         // Windows: increasing numbers, multiples of the period, each starting after the last
@@ -420,12 +415,13 @@ impl Saved {
         let mut counts = HashMap::with_capacity(n);
         let mut last = None;
         for _ in 0..n {
-            let unit = u32::try_from(rd.u64()?).map_err(|_| corrupt("unit of a count"))?;
+            // Counts are of pieces inside functions only.
+            let unit = u32::try_from(rd.u64()?)
+                .ok()
+                .filter(|&u| u != ABSOLUTE)
+                .ok_or_else(|| corrupt("unit of a count"))?;
             let (offset, len) = (rd.u64()?, rd.u64()?);
-            if len > MAX_RANGE_LEN {
-                return Err(corrupt("a range longer than the recorder's pieces"));
-            }
-            r.check_range(unit, offset, len)?;
+            r.check_piece(unit, offset, len)?;
             // Strictly increasing, as written: no range twice, one file per recording.
             let range = (unit, offset, len);
             if last.is_some_and(|l| l >= range) {
@@ -459,21 +455,16 @@ impl Saved {
 }
 
 impl Recording {
-    /// Checks that `len` bytes at `offset` lie inside unit `unit`.
-    fn check_range(&self, unit: u32, offset: u64, len: u64) -> Result<(), Error> {
-        let size = *self.sizes.get(unit as usize).ok_or(Error::NoSuchFunction {
-            func: unit,
-            count: self.sizes.len(),
-        })?;
-        if offset.checked_add(len).map_or(true, |e| e > size) {
-            return Err(Error::OutsideFunction {
-                func: unit,
-                offset,
-                len,
-                size,
-            });
+    /// Checks a kept piece: at most [`MAX_RANGE_LEN`] bytes, as [`Recording::push`] cuts them,
+    /// and, unless absolute, inside its unit.
+    fn check_piece(&self, unit: u32, at: u64, len: u64) -> Result<(), Error> {
+        if len > MAX_RANGE_LEN {
+            return Err(Error::Corrupt("a piece longer than the recorder's".into()));
         }
-        Ok(())
+        if unit == ABSOLUTE {
+            return Ok(());
+        }
+        crate::layout::check_inside(&self.sizes, unit, at, len)
     }
 }
 

@@ -203,6 +203,8 @@ struct Evaluator<'a> {
     rec: &'a Recording,
     items: &'a [Vec<u32>],
     params: &'a RefineParams,
+    /// `params.shifts`, then the iTLB shifts not among them.
+    shifts: Vec<u64>,
     count: usize,
 }
 
@@ -221,15 +223,8 @@ impl Evaluator<'_> {
         let starts = self.starts(order);
         // The shifts with all four arrays, then the iTLB-only ones with the two iTLBs.
         let full = self.params.shifts.len();
-        let mut shifts = self.params.shifts.clone();
-        let more = self
-            .params
-            .tlb_shifts
-            .iter()
-            .filter(|d| !shifts.contains(d));
-        shifts.extend(more.copied().collect::<Vec<_>>());
-        let mut arrays = Vec::with_capacity(shifts.len());
-        for k in 0..shifts.len() {
+        let mut arrays = Vec::with_capacity(self.shifts.len());
+        for k in 0..self.shifts.len() {
             let mut set = Vec::with_capacity(4);
             if k < full {
                 set.push(SetAssocLru::new(64, 512, 8)?);
@@ -239,7 +234,7 @@ impl Evaluator<'_> {
             set.push(SetAssocLru::new(4096, 128, 8)?);
             arrays.push(set);
         }
-        self.rec.replay(&starts, &shifts, &mut arrays)?;
+        self.rec.replay(&starts, &self.shifts, &mut arrays)?;
         // Array `a` of the full sets, counted from the end so the iTLBs are found in both.
         let median = |a: usize, sets: &[Vec<SetAssocLru>]| {
             let mut v: Vec<u64> = sets
@@ -289,10 +284,17 @@ pub fn refine(
     params: &RefineParams,
 ) -> Result<Refined, Error> {
     check(rec, items, candidates, reference, params)?;
+    let mut shifts = params.shifts.clone();
+    for d in &params.tlb_shifts {
+        if !shifts.contains(d) {
+            shifts.push(*d);
+        }
+    }
     let mut ev = Evaluator {
         rec,
         items,
         params,
+        shifts,
         count: 0,
     };
     let measured: Vec<LayoutMetrics> = candidates
