@@ -92,6 +92,14 @@ pub struct Args {
     /// search can be repeated with other profiles or budgets without running lackey again.
     #[arg(long, value_name = "FILE", requires = "refine")]
     pub refine_recording: Option<PathBuf>,
+    /// With `--refine`: what weighs the pages and lines holding 99% (99.9%) of the executed
+    /// bytes: `run`, the recorded run alone; or `profile`, the recorded run and also the
+    /// profile's weight of each function put on the run's shape of it (four more targets,
+    /// counted after the run's eight: a short recorded run then also counts the functions
+    /// as the profile's longer workload does). The cache and iTLB misses are always the
+    /// recorded run's.
+    #[arg(long, value_enum, value_name = "FROM", default_value_t = RefineWeights::Run, requires = "refine")]
+    pub refine_weights: RefineWeights,
     /// The workload's arguments for `--simulate` (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<std::ffi::OsString>,
@@ -103,6 +111,15 @@ pub struct Args {
         required_unless_present = "compare"
     )]
     pub output: Option<PathBuf>,
+}
+
+/// `--refine-weights`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RefineWeights {
+    /// The recorded run and the profile's function weights on its shape of each function.
+    Profile,
+    /// The recorded run alone.
+    Run,
 }
 
 fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
@@ -293,8 +310,19 @@ fn refine(
         .iter()
         .map(|(name, _)| !OWN_ALGORITHMS.contains(name))
         .collect();
+    let item_weights = (args.refine_weights == RefineWeights::Profile).then(|| {
+        let mut by_name: HashMap<&str, u64> = HashMap::new();
+        for f in &profile.functions {
+            let w = by_name.entry(f.key.name.as_str()).or_default();
+            *w = w.saturating_add(f.self_weight);
+        }
+        keys.iter()
+            .map(|k| by_name.get(k.name.as_str()).copied().unwrap_or(0))
+            .collect()
+    });
     let params = sediment_sim::RefineParams {
         budget: args.refine_budget,
+        item_weights,
         ..Default::default()
     };
     let r = sediment_sim::refine(rec, &items, &candidates, &reference, &params)
@@ -314,8 +342,16 @@ fn refine(
     order.meta.insert(
         "parameters".into(),
         format!(
-            "budget={} events={} shifts={:?} tlb-shifts={:?} align={}",
-            params.budget, args.refine_events, params.shifts, params.tlb_shifts, params.align
+            "budget={} events={} shifts={:?} tlb-shifts={:?} align={} weights={}",
+            params.budget,
+            args.refine_events,
+            params.shifts,
+            params.tlb_shifts,
+            params.align,
+            match args.refine_weights {
+                RefineWeights::Profile => "profile",
+                RefineWeights::Run => "run",
+            }
         ),
     );
     Ok(order)
@@ -402,6 +438,11 @@ fn refine_table(
     linked: [u64; 2],
     functions: usize,
 ) -> String {
+    // The profile-weighted footprints only when the search counted them.
+    let columns = match params.item_weights {
+        Some(_) => sediment_sim::refine::METRICS,
+        None => sediment_sim::refine::RUN_METRICS,
+    };
     let mut table = format!(
         "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 and iTLB medians over shifts {:?}, iTLB also over {:?}\n| layout | {} |\n|---|{}\n",
         functions,
@@ -411,12 +452,11 @@ fn refine_table(
         r.evaluations,
         params.shifts,
         params.tlb_shifts,
-        sediment_sim::LayoutMetrics::NAMES.join(" | "),
-        "---:|".repeat(8)
+        sediment_sim::LayoutMetrics::NAMES[..columns].join(" | "),
+        "---:|".repeat(columns)
     );
     let row = |t: &mut String, label: &str, m: &sediment_sim::LayoutMetrics| {
-        let cells: Vec<String> = m
-            .values()
+        let cells: Vec<String> = m.values()[..columns]
             .iter()
             .zip(r.targets.values())
             .map(|(v, b)| format!("{v} ({:.3})", *v as f64 / b.max(1) as f64))

@@ -491,6 +491,26 @@ int main(int argc, char **argv) {
 // layout spreads them over pages; the refined order must list every function the profile saw,
 // be the same bytes on a second run, and be no worse on its cost (the largest ratio of a
 // metric to the best published value) than the best candidate.
+/// From `order --refine`'s table on stderr (cells "value (ratio)"): the refined row's worst
+/// ratio, and the least worst ratio of the candidates' rows.
+fn worst_ratios(log: &str) -> (f64, f64) {
+    let worst = |label: &str| -> f64 {
+        let line = log
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label}")))
+            .unwrap_or_else(|| panic!("no row {label}: {log}"));
+        line.split('(')
+            .skip(1)
+            .filter_map(|c| c.split(')').next()?.parse::<f64>().ok())
+            .fold(0.0, f64::max)
+    };
+    let best_candidate = sediment_order::Algorithm::NAMES
+        .iter()
+        .map(|n| worst(n))
+        .fold(f64::INFINITY, f64::min);
+    (worst("refined"), best_candidate)
+}
+
 #[test]
 fn order_refine_is_no_worse_than_its_best_candidate() {
     assert!(have_tool("gcc") && have_tool("valgrind"));
@@ -537,25 +557,10 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
             "hot{i} missing: {text}"
         );
     }
-    // The worst ratio of each row (cells "value (ratio)").
-    let worst = |label: &str| -> f64 {
-        let line = log
-            .lines()
-            .find(|l| l.starts_with(&format!("| {label}")))
-            .unwrap_or_else(|| panic!("no row {label}: {log}"));
-        line.split('(')
-            .skip(1)
-            .filter_map(|c| c.split(')').next()?.parse::<f64>().ok())
-            .fold(0.0, f64::max)
-    };
-    let best_candidate = sediment_order::Algorithm::NAMES
-        .iter()
-        .map(|n| worst(n))
-        .fold(f64::INFINITY, f64::min);
+    let (refined, best_candidate) = worst_ratios(&log);
     assert!(
-        worst("refined") <= best_candidate,
-        "refined {} vs best candidate {best_candidate}: {log}",
-        worst("refined")
+        refined <= best_candidate,
+        "refined {refined} vs best candidate {best_candidate}: {log}"
     );
     // A second search on the run kept by --refine-recording: recorded once, then read back,
     // the same bytes each time.
@@ -567,6 +572,25 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     let log = String::from_utf8_lossy(&reused.stderr);
     assert!(log.contains("the run recorded in run.srec"), "{log}");
     assert_eq!(std::fs::read(d.join("r.order")).unwrap(), text.as_bytes());
+    // The profile's weights as four more footprint targets (on the same kept run): twelve
+    // columns, and the refined layout still no worse than the best candidate over all twelve.
+    let both = refine(
+        "w.order",
+        &[
+            "--refine-recording",
+            "run.srec",
+            "--refine-weights",
+            "profile",
+        ],
+    );
+    let log = String::from_utf8_lossy(&both.stderr).to_string();
+    assert!(both.status.success(), "{log}");
+    let header = log.lines().find(|l| l.starts_with("| layout")).unwrap();
+    assert_eq!(header.matches("(profile)").count(), 4, "{header}");
+    let (refined, best_candidate) = worst_ratios(&log);
+    assert!(refined <= best_candidate, "{log}");
+    let text_w = std::fs::read_to_string(d.join("w.order")).unwrap();
+    assert!(text_w.contains("weights=profile"), "{text_w}");
     // A run of other arguments, or a file that is not a recording: one-line errors, no order.
     for (file, more) in [("run.srec", vec!["--", "x"]), ("r.c", vec![])] {
         let args: Vec<&str> = ["--refine-recording", file]

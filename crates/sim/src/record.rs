@@ -251,6 +251,24 @@ impl Recording {
     /// Per-byte execution counts of the units' code over the whole run, with the units at
     /// `starts`.
     pub fn exec_profile(&self, starts: &[u64]) -> Result<ExecProfile, Error> {
+        self.exec_profile_scaled(starts, None)
+    }
+
+    /// As [`Recording::exec_profile`], with every count of unit `u` multiplied by `scale[u]`
+    /// (rounded; a scale that is not a finite non-negative number counts as 0), where `scale`
+    /// is given: another workload's weights put on this run's shape of each function.
+    pub fn exec_profile_scaled(
+        &self,
+        starts: &[u64],
+        scale: Option<&[f64]>,
+    ) -> Result<ExecProfile, Error> {
+        if let Some(scale) = scale.filter(|s| s.len() != self.starts.len()) {
+            return Err(Error::LengthMismatch {
+                what: "unit scales and recorded functions",
+                left: scale.len(),
+                right: self.starts.len(),
+            });
+        }
         if starts.len() != self.starts.len() {
             return Err(Error::LengthMismatch {
                 what: "layout starts and recorded functions",
@@ -264,7 +282,8 @@ impl Recording {
             .map(|(&(u, offset, len), &count)| ExecRange {
                 start: starts[u as usize].saturating_add(offset),
                 len,
-                count,
+                // `as` saturates: NaN and negative products become 0, huge ones u64::MAX.
+                count: scale.map_or(count, |s| (count as f64 * s[u as usize]).round() as u64),
             })
             .collect();
         // As in `Capture::exec_profile`, the result does not depend on the map's order.

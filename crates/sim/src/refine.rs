@@ -39,6 +39,15 @@
 //! (or a published order wins by luck); address randomisation draws it afresh for every run
 //! of the real program, so the search counts every phase.
 //!
+//! The run the search replays is usually a shorter one than the profile's workload (lackey
+//! is slow), and which functions make up its 99% differs: on SQLite the search had one page
+//! fewer than CDSort on its `--size 2` run and two more on the measured `--size 5`, CDSort
+//! having ordered by the `--size 25` profile. With [`RefineParams::item_weights`] (the
+//! profile's weight of each item) the pages and lines are also counted with each item weighed
+//! as the profile does, spread over its bytes as the run executed them, and those four counts
+//! get targets too, counted after the run's own: among layouts with as many of the run's
+//! metrics above target, the one holding the profile's footprint targets is cheaper.
+//!
 //! An *item* is a group of units (functions) placed together: one name of an order file, which
 //! a linker applies to every section defining it. Items are laid out back to back from the
 //! first unit's address, each unit aligned, and units in no item follow in address order, as
@@ -68,6 +77,15 @@ pub struct RefineParams {
     /// Tier cuts tried in step 2, each a list of increasing shares in thousandths of the
     /// executed bytes.
     pub tiers: Vec<Vec<u64>>,
+    /// Each item's weight in the profile the candidates were ordered from (its length is the
+    /// number of items), or `None`. When given, the pages and lines for 99% and 99.9% are
+    /// also counted with the items weighed by it ([`LayoutMetrics::weighted`], four more
+    /// targets): the recorded bytes of each item scaled so the items share the run's
+    /// executed bytes as they share this weight (items the run never executed have no shape
+    /// to scale and count nothing). They count after the run's own metrics, and the density
+    /// tiers and the hot prefix stay the run's. The cache and iTLB metrics are always the
+    /// replayed run's. See the module documentation.
+    pub item_weights: Option<Vec<u64>>,
 }
 
 impl Default for RefineParams {
@@ -78,9 +96,13 @@ impl Default for RefineParams {
             align: 16,
             budget: 300,
             tiers: vec![vec![990], vec![995], vec![999], vec![990, 999]],
+            item_weights: None,
         }
     }
 }
+
+/// How many metrics a [`LayoutMetrics`] holds.
+pub const METRICS: usize = 12;
 
 /// The simulated metrics of one layout; lower is better for every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,11 +123,14 @@ pub struct LayoutMetrics {
     pub lines_99: u64,
     /// 64-byte lines holding 99.9%.
     pub lines_999: u64,
+    /// Pages for 99% and 99.9% and lines for 99% and 99.9% with the items weighed by
+    /// [`RefineParams::item_weights`]; all 0 without them.
+    pub weighted: [u64; 4],
 }
 
 impl LayoutMetrics {
     /// Column names, in the order of [`LayoutMetrics::values`].
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; METRICS] = [
         "I1 32K",
         "I1 16K",
         "iTLB 64",
@@ -114,10 +139,14 @@ impl LayoutMetrics {
         "pages 99.9%",
         "lines 99%",
         "lines 99.9%",
+        "pages 99% (profile)",
+        "pages 99.9% (profile)",
+        "lines 99% (profile)",
+        "lines 99.9% (profile)",
     ];
 
     /// The metrics from an array in the order of [`LayoutMetrics::values`].
-    fn from_values(v: [u64; 8]) -> Self {
+    fn from_values(v: [u64; METRICS]) -> Self {
         Self {
             i1_32k: v[0],
             i1_16k: v[1],
@@ -127,11 +156,13 @@ impl LayoutMetrics {
             pages_999: v[5],
             lines_99: v[6],
             lines_999: v[7],
+            weighted: [v[8], v[9], v[10], v[11]],
         }
     }
 
     /// The metrics as an array.
-    pub fn values(&self) -> [u64; 8] {
+    pub fn values(&self) -> [u64; METRICS] {
+        let w = self.weighted;
         [
             self.i1_32k,
             self.i1_16k,
@@ -141,6 +172,10 @@ impl LayoutMetrics {
             self.pages_999,
             self.lines_99,
             self.lines_999,
+            w[0],
+            w[1],
+            w[2],
+            w[3],
         ]
     }
 }
@@ -167,7 +202,7 @@ pub struct Refined {
 }
 
 /// Each metric's ratio to its target (a target of 0 counts as 1).
-fn ratios(m: &LayoutMetrics, targets: &LayoutMetrics) -> [f64; 8] {
+fn ratios(m: &LayoutMetrics, targets: &LayoutMetrics) -> [f64; METRICS] {
     let (v, t) = (m.values(), targets.values());
     std::array::from_fn(|k| v[k] as f64 / t[k].max(1) as f64)
 }
@@ -175,9 +210,13 @@ fn ratios(m: &LayoutMetrics, targets: &LayoutMetrics) -> [f64; 8] {
 /// The cost of a layout against the targets; see the module documentation.
 fn cost(m: &LayoutMetrics, targets: &LayoutMetrics) -> Cost {
     let mut c = Cost::default();
-    for r in ratios(m, targets) {
+    for (k, r) in ratios(m, targets).into_iter().enumerate() {
         if r > 1.0 {
-            c.above += 1;
+            if k < RUN_METRICS {
+                c.above += 1;
+            } else {
+                c.above_weighted += 1;
+            }
             c.excess += r - 1.0;
         }
         c.sum += r;
@@ -185,17 +224,24 @@ fn cost(m: &LayoutMetrics, targets: &LayoutMetrics) -> Cost {
     c
 }
 
-/// A layout's cost: metrics above their targets, the sum of their excess ratios, the sum of
-/// all ratios; compared in that order.
+/// How many of a [`LayoutMetrics`]' values are the recorded run's: the profile-weighted ones
+/// follow.
+pub const RUN_METRICS: usize = 8;
+
+/// A layout's cost: the run's metrics above their targets, the profile-weighted ones above
+/// theirs, the sum of the excess ratios, the sum of all ratios; compared in that order (the
+/// recorded run's metrics first: the profile's weights only choose among layouts that hold
+/// as many of those).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Cost {
     above: u32,
+    above_weighted: u32,
     excess: f64,
     sum: f64,
 }
 
 fn cheaper(a: Cost, b: Cost) -> bool {
-    (a.above, a.excess, a.sum) < (b.above, b.excess, b.sum)
+    (a.above, a.above_weighted, a.excess, a.sum) < (b.above, b.above_weighted, b.excess, b.sum)
 }
 
 /// Replays layouts of items on a recording.
@@ -205,6 +251,8 @@ struct Evaluator<'a> {
     params: &'a RefineParams,
     /// `params.shifts`, then the iTLB shifts not among them.
     shifts: Vec<u64>,
+    /// Each unit's count multiplier for the footprint metrics ([`unit_scales`]).
+    scale: Option<Vec<f64>>,
     count: usize,
 }
 
@@ -247,6 +295,12 @@ impl Evaluator<'_> {
         let profile = self.rec.exec_profile(&starts)?;
         let pages = profile.footprint(4096)?;
         let lines = profile.footprint(64)?;
+        let mut weighted = [0; 4];
+        if let Some(scale) = &self.scale {
+            let profile = self.rec.exec_profile_scaled(&starts, Some(scale))?;
+            let (p, l) = (profile.footprint(4096)?, profile.footprint(64)?);
+            weighted = [p.p99, p.p999, l.p99, l.p999];
+        }
         Ok(LayoutMetrics {
             i1_32k: median(0, &arrays[..full]),
             i1_16k: median(1, &arrays[..full]),
@@ -256,6 +310,7 @@ impl Evaluator<'_> {
             pages_999: pages.p999,
             lines_99: lines.p99,
             lines_999: lines.p999,
+            weighted,
         })
     }
 }
@@ -290,11 +345,16 @@ pub fn refine(
             shifts.push(*d);
         }
     }
+    let scale = params
+        .item_weights
+        .as_deref()
+        .map(|w| unit_scales(rec, items, w));
     let mut ev = Evaluator {
         rec,
         items,
         params,
         shifts,
+        scale,
         count: 0,
     };
     let measured: Vec<LayoutMetrics> = candidates
@@ -302,7 +362,7 @@ pub fn refine(
         .map(|c| ev.metrics(c))
         .collect::<Result<_, _>>()?;
     let any_reference = reference.iter().any(|&r| r);
-    let mut best_of = [u64::MAX; 8];
+    let mut best_of = [u64::MAX; METRICS];
     for (m, &r) in measured.iter().zip(reference) {
         if r || !any_reference {
             for (b, v) in best_of.iter_mut().zip(m.values()) {
@@ -419,7 +479,7 @@ fn second_start(
 /// such, in [`LayoutMetrics::NAMES`] order), else `None`.
 fn worst_metric(m: &LayoutMetrics, targets: &LayoutMetrics) -> Option<usize> {
     let r = ratios(m, targets);
-    let k = (0..8).fold(0, |b, k| if r[k] > r[b] { k } else { b });
+    let k = (0..METRICS).fold(0, |b, k| if r[k] > r[b] { k } else { b });
     (r[k] > 1.0).then_some(k)
 }
 
@@ -495,6 +555,17 @@ fn check(
             right: candidates.len(),
         });
     }
+    if let Some(w) = params
+        .item_weights
+        .as_ref()
+        .filter(|w| w.len() != items.len())
+    {
+        return Err(Error::LengthMismatch {
+            what: "item weights and items",
+            left: w.len(),
+            right: items.len(),
+        });
+    }
     let mut owner = vec![false; rec.units()];
     for item in items {
         for &u in item {
@@ -532,6 +603,37 @@ fn item_weights(rec: &Recording, items: &[Vec<u32>]) -> Vec<u128> {
         .iter()
         .map(|i| i.iter().map(|&u| unit[u as usize]).sum())
         .collect()
+}
+
+/// How much [`RefineParams::item_weights`] scales each unit's recorded counts: the units of
+/// item `i` by `R * w[i] / W / r[i]`, where `r[i]` is the item's executed bytes in the run,
+/// `R` their sum over the items and `W` the sum of `w` over the items the run executed; so
+/// the items keep the run's total and share it as `w` does. Units in no item keep their
+/// counts (scale 1), as do all units when `W` or `R` is 0. Every scale is then multiplied by
+/// 16 so the rounding of small scaled counts loses little (the footprints compare shares).
+fn unit_scales(rec: &Recording, items: &[Vec<u32>], w: &[u64]) -> Vec<f64> {
+    let r = item_weights(rec, items);
+    let ran = |i: usize| r[i] > 0;
+    let big_r: u128 = r.iter().sum();
+    let big_w: u128 = (0..items.len())
+        .filter(|&i| ran(i))
+        .map(|i| u128::from(w[i]))
+        .sum();
+    let mut scale = vec![16.0; rec.units()];
+    if big_r == 0 || big_w == 0 {
+        return scale;
+    }
+    for (i, item) in items.iter().enumerate() {
+        let s = if ran(i) {
+            16.0 * big_r as f64 * w[i] as f64 / big_w as f64 / r[i] as f64
+        } else {
+            0.0
+        };
+        for &u in item {
+            scale[u as usize] = s;
+        }
+    }
+    scale
 }
 
 /// Items by executed bytes per byte, densest first (ties by index).
@@ -611,6 +713,62 @@ mod tests {
         vec![vec![0], vec![1], vec![2]]
     }
 
+    /// Whether the refined layout is at or below the target of every metric.
+    fn meets_targets(r: &Refined) -> bool {
+        let t = r.targets.values();
+        r.metrics.values().iter().zip(t).all(|(m, t)| *m <= t)
+    }
+
+    #[test]
+    fn profile_weights_add_footprint_targets() {
+        let rec = recording();
+        // The run executes 1 once; the profile says 0 and 1 are the hot pair, 2 nearly cold.
+        let weighted = RefineParams {
+            budget: 40,
+            item_weights: Some(vec![1000, 1000, 1]),
+            ..RefineParams::default()
+        };
+        let cands = vec![vec![0, 2, 1], vec![1, 2, 0]];
+        let r = refine(&rec, &items(), &cands, &[true, true], &weighted).unwrap();
+        // [0, 2, 1]: the run's pair 0, 2 shares a page, the profile's pair 0, 1 does not.
+        assert_eq!(r.candidates[0].pages_99, 1);
+        assert_eq!(r.candidates[0].weighted[0], 2);
+        // [1, 2, 0]: 1 and 0 are a page apart, so are 2 and 0.
+        assert_eq!(
+            (r.candidates[1].pages_99, r.candidates[1].weighted[0]),
+            (2, 2)
+        );
+        assert!(meets_targets(&r), "{r:?}");
+        // Without weights those columns are 0.
+        let run = RefineParams {
+            item_weights: None,
+            ..weighted.clone()
+        };
+        let r = refine(&rec, &items(), &cands, &[true, true], &run).unwrap();
+        assert_eq!(r.candidates[0].weighted, [0; 4]);
+        // The scaled items share the run's executed bytes (times 16) as the weights do.
+        let scale = unit_scales(&rec, &items(), &[1000, 1000, 1]);
+        let run_w = item_weights(&rec, &items());
+        let w: Vec<u128> = (0..3)
+            .map(|i| (run_w[i] as f64 * scale[i]).round() as u128)
+            .collect();
+        let total: u128 = w.iter().sum();
+        assert!(
+            total.abs_diff(16 * run_w.iter().sum::<u128>()) <= 3,
+            "{w:?}"
+        );
+        assert!(w[0].abs_diff(w[1]) <= 1 && w[0] > 900 * w[2], "{w:?}");
+        // One weight per item, or an error.
+        let bad = RefineParams {
+            item_weights: Some(vec![1, 1]),
+            ..weighted
+        };
+        assert!(matches!(
+            refine(&rec, &items(), &cands, &[true, true], &bad),
+            Err(Error::LengthMismatch { .. })
+        ));
+    }
+
     #[test]
     fn picks_the_candidate_that_beats_the_targets() {
         let rec = recording();
@@ -626,12 +784,7 @@ mod tests {
         assert_eq!(r.metrics.pages_99, 1);
         assert_eq!(r.candidates[0].pages_99, 2);
         // Never worse than the best candidate on its own cost.
-        assert!(r
-            .metrics
-            .values()
-            .iter()
-            .zip(r.targets.values())
-            .all(|(m, t)| m <= &t));
+        assert!(meets_targets(&r), "{r:?}");
         assert!(r.evaluations <= 40);
         // Deterministic.
         assert_eq!(
@@ -733,7 +886,7 @@ mod tests {
     // each 1% above, and a layout equal to the targets costs nothing above.
     #[test]
     fn cost_counts_the_metrics_above_target_first() {
-        let targets = LayoutMetrics::from_values([100, 100, 10, 10, 20, 20, 500, 500]);
+        let targets = LayoutMetrics::from_values([100, 100, 10, 10, 20, 20, 500, 500, 0, 0, 0, 0]);
         let one_far = LayoutMetrics {
             i1_32k: 150,
             ..targets
@@ -758,6 +911,25 @@ mod tests {
         assert_eq!(worst_metric(&one_far, &targets), Some(0));
         assert_eq!(worst_metric(&two_near, &targets), Some(4));
         assert_eq!(worst_metric(&better, &targets), None);
+        // The profile-weighted footprints count after the run's metrics: two of them far above
+        // their targets cost less than one of the run's just above its own.
+        let targets =
+            LayoutMetrics::from_values([100, 100, 10, 10, 20, 20, 500, 500, 20, 20, 500, 500]);
+        let weighted_far = LayoutMetrics {
+            weighted: [40, 20, 900, 500],
+            ..targets
+        };
+        let run_near = LayoutMetrics {
+            lines_99: 501,
+            ..targets
+        };
+        let (w, r) = (cost(&weighted_far, &targets), cost(&run_near, &targets));
+        assert_eq!(
+            (w.above, w.above_weighted, r.above, r.above_weighted),
+            (0, 2, 1, 0)
+        );
+        assert!(cheaper(w, r) && !cheaper(r, w));
+        assert!(cheaper(cost(&targets, &targets), w));
     }
 
     // The second climb's start: the first climb from start 0 ended with pages above target
@@ -766,7 +938,7 @@ mod tests {
     // target, or pages met only by the first start, gives no second climb.
     #[test]
     fn second_climb_starts_where_the_worst_metric_is_met() {
-        let targets = LayoutMetrics::from_values([100, 100, 10, 10, 20, 20, 500, 500]);
+        let targets = LayoutMetrics::from_values([100, 100, 10, 10, 20, 20, 500, 500, 0, 0, 0, 0]);
         let layout = |i: usize, m: LayoutMetrics| Layout {
             order: vec![i as u32],
             metrics: m,
