@@ -255,8 +255,8 @@ impl Recording {
     }
 
     /// As [`Recording::exec_profile`], with every count of unit `u` multiplied by `scale[u]`
-    /// (rounded; a scale that is not a finite non-negative number counts as 0), where `scale`
-    /// is given: another workload's weights put on this run's shape of each function.
+    /// (rounded and saturated; NaN and negative products count 0), where `scale` is given:
+    /// another workload's weights put on this run's shape of each function.
     pub fn exec_profile_scaled(
         &self,
         starts: &[u64],
@@ -580,6 +580,16 @@ mod tests {
         assert_eq!(run(&[0x10000, 0x10040]), 2);
         let fp = r.exec_profile(&[0x10000, 0x10040]).unwrap().footprint(4096);
         assert_eq!(fp.unwrap().touched, 1);
+        // Scaled: unit 0 counts three times over, unit 1 not at all; one scale per unit.
+        let starts = [0x10000, 0x11000];
+        let scaled = r.exec_profile_scaled(&starts, Some(&[3.0, 0.0])).unwrap();
+        let plain = r.exec_profile(&starts).unwrap();
+        assert_eq!(
+            (scaled.weight(), plain.weight()),
+            (3 * 10 * 0x40, 2 * 10 * 0x40)
+        );
+        assert_eq!(scaled.footprint(4096).unwrap().touched, 1);
+        assert!(r.exec_profile_scaled(&starts, Some(&[1.0])).is_err());
         assert!(r.replay(&[0], &[0], &mut [vec![]]).is_err());
     }
 
