@@ -69,6 +69,10 @@ pub struct SetAssocLru {
     ways: usize,
     /// `sets * ways` tags, each set's slice most recently used first.
     tags: Vec<u64>,
+    /// The block accessed last ([`EMPTY`] for none): the most recently used of its set, so
+    /// accessing it again hits and changes nothing. Consecutive fetches in one block (most
+    /// of an iTLB's, whose blocks are pages) skip the set lookup.
+    last: u64,
     stats: Stats,
 }
 
@@ -109,6 +113,7 @@ impl SetAssocLru {
             set_mask: sets - 1,
             ways: ways as usize,
             tags: vec![EMPTY; entries as usize],
+            last: EMPTY,
             stats: Stats::default(),
         })
     }
@@ -136,6 +141,7 @@ impl SetAssocLru {
     /// Empties every set and zeroes the counts.
     pub fn reset(&mut self) {
         self.tags.fill(EMPTY);
+        self.last = EMPTY;
         self.stats = Stats::default();
     }
 
@@ -190,9 +196,12 @@ impl SetAssocLru {
     }
 
     /// Blocks `first..end` in order, dispatched once per range on the associativity. Returns
-    /// the misses; counts nothing.
+    /// the misses; counts nothing. `first < end`.
     #[inline]
     fn fetch_range(&mut self, first: u64, end: u64) -> u64 {
+        // The last block accessed is its set's most recently used: a hit that moves nothing.
+        let first = first + u64::from(first == self.last);
+        self.last = end - 1;
         match self.ways {
             1 => self.fetch_blocks::<1>(first, end),
             2 => self.fetch_blocks::<2>(first, end),
