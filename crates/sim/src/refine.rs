@@ -345,10 +345,12 @@ pub fn refine(
             shifts.push(*d);
         }
     }
+    // The items' executed bytes in the run: for the scales here, the tiers and the climb.
+    let weights = item_weights(rec, items);
     let scale = params
         .item_weights
         .as_deref()
-        .map(|w| unit_scales(rec, items, w));
+        .map(|w| unit_scales(rec, items, &weights, w));
     let mut ev = Evaluator {
         rec,
         items,
@@ -387,7 +389,6 @@ pub fn refine(
         .collect();
 
     // Step 2: every candidate in density tiers.
-    let weights = item_weights(rec, items);
     let total: u128 = weights.iter().sum();
     let density_rank = density_order(rec, items, &weights);
     for (ci, c) in candidates.iter().enumerate() {
@@ -606,13 +607,12 @@ fn item_weights(rec: &Recording, items: &[Vec<u32>]) -> Vec<u128> {
 }
 
 /// How much [`RefineParams::item_weights`] scales each unit's recorded counts: the units of
-/// item `i` by `R * w[i] / W / r[i]`, where `r[i]` is the item's executed bytes in the run,
-/// `R` their sum over the items and `W` the sum of `w` over the items the run executed; so
-/// the items keep the run's total and share it as `w` does. Units in no item keep their
+/// item `i` by `R * w[i] / W / r[i]`, where `r[i]` is the item's executed bytes in the run
+/// ([`item_weights`]), `R` their sum over the items and `W` the sum of `w` over the items the
+/// run executed; so the items keep the run's total and share it as `w` does. Units in no item keep their
 /// counts (scale 1), as do all units when `W` or `R` is 0. Every scale is then multiplied by
 /// 16 so the rounding of small scaled counts loses little (the footprints compare shares).
-fn unit_scales(rec: &Recording, items: &[Vec<u32>], w: &[u64]) -> Vec<f64> {
-    let r = item_weights(rec, items);
+fn unit_scales(rec: &Recording, items: &[Vec<u32>], r: &[u128], w: &[u64]) -> Vec<f64> {
     let ran = |i: usize| r[i] > 0;
     let big_r: u128 = r.iter().sum();
     let big_w: u128 = (0..items.len())
@@ -747,8 +747,8 @@ mod tests {
         let r = refine(&rec, &items(), &cands, &[true, true], &run).unwrap();
         assert_eq!(r.candidates[0].weighted, [0; 4]);
         // The scaled items share the run's executed bytes (times 16) as the weights do.
-        let scale = unit_scales(&rec, &items(), &[1000, 1000, 1]);
         let run_w = item_weights(&rec, &items());
+        let scale = unit_scales(&rec, &items(), &run_w, &[1000, 1000, 1]);
         let w: Vec<u128> = (0..3)
             .map(|i| (run_w[i] as f64 * scale[i]).round() as u128)
             .collect();
