@@ -100,6 +100,10 @@ pub struct Args {
     /// recorded run's.
     #[arg(long, value_enum, value_name = "FROM", default_value_t = RefineWeights::Run, requires = "refine")]
     pub refine_weights: RefineWeights,
+    /// With `--refine`: threads replaying each layout (default: the number of cores); the
+    /// order does not depend on it.
+    #[arg(long, short = 'j', value_name = "N", requires = "refine")]
+    pub jobs: Option<usize>,
     /// The workload's arguments for `--simulate` (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<std::ffi::OsString>,
@@ -323,6 +327,10 @@ fn refine(
     let params = sediment_sim::RefineParams {
         budget: args.refine_budget,
         item_weights,
+        threads: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
         ..Default::default()
     };
     let r = sediment_sim::refine(rec, &items, &candidates, &reference, &params)

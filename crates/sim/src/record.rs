@@ -248,6 +248,37 @@ impl Recording {
         Ok(())
     }
 
+    /// As [`Recording::replay`], with the shifts split into up to `threads` contiguous groups
+    /// of about as many arrays each, every group replayed by a thread of its own. Each array
+    /// sees the same fetches in the same order as in [`Recording::replay`], so the result is
+    /// the same whatever `threads` (0 counts as 1).
+    pub fn replay_parallel(
+        &self,
+        starts: &[u64],
+        shifts: &[u64],
+        arrays: &mut [Vec<SetAssocLru>],
+        threads: usize,
+    ) -> Result<(), Error> {
+        let groups = split_by_arrays(arrays, threads.max(1));
+        // One group, or lengths that do not match: `replay` itself (and its error).
+        if groups.len() <= 1 || shifts.len() != arrays.len() {
+            return self.replay(starts, shifts, arrays);
+        }
+        std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(groups.len());
+            let (mut rest, mut from) = (arrays, 0);
+            for &end in &groups {
+                let (group, tail) = rest.split_at_mut(end - from);
+                let shifts = &shifts[from..end];
+                handles.push(scope.spawn(move || self.replay(starts, shifts, group)));
+                (rest, from) = (tail, end);
+            }
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().expect("a replay thread panicked"))
+        })
+    }
+
     /// Per-byte execution counts of the units' code over the whole run, with the units at
     /// `starts`.
     pub fn exec_profile(&self, starts: &[u64]) -> Result<ExecProfile, Error> {
@@ -298,6 +329,31 @@ impl Recording {
         }
         w
     }
+}
+
+/// Where `threads` contiguous groups of `arrays` end (exclusive indices, increasing, the last
+/// `arrays.len()`), cut so each group holds about as many arrays plus one per shift (the work
+/// of a shift: its own pass over the fetches and a fetch per array). Fewer groups than
+/// `threads` when there are fewer shifts; none when there are no shifts.
+fn split_by_arrays(arrays: &[Vec<SetAssocLru>], threads: usize) -> Vec<usize> {
+    let cost: Vec<usize> = arrays.iter().map(|set| set.len() + 1).collect();
+    let total: usize = cost.iter().sum();
+    let groups = threads.min(arrays.len());
+    let mut ends = Vec::with_capacity(groups);
+    let mut sum = 0;
+    for (k, c) in cost.iter().enumerate() {
+        sum += c;
+        // Close group g once its share of the total is reached, leaving a shift for each
+        // group still to come.
+        let g = ends.len() + 1;
+        if g < groups && sum * groups >= total * g && arrays.len() - (k + 1) >= groups - g {
+            ends.push(k + 1);
+        }
+    }
+    if !arrays.is_empty() {
+        ends.push(arrays.len());
+    }
+    ends
 }
 
 /// First bytes of [`Saved::to_bytes`]: the format's name and version.
@@ -591,6 +647,64 @@ mod tests {
         assert_eq!(scaled.footprint(4096).unwrap().touched, 1);
         assert!(r.exec_profile_scaled(&starts, Some(&[1.0])).is_err());
         assert!(r.replay(&[0], &[0], &mut [vec![]]).is_err());
+    }
+
+    // Split over threads, every array counts what the one-thread replay counts: three units
+    // run in a pattern with conflicts, eight shifts with 4, 2 and 1 arrays each.
+    #[test]
+    fn parallel_replay_counts_the_same() {
+        let mut r =
+            Recording::new(vec![0x10000, 0x12000, 0x15000], vec![0x2000; 3], 1 << 20).unwrap();
+        for i in 0..3000u64 {
+            let u = [0x10000, 0x12000, 0x15000][(i * 7 % 3) as usize];
+            let off = (i * 193) % 0x1f00;
+            r.push(u + off, u + off + 40 + i % 64);
+            r.push(
+                0x7000_0000 + (i % 5) * 4096,
+                0x7000_0000 + (i % 5) * 4096 + 16,
+            );
+        }
+        let starts = [0x40_0000, 0x40_3040, 0x40_5000];
+        let shifts: Vec<u64> = (0..8).map(|k| k * 4176).collect();
+        let arrays = || -> Vec<Vec<SetAssocLru>> {
+            (0..8)
+                .map(|k| {
+                    let mut set = vec![lru(4096, 64, 8), lru(4096, 16, 4)];
+                    if k < 3 {
+                        set.extend([lru(64, 64, 2), lru(64, 32, 4)]);
+                    }
+                    if k == 7 {
+                        set.truncate(1);
+                    }
+                    set
+                })
+                .collect()
+        };
+        let counts = |threads: usize| {
+            let mut a = arrays();
+            r.replay_parallel(&starts, &shifts, &mut a, threads)
+                .unwrap();
+            let c: Vec<Vec<u64>> = a
+                .iter()
+                .map(|s| s.iter().map(|x| x.stats().misses).collect())
+                .collect();
+            c
+        };
+        let one = counts(1);
+        assert!(one.iter().flatten().any(|&m| m > 100), "{one:?}");
+        for threads in [0, 2, 3, 8, 20] {
+            assert_eq!(counts(threads), one, "{threads} threads");
+        }
+        assert!(r
+            .replay_parallel(&starts, &shifts[..7], &mut arrays(), 2)
+            .is_err());
+        // The groups: about as many arrays (plus one per shift) each, a shift at least.
+        let a = arrays(); // costs 5, 5, 5, 3, 3, 3, 3, 2 (total 29)
+        assert_eq!(split_by_arrays(&a, 1), [8]);
+        assert_eq!(split_by_arrays(&a, 2), [3, 8]);
+        assert_eq!(split_by_arrays(&a, 3), [2, 5, 8]);
+        assert_eq!(split_by_arrays(&a, 20), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert!(split_by_arrays(&[], 2).is_empty());
     }
 
     // Past the cap, whole windows are dropped, every other one each time, and what is kept

@@ -86,6 +86,9 @@ pub struct RefineParams {
     /// tiers and the hot prefix stay the run's. The cache and iTLB metrics are always the
     /// replayed run's. See the module documentation.
     pub item_weights: Option<Vec<u64>>,
+    /// Threads replaying each layout, the shifts split among them
+    /// ([`Recording::replay_parallel`]); the result does not depend on it.
+    pub threads: usize,
 }
 
 impl Default for RefineParams {
@@ -97,6 +100,7 @@ impl Default for RefineParams {
             budget: 300,
             tiers: vec![vec![990], vec![995], vec![999], vec![990, 999]],
             item_weights: None,
+            threads: 1,
         }
     }
 }
@@ -282,7 +286,8 @@ impl Evaluator<'_> {
             set.push(SetAssocLru::new(4096, 128, 8)?);
             arrays.push(set);
         }
-        self.rec.replay(&starts, &self.shifts, &mut arrays)?;
+        self.rec
+            .replay_parallel(&starts, &self.shifts, &mut arrays, self.params.threads)?;
         // Array `a` of the full sets, counted from the end so the iTLBs are found in both.
         let median = |a: usize, sets: &[Vec<SetAssocLru>]| {
             let mut v: Vec<u64> = sets
