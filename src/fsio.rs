@@ -1,7 +1,9 @@
 //! File handling shared by every subcommand: bounded reads and atomic writes.
 //!
 //! Outputs are written to a temporary file in the destination directory and renamed into place,
-//! so a failed or interrupted run never leaves a half-written profile, order file or script.
+//! so a failed or interrupted run never leaves a half-written profile, order file or script;
+//! the files of one output (a profile and its side profiles, a plan, the linker shims) are
+//! renamed only once all of them are written, so a failure leaves none of them.
 //! Inputs are read with a size cap, so a stranger's file cannot exhaust memory.
 
 use anyhow::{bail, Context, Result};
@@ -11,11 +13,64 @@ use std::path::Path;
 /// Largest input file any subcommand reads into memory (1 GiB).
 pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 
-/// Reads a whole file as bytes, refusing files larger than [`MAX_INPUT_BYTES`].
+/// Reads a whole file as bytes, refusing files larger than [`MAX_INPUT_BYTES`]. A pipe (`<(zcat
+/// perf.data.gz)`) is read like a file; a directory or a device (`/dev/zero`, whose size says 0
+/// and whose contents never end) is refused.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     let file =
         std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    read_opened(path, file)
+}
+
+/// Reads a whole file that an input *names* (a binary a profiler recorded), size-capped like
+/// [`read_bytes`]; `Ok(None)` when the path names no regular file: missing, a directory, a FIFO,
+/// a device. A stranger's profile must not make Sediment read `/dev/zero` or wait forever for a
+/// FIFO's writer, so the type is checked before the open (opening a FIFO blocks) and again on
+/// the opened handle (the path may have been swapped in between).
+///
+/// Turned down: opening with `O_NONBLOCK` instead of the first check, which needs the `libc`
+/// crate for the flag's per-architecture value; the second check keeps the race harmless.
+pub fn read_named_file(path: &Path) -> Result<Option<Vec<u8>>> {
+    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Ok(None),
+        Err(e) if missing(&e) => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot open", path.display())),
+    }
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if missing(&e) => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot open", path.display())),
+    };
+    let meta = file
+        .metadata()
+        .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    read_opened(path, file).map(Some)
+}
+
+/// The whole contents of the opened `file` (named `path` in errors), at most
+/// [`MAX_INPUT_BYTES`]. The size from the handle's metadata is trusted only for a regular file
+/// (to refuse it early and to size the buffer); a pipe is read up to the cap.
+fn read_opened(path: &Path, file: std::fs::File) -> Result<Vec<u8>> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
+    let kind = meta.file_type();
+    let len = if kind.is_file() {
+        meta.len()
+    } else if kind.is_fifo() || kind.is_socket() {
+        0
+    } else {
+        bail!(
+            "{}: not a regular file (a directory or a device)",
+            path.display()
+        );
+    };
     if len > MAX_INPUT_BYTES {
         bail!(
             "{}: file is {len} bytes, larger than the {MAX_INPUT_BYTES}-byte limit",
@@ -47,46 +102,215 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// Writes `contents` to `path` atomically: a temporary file beside it, then a rename.
+/// Writes `contents` to `path` atomically: a temporary file beside it, then a rename (see
+/// [`replace_files`] for the permissions it gets).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| {
-        format!(
-            "{}: cannot create a temporary file in {}",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    tmp.write_all(contents)
-        .and_then(|()| tmp.flush())
-        .with_context(|| format!("{}: write failed", path.display()))?;
-    tmp.persist(path).map_err(|e| {
-        anyhow::anyhow!("{}: cannot rename into place: {}", path.display(), e.error)
-    })?;
+    replace_files(&[Replacement::write(path, contents)])
+}
+
+/// One file of a set that [`replace_files`] puts in place.
+pub struct Replacement<'a> {
+    /// Where the file goes.
+    pub path: &'a Path,
+    /// Its new contents; `None` removes the file (one that does not exist is fine).
+    pub contents: Option<&'a [u8]>,
+    /// Permission bits to give it; `None` keeps those of the file it replaces, and gives a new
+    /// file 0666 less the umask, as any program creating a file does.
+    pub mode: Option<u32>,
+}
+
+impl<'a> Replacement<'a> {
+    /// `path` with `contents`, permissions as described at [`Replacement::mode`].
+    pub fn write(path: &'a Path, contents: &'a [u8]) -> Self {
+        Replacement {
+            path,
+            contents: Some(contents),
+            mode: None,
+        }
+    }
+
+    /// `path` removed.
+    pub fn remove(path: &'a Path) -> Self {
+        Replacement {
+            path,
+            contents: None,
+            mode: None,
+        }
+    }
+
+    /// The same file with the permission bits `mode` (not subject to the umask).
+    pub fn with_mode(self, mode: u32) -> Self {
+        Replacement {
+            mode: Some(mode),
+            ..self
+        }
+    }
+}
+
+/// Puts a set of files in place all or nothing, so the files of one output (a profile and its
+/// side profiles, a plan's list and order, the linker shims) never come from two runs:
+/// 1. every destination is checked (a directory or a device in the way, a name too long, a
+///    parent that is not a directory are errors before anything is written);
+/// 2. every new file is written to a temporary file in its destination's directory;
+/// 3. only then is each renamed into place, and the files to remove are removed.
+///
+/// On an error in steps 1 and 2 the temporary files are removed and no destination has
+/// changed. Step 3 renames each file within its own directory, which the checks leave nothing
+/// to fail on but a file system error or a concurrent change.
+///
+/// A new file gets 0666 less the process umask: the temporary file is created with mode 0666
+/// and the kernel applies the umask (no need to read it, which only setting it can do). A file
+/// that replaces another gets the old one's permission bits (not the set-id bits, which
+/// writing a file clears too).
+///
+/// Turned down: moving the old files aside so that a failed rename could be rolled back. It
+/// doubles the renames, and the checks already catch what makes a rename fail in practice.
+pub fn replace_files(files: &[Replacement<'_>]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    // 1. Check every destination; note the permission bits of each file replaced.
+    let mut modes = Vec::with_capacity(files.len());
+    for f in files {
+        let path = f.path;
+        let verb = if f.contents.is_some() {
+            "replace"
+        } else {
+            "remove"
+        };
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => bail!("{}: is a directory, cannot {verb} it", path.display()),
+            // A device or a FIFO (`-o /dev/null`) is never meant to become a regular file.
+            Ok(m) if !m.is_file() && !m.file_type().is_symlink() => {
+                bail!("{}: not a regular file, cannot {verb} it", path.display())
+            }
+            // A symbolic link is replaced itself; its target's bits are the ones users see.
+            Ok(_) => modes.push(f.mode.or_else(|| {
+                std::fs::metadata(path)
+                    .ok()
+                    .filter(std::fs::Metadata::is_file)
+                    .map(|m| m.permissions().mode() & 0o777)
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => modes.push(f.mode),
+            Err(e) => return Err(e).with_context(|| format!("{}: cannot write", path.display())),
+        }
+    }
+    // 2. Write every new file to a temporary file beside its destination.
+    let mut written = Vec::with_capacity(files.len());
+    for (f, mode) in files.iter().zip(modes) {
+        let Some(contents) = f.contents else {
+            continue;
+        };
+        let path = f.path;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut tmp = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)
+            .with_context(|| {
+                format!(
+                    "{}: cannot create a temporary file in {}",
+                    path.display(),
+                    dir.display()
+                )
+            })?;
+        if let Some(mode) = mode {
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(mode))
+                .with_context(|| format!("{}: cannot set permissions", path.display()))?;
+        }
+        tmp.write_all(contents)
+            .and_then(|()| tmp.flush())
+            .with_context(|| format!("{}: write failed", path.display()))?;
+        written.push((tmp, path));
+    }
+    // 3. Put everything in place (temporary files not renamed are removed when dropped).
+    for (tmp, path) in written {
+        tmp.persist(path).map_err(|e| {
+            anyhow::anyhow!("{}: cannot rename into place: {}", path.display(), e.error)
+        })?;
+    }
+    for f in files.iter().filter(|f| f.contents.is_none()) {
+        match std::fs::remove_file(f.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("{}: cannot remove", f.path.display()))
+            }
+            _ => {}
+        }
+    }
     Ok(())
 }
 
-/// Writes a profile atomically and says so on stderr with its counts (and, for a profile merged
-/// from several recordings, how many).
-pub fn write_profile(path: &Path, p: &sediment_profile::Profile) -> Result<()> {
-    write_atomic(path, p.to_text().as_bytes())?;
-    let recordings = p
-        .meta
-        .extra
-        .get(sediment_profile::META_RECORDINGS)
-        .map_or(String::new(), |n| format!(", {n} recordings"));
-    eprintln!(
-        "sediment: wrote {} ({}: {} {}, {} functions, {} calls{recordings})",
-        path.display(),
-        p.meta.binary,
-        p.meta.total,
-        p.meta.event.as_deref().unwrap_or("weight"),
-        p.functions.len(),
-        p.edges.len()
-    );
+/// Creates `dir` (and missing parents) and runs `write` in it; when `write` fails, the
+/// directories created here are removed again (those that are still empty), so a failure
+/// leaves no new output behind.
+pub fn in_dir<T>(dir: &Path, write: impl FnOnce() -> Result<T>) -> Result<T> {
+    // Deepest first: the order to remove them in.
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+        .collect();
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let result = write();
+    if result.is_err() {
+        for d in missing {
+            // Not empty (someone else wrote there meanwhile): left alone.
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+    result
+}
+
+/// Text for a message (a path, a warning): as it is, or escaped with
+/// [`sediment_profile::escape`] when it holds a control character (a name from a stranger's
+/// file), so nothing raw reaches the terminal and the message stays one line.
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        sediment_profile::escape(text).into()
+    } else {
+        text.into()
+    }
+}
+
+/// Writes a set of profiles all or nothing ([`replace_files`]), then says so on stderr: first
+/// the import's `warnings` (only now, so that a failure is the one line of its error), then
+/// one line per file with its counts (and, for a profile merged from several recordings, how
+/// many). Names from the profiles are shown escaped: they come from the recording.
+pub fn write_profiles(
+    files: &[(&Path, &sediment_profile::Profile)],
+    warnings: &[String],
+) -> Result<()> {
+    let texts: Vec<String> = files.iter().map(|(_, p)| p.to_text()).collect();
+    let set: Vec<Replacement<'_>> = files
+        .iter()
+        .zip(&texts)
+        .map(|((path, _), text)| Replacement::write(path, text.as_bytes()))
+        .collect();
+    replace_files(&set)?;
+    for w in warnings {
+        eprintln!("sediment: warning: {}", shown(w));
+    }
+    for (path, p) in files {
+        let recordings = p
+            .meta
+            .extra
+            .get(sediment_profile::META_RECORDINGS)
+            .map_or(String::new(), |n| {
+                format!(", {} recordings", sediment_profile::escape(n))
+            });
+        eprintln!(
+            "sediment: wrote {} ({}: {} {}, {} functions, {} calls{recordings})",
+            shown(&path.display().to_string()),
+            sediment_profile::escape(&p.meta.binary),
+            p.meta.total,
+            p.meta
+                .event
+                .as_deref()
+                .map_or_else(|| "weight".to_string(), sediment_profile::escape),
+            p.functions.len(),
+            p.edges.len()
+        );
+    }
     Ok(())
 }
 
@@ -105,4 +329,116 @@ pub fn read_binary(path: &Path) -> Result<sediment_elf::Binary> {
         &path.display().to_string(),
         &data,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// Permission bits of `path`.
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// Names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    // A directory in the way of the second file: an error before anything is renamed, the
+    // first file keeps its old contents and no temporary file is left.
+    #[test]
+    fn a_set_with_a_directory_in_the_way_changes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            tmp.path().join("a"),
+            tmp.path().join("b"),
+            tmp.path().join("c"),
+        );
+        std::fs::write(&a, "old").unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let set = [
+            Replacement::write(&a, b"new"),
+            Replacement::write(&b, b"new"),
+        ];
+        let err = replace_files(&set).unwrap_err().to_string();
+        assert!(err.contains("is a directory"), "{err}");
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old");
+        // The same with a directory in the way of a removal.
+        std::fs::write(&c, "old").unwrap();
+        let set = [Replacement::write(&a, b"new"), Replacement::remove(&b)];
+        assert!(replace_files(&set).is_err());
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old");
+        assert_eq!(names(tmp.path()), ["a", "b", "c"]);
+        // A FIFO (or a device: `-o /dev/null`) is not replaced by a regular file either.
+        let fifo = tmp.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let err = write_atomic(&fifo, b"new").unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        std::fs::remove_file(&fifo).unwrap();
+        // Without them, every file is written and the removal done.
+        std::fs::remove_dir(&b).unwrap();
+        let absent = tmp.path().join("never-there");
+        let set = [
+            Replacement::write(&a, b"new"),
+            Replacement::write(&b, b"new"),
+            Replacement::remove(&c),
+            Replacement::remove(&absent),
+        ];
+        replace_files(&set).unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "new");
+        assert_eq!(names(tmp.path()), ["a", "b"]);
+    }
+
+    // A new file gets 0666 less the umask (not tempfile's 0600); a replaced file keeps its
+    // permission bits; an explicit mode wins.
+    #[test]
+    fn new_files_follow_the_umask_and_replaced_files_keep_their_mode() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let umask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+            .expect("Umask in /proc/self/status");
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("out");
+        write_atomic(&path, b"1").unwrap();
+        assert_eq!(mode(&path), 0o666 & !umask);
+        for kept in [0o644, 0o640, 0o755] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(kept)).unwrap();
+            write_atomic(&path, b"2").unwrap();
+            assert_eq!(mode(&path), kept);
+        }
+        replace_files(&[Replacement::write(&path, b"3").with_mode(0o700)]).unwrap();
+        assert_eq!(mode(&path), 0o700);
+    }
+
+    // A failed write removes the directories `in_dir` created, and only those.
+    #[test]
+    fn in_dir_removes_only_the_directories_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deep = tmp.path().join("x/y/z");
+        let r: Result<()> = in_dir(&deep, || bail!("failed"));
+        assert!(r.is_err());
+        assert!(names(tmp.path()).is_empty());
+        in_dir(&deep, || write_atomic(&deep.join("f"), b"1")).unwrap();
+        assert!(deep.join("f").is_file());
+    }
+
+    // Control characters (a newline, ESC) never reach a message raw; plain text is unchanged.
+    #[test]
+    fn shown_escapes_control_characters() {
+        assert_eq!(shown("out/p.sprof x"), "out/p.sprof x");
+        let s = shown("lib\nsediment: wrote evil\x1b[31m");
+        assert!(!s.chars().any(char::is_control), "{s}");
+        assert!(s.contains("%0A") && s.contains("%1B"), "{s}");
+    }
 }

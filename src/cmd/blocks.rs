@@ -98,6 +98,11 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
+/// Runs `sediment blocks plan`. The outputs are one set, written all or nothing
+/// ([`fsio::replace_files`]) in the output directory (created if missing, [`fsio::in_dir`]):
+/// `order.txt`, and `bb-list.txt` for a binary with a block map. Without one the set removes
+/// a `bb-list.txt` left by an earlier clang plan, since `blocks check` takes the list's
+/// presence to mean a clang plan (docs/blocks.md: the GCC route writes `order.txt` only).
 fn run_plan(args: PlanArgs) -> Result<()> {
     let bin_path = args.binary.display().to_string();
     let bytes = fsio::read_bytes(&args.binary)?;
@@ -111,9 +116,8 @@ fn run_plan(args: PlanArgs) -> Result<()> {
         None,
         false,
     )?;
-    for w in &imported.warnings {
-        eprintln!("sediment: warning: {w}");
-    }
+    // Printed once the outputs are written, so that a failure is the one line of its error.
+    let mut warnings = imported.warnings;
     let main = imported.main.as_deref();
     let profile = imported
         .profiles
@@ -132,11 +136,11 @@ fn run_plan(args: PlanArgs) -> Result<()> {
         };
         let c = callgrind::instr_counts(&[input], &profile.meta.binary, &binary, &bytes)?;
         if c.jumps.is_empty() {
-            eprintln!(
-                "sediment: warning: {}: no jump counts (record with --collect-jumps=yes); \
-                 blocks are ordered by fall-throughs only",
+            warnings.push(format!(
+                "{}: no jump counts (record with --collect-jumps=yes); blocks are ordered by \
+                 fall-throughs only",
                 args.profile.display()
-            );
+            ));
         }
         (c.executed, c.jumps)
     };
@@ -151,18 +155,22 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let plan = plan(&binary, &map, &executed, &jumps, profile, &params)
         .with_context(|| format!("{bin_path}: cannot plan"))?;
 
-    std::fs::create_dir_all(&args.output)
-        .with_context(|| format!("{}: cannot create", args.output.display()))?;
-    if !map.is_empty() {
-        fsio::write_atomic(
-            &args.output.join("bb-list.txt"),
-            list_file(&plan).as_bytes(),
-        )?;
+    let list_path = args.output.join("bb-list.txt");
+    let order_path = args.output.join("order.txt");
+    let list = list_file(&plan);
+    let order = plan.order.to_text();
+    let set = [
+        if map.is_empty() {
+            fsio::Replacement::remove(&list_path)
+        } else {
+            fsio::Replacement::write(&list_path, list.as_bytes())
+        },
+        fsio::Replacement::write(&order_path, order.as_bytes()),
+    ];
+    fsio::in_dir(&args.output, || fsio::replace_files(&set))?;
+    for w in &warnings {
+        eprintln!("sediment: warning: {}", fsio::shown(w));
     }
-    fsio::write_atomic(
-        &args.output.join("order.txt"),
-        plan.order.to_text().as_bytes(),
-    )?;
 
     let s = &plan.stats;
     if map.is_empty() {
@@ -219,18 +227,41 @@ fn run_check(args: CheckArgs) -> Result<()> {
     let bytes = fsio::read_bytes(&args.binary)?;
     let binary = Binary::parse(&bin_path, &bytes)?;
     let report = check(&order, listed.as_ref(), &binary);
-    println!(
-        "hot parts: {} found of {}, spanning {:#x}..{:#x} ({} bytes)",
-        report.hot_found,
-        report.hot_listed,
-        report.hot_start,
-        report.hot_end,
-        report.hot_end.saturating_sub(report.hot_start)
-    );
-    println!(
-        "cold parts: {} found of {}, first at {:#x}",
-        report.cold_found, report.cold_listed, report.cold_start
-    );
+    if report.hot_listed + report.cold_listed == 0 {
+        bail!("{}: lists no parts to check", order_path.display());
+    }
+    if report.hot_found > 0 {
+        println!(
+            "hot parts: {} found of {}, spanning {:#x}..{:#x} ({} bytes)",
+            report.hot_found,
+            report.hot_listed,
+            report.hot_start,
+            report.hot_end,
+            report.hot_end.saturating_sub(report.hot_start)
+        );
+    } else {
+        println!("hot parts: 0 found of {}", report.hot_listed);
+    }
+    if report.cold_found > 0 {
+        println!(
+            "cold parts: {} found of {}, first at {:#x}",
+            report.cold_found, report.cold_listed, report.cold_start
+        );
+    } else {
+        println!("cold parts: 0 found of {}", report.cold_listed);
+    }
+    // Every part of the plan is in the split build's objects (docs/blocks.md: check "finds
+    // every part of the order"): one missing means another binary, or a build without the
+    // plan's list file.
+    if let Some(first) = &report.first_missing {
+        let missing = report.hot_listed + report.cold_listed - report.hot_found - report.cold_found;
+        bail!(
+            "{bin_path}: {missing} of the {} parts in {} are not in the binary (first: {first}); \
+             is it the split build of this plan?",
+            report.hot_listed + report.cold_listed,
+            order_path.display()
+        );
+    }
     if report.hot_found > 0 && report.cold_found > 0 && report.cold_start < report.hot_end {
         bail!(
             "{bin_path}: a cold part starts at {:#x}, before the end of the hot parts at {:#x}",
@@ -253,7 +284,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
 
 /// Start-up code from the C runtime's own objects (`crt1.o`, `crtbegin.o`): it runs, so it is
 /// in the order, but it is not in the user's objects and the linker places it where it likes.
-const C_RUNTIME: &[&str] = &[
+pub const C_RUNTIME: &[&str] = &[
     "_start",
     "_init",
     "_fini",
@@ -273,6 +304,8 @@ struct CheckReport {
     cold_listed: usize,
     cold_found: usize,
     cold_start: u64,
+    /// The first part of the order (checked, not found) the binary does not define once.
+    first_missing: Option<String>,
     /// Parts found at a lower address than the part before them in the order.
     inversions: usize,
     /// Address of the last part found (for `inversions`).
@@ -305,7 +338,10 @@ fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binar
             .iter()
             .filter(|s| s.key.name == key.name && (key.file.is_none() || s.key.file == key.file))
             .collect();
-        let [s] = found.as_slice() else { continue };
+        let [s] = found.as_slice() else {
+            r.first_missing.get_or_insert_with(|| key.to_string());
+            continue;
+        };
         if s.address < r.last {
             r.inversions += 1;
         }

@@ -11,9 +11,13 @@
 //! code, visible here without running anything.
 //!
 //! Profile weights are bound to both builds by symbol key (name, plus source file for locals),
-//! so the profile may come from either build. Output is deterministic; the text lists are cut
-//! to `--top` rows (segments: the heaviest, then in address order), JSON lists everything.
+//! so the profile may come from either build. A profile of another program is refused: when
+//! less than `sediment match`'s default minimum share of its weight names functions of either
+//! build (`crate::cmd::matching::require_share`), the error names the files and the share.
+//! Output is deterministic; the text lists are cut to `--top` rows (segments: the heaviest,
+//! then in address order), JSON lists everything.
 
+use crate::cmd::matching;
 use crate::fsio;
 use anyhow::Result;
 use sediment_elf::Binary;
@@ -46,7 +50,10 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let old = fsio::read_binary(&args.old)?;
     let new = fsio::read_binary(&args.new)?;
-    let weights = read_weights(args.profile.as_deref())?;
+    let weights = read_weights(
+        args.profile.as_deref(),
+        &[(args.old.as_path(), &old), (args.new.as_path(), &new)],
+    )?;
     let d = diff(&placed(&old, &weights), &placed(&new, &weights));
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&d)?;
@@ -59,14 +66,37 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Self weight per function key of the profile at `path`; empty without one.
-pub(crate) fn read_weights(path: Option<&Path>) -> Result<HashMap<FuncKey, u64>> {
-    Ok(path
-        .map(fsio::read_profile)
-        .transpose()?
-        .as_ref()
-        .map(weights_by_key)
-        .unwrap_or_default())
+/// Self weight per function key of the profile at `path`; empty without one. The profile must
+/// be of the program `binaries` are builds of: it fails when too little of its weight names
+/// functions of the best-fitting binary (`matching::require_share`).
+pub(crate) fn read_weights(
+    path: Option<&Path>,
+    binaries: &[(&Path, &Binary)],
+) -> Result<HashMap<FuncKey, u64>> {
+    let Some(path) = path else {
+        return Ok(HashMap::new());
+    };
+    let profile = fsio::read_profile(path)?;
+    let best = binaries
+        .iter()
+        .map(|(_, b)| {
+            let keys: Vec<FuncKey> = b.functions.iter().map(|s| s.key.clone()).collect();
+            matching::binary_share(&profile, &keys)
+        })
+        .max_by(|a, b| a.fraction().total_cmp(&b.fraction()));
+    if let Some(share) = best {
+        let names: Vec<String> = binaries
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        matching::require_share(
+            path,
+            &names.join(" or "),
+            share,
+            matching::DEFAULT_MIN_SHARE,
+        )?;
+    }
+    Ok(weights_by_key(&profile))
 }
 
 /// Self weight per function key.

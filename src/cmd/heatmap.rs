@@ -2,13 +2,15 @@
 //! sits in each binary (`sediment_explain::heatmap`): one row per 4 KiB page, one cell per
 //! 64-byte line, coloured by the profile's weight, the binaries side by side on one scale.
 //! Weights are bound to each binary's symbols by key, as in `sediment diff`, so one profile
-//! serves a default and a reordered build of the same program. Without a profile every
-//! function is grey: the picture then only shows where code is.
+//! serves a default and a reordered build of the same program; a profile too little of whose
+//! weight names functions of any of the binaries is refused (a profile of another program).
+//! Without a profile every function is grey: the picture then only shows where code is.
 
 use crate::cmd::diff::{placed, read_weights};
 use crate::fsio;
 use anyhow::Result;
-use std::path::PathBuf;
+use sediment_elf::Binary;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `sediment heatmap`.
 #[derive(clap::Args)]
@@ -26,12 +28,16 @@ pub struct Args {
 
 /// Runs `sediment heatmap`.
 pub fn run(args: Args) -> Result<()> {
-    let weights = read_weights(args.profile.as_deref())?;
-    let mut panels = Vec::new();
+    let mut binaries = Vec::with_capacity(args.binaries.len());
     for path in &args.binaries {
-        let b = fsio::read_binary(path)?;
-        panels.push((path.display().to_string(), placed(&b, &weights)));
+        binaries.push((path.as_path(), fsio::read_binary(path)?));
     }
+    let pairs: Vec<(&Path, &Binary)> = binaries.iter().map(|(p, b)| (*p, b)).collect();
+    let weights = read_weights(args.profile.as_deref(), &pairs)?;
+    let panels: Vec<_> = binaries
+        .iter()
+        .map(|(path, b)| (path.display().to_string(), placed(b, &weights)))
+        .collect();
     fsio::write_atomic(
         &args.output,
         sediment_explain::heatmap::svg(&panels).as_bytes(),

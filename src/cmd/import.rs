@@ -118,31 +118,23 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
-/// Reads a binary for an importer: `None` when the file does not exist.
-fn read_binary(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    match fsio::read_bytes(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
-            }) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(format!("{e:#}")),
-    }
+/// Reads a binary that the input `for_input` names, for an importer: `None` when the path names
+/// no regular file (missing, or a FIFO, a device or a directory that a stranger's profile named:
+/// see [`fsio::read_named_file`]). An unreadable file is an error naming the binary and the input.
+fn read_binary(path: &Path, for_input: &str) -> Result<Option<Vec<u8>>, String> {
+    fsio::read_named_file(path).map_err(|e| format!("{e:#} (needed for {for_input})"))
 }
 
 /// Reads a binary for an importer when `skip_stripped` is set (whole-package recording): a
 /// binary without a symbol table (a stripped `/bin/sh`) is left out, and its path noted in
-/// `skipped`, instead of failing the whole recording.
+/// `skipped`, instead of failing the whole recording. `for_input` names the input in errors.
 fn read_symbolized(
     path: &Path,
+    for_input: &str,
     skip_stripped: bool,
     skipped: &mut Vec<String>,
 ) -> Result<Option<Vec<u8>>, String> {
-    let bytes = read_binary(path)?;
+    let bytes = read_binary(path, for_input)?;
     if let (true, Some(b)) = (skip_stripped, &bytes) {
         let name = path.display().to_string();
         if let Err(sediment_elf::Error::NoSymbols { .. }) = sediment_elf::Binary::parse(&name, b) {
@@ -173,6 +165,7 @@ pub fn import_perf(
 ) -> Result<Imported> {
     let mut skipped = Vec::new();
     let data = fsio::read_bytes(input)?;
+    let for_input = input.display().to_string();
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     let mut overridden: Option<String> = None;
     let mut resolver = |path: &str, _build_id: Option<&str>| {
@@ -189,7 +182,7 @@ pub fn import_perf(
             // be the ones that were recorded.
             return Ok(None);
         }
-        read_symbolized(Path::new(path), skip_stripped, &mut skipped)
+        read_symbolized(Path::new(path), &for_input, skip_stripped, &mut skipped)
     };
     let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
     let mut main = result.main_binary;
@@ -270,6 +263,10 @@ pub fn import_callgrind(
         bail!("no callgrind output to import");
     };
     let input = &inputs[0];
+    let for_input = match inputs.len() {
+        1 => input.display().to_string(),
+        n => format!("{} and {} other inputs", input.display(), n - 1),
+    };
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     // The main executable: --binary, else the recorded command, else the `cmd:` header.
     let main_name = override_name.clone().or_else(|| {
@@ -299,7 +296,7 @@ pub fn import_callgrind(
                     .map_err(|e| format!("{e:#}"));
             }
         }
-        let bytes = read_symbolized(Path::new(object), skip_stripped, &mut skipped)?;
+        let bytes = read_symbolized(Path::new(object), &for_input, skip_stripped, &mut skipped)?;
         if bytes.is_none() && !skipped.iter().any(|s| s == object) {
             unreadable.push(object.to_string());
         }
@@ -366,9 +363,12 @@ pub fn import_callgrind(
     })
 }
 
-/// Path of the profile of a non-main binary: `OUT.<basename>.sprof`, numbered on a clash.
+/// Path of the profile of a non-main binary: `OUT.<basename>.sprof`, numbered on a clash
+/// (`OUT.<basename>.2.sprof`; the profiles come sorted by binary path, so the numbers are the
+/// same on every run). The base name comes from the recording, a stranger's file for `import`,
+/// so it goes through [`safe_file_name`] first: no newline, escape sequence or `/` in a name.
 fn side_path(out: &Path, binary: &str, taken: &mut std::collections::BTreeSet<PathBuf>) -> PathBuf {
-    let stem = format!("{}.{}", out.display(), base_name(binary));
+    let stem = format!("{}.{}", out.display(), safe_file_name(base_name(binary)));
     let mut candidate = PathBuf::from(format!("{stem}.sprof"));
     let mut n = 2;
     while taken.contains(&candidate) {
@@ -379,11 +379,24 @@ fn side_path(out: &Path, binary: &str, taken: &mut std::collections::BTreeSet<Pa
     candidate
 }
 
-/// Writes the main profile to `out` and the others beside it, and prints a summary.
-pub fn write_profiles(out: &Path, imported: Imported) -> Result<()> {
-    for w in &imported.warnings {
-        eprintln!("sediment: warning: {w}");
-    }
+/// `name` with every character outside `[A-Za-z0-9._+-]` (the set `sediment_link::safe`
+/// allows in a path component) replaced by `_`. Two names that become the same are told apart
+/// by [`side_path`]'s numbering.
+fn safe_file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes the main profile to `out` and the others beside it, all or nothing
+/// ([`fsio::write_profiles`]), and prints the warnings and a summary.
+pub fn write_profiles(out: &Path, mut imported: Imported) -> Result<()> {
     let Some(main) = imported.main.clone() else {
         bail!(
             "{}: cannot tell the main executable of the recording (use --binary)",
@@ -403,7 +416,10 @@ pub fn write_profiles(out: &Path, imported: Imported) -> Result<()> {
         }
     }
     let main_profile = main_profile.unwrap_or_else(|| {
-        eprintln!("sediment: warning: the main executable {main} got no samples");
+        imported.warnings.push(format!(
+            "the main executable {} got no samples",
+            sediment_profile::escape(&main)
+        ));
         Profile {
             meta: Meta {
                 binary: main.clone(),
@@ -414,19 +430,24 @@ pub fn write_profiles(out: &Path, imported: Imported) -> Result<()> {
         }
     });
     files.insert(0, (out.to_path_buf(), main_profile));
-    for (path, p) in &files {
-        fsio::write_profile(path, p)?;
-    }
-    Ok(())
+    let set: Vec<(&Path, &Profile)> = files.iter().map(|(path, p)| (path.as_path(), p)).collect();
+    fsio::write_profiles(&set, &imported.warnings)
 }
 
 /// Binds a profile whose keys came from names only (perf script, fdata) to the symbols of the
 /// binary at `path`, when it can be read; returns the profile unchanged, with a warning, when
-/// it cannot.
-fn bind_to_file(profile: Profile, path: &Path, warnings: &mut Vec<String>) -> Result<Profile> {
-    let Some(bytes) = read_binary(path).map_err(anyhow::Error::msg)? else {
+/// it names no regular file. `input` (the profile's file) is named in errors.
+fn bind_to_file(
+    profile: Profile,
+    path: &Path,
+    input: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Profile> {
+    let for_input = input.display().to_string();
+    let Some(bytes) = read_binary(path, &for_input).map_err(anyhow::Error::msg)? else {
         warnings.push(format!(
-            "{}: not found; function names kept as recorded (same-named statics not told apart)",
+            "{}: not found (or not a regular file); function names kept as recorded \
+             (same-named statics not told apart)",
             path.display()
         ));
         return Ok(profile);
@@ -474,7 +495,7 @@ pub fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Re
         if is_main {
             main = Some(p.meta.binary.clone());
         }
-        profiles.push(bind_to_file(p, &path, &mut warnings)?);
+        profiles.push(bind_to_file(p, &path, input, &mut warnings)?);
     }
     if let (Some(name), None) = (&override_name, &main) {
         bail!("{}: no dso named `{name}` in the samples", input.display());
@@ -553,7 +574,7 @@ pub fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result
     let bin_name = bin.display().to_string();
     let profile = sediment_import::gcc_callgraph::read(&files, &bin_name)?;
     let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, &mut warnings)?;
+    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
     Ok(Imported {
         source: "gcc-callgraph",
         profiles: vec![profile],
@@ -570,7 +591,7 @@ pub fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Impor
     let bin_name = bin.display().to_string();
     let profile = sediment_import::relocs::read(&objects, &bin_name)?;
     let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, &mut warnings)?;
+    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
     Ok(Imported {
         source: sediment_import::relocs::SOURCE,
         profiles: vec![profile],
@@ -586,7 +607,7 @@ pub fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
     let bin_name = bin.display().to_string();
     let profile = sediment_import::fdata::read(&input.display().to_string(), &text, &bin_name)?;
     let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, &mut warnings)?;
+    let profile = bind_to_file(profile, bin, input, &mut warnings)?;
     Ok(Imported {
         source: "fdata",
         profiles: vec![profile],

@@ -68,24 +68,27 @@ pub struct LdArgs {
     pub args: Vec<OsString>,
 }
 
-/// Runs `sediment wrappers`.
+/// Runs `sediment wrappers`: finds the linkers, then writes their shims as one set
+/// ([`fsio::replace_files`], executable), in DIR created if missing ([`fsio::in_dir`]), so a
+/// failure (no linker on PATH, a directory in the way of a shim) leaves DIR as it was.
 pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
     let me = std::env::current_exe().context("cannot find the sediment executable")?;
-    std::fs::create_dir_all(&args.dir)
-        .with_context(|| format!("{}: cannot create the directory", args.dir.display()))?;
-    let dir = args
-        .dir
-        .canonicalize()
-        .with_context(|| format!("{}: cannot resolve", args.dir.display()))?;
     let prof_dir = match &args.prof_dir {
         Some(p) => Some(
             std::path::absolute(p).with_context(|| format!("{}: cannot resolve", p.display()))?,
         ),
         None => None,
     };
-    let mut written = Vec::new();
+    // The shim directory itself is skipped on PATH. One that does not exist yet cannot be on
+    // PATH: its absolute path, which no existing directory resolves to, skips nothing.
+    let skip = args
+        .dir
+        .canonicalize()
+        .or_else(|_| std::path::absolute(&args.dir))
+        .with_context(|| format!("{}: cannot resolve", args.dir.display()))?;
+    let mut scripts = Vec::new();
     for name in SHIMS {
-        let Some(real) = find_in_path(name, &dir) else {
+        let Some(real) = find_in_path(name, &skip) else {
             continue;
         };
         let mut script = String::from("#!/bin/sh\n# Written by `sediment wrappers`: orders this link from the profile of its output\n# when one exists (docs/packaging.md); otherwise runs the real linker unchanged.\n");
@@ -100,16 +103,31 @@ pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
             sh_quote(&me),
             sh_quote(&real)
         ));
-        let path = dir.join(name);
-        fsio::write_atomic(&path, script.as_bytes())?;
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-            .with_context(|| format!("{}: cannot make executable", path.display()))?;
-        written.push(name);
+        scripts.push((name, script));
     }
-    if written.is_empty() {
-        bail!("no linker (ld, ld.bfd, ld.gold, ld.lld) found on PATH");
+    if scripts.is_empty() {
+        bail!(
+            "{}: no linker (ld, ld.bfd, ld.gold, ld.lld) found on PATH; nothing written",
+            args.dir.display()
+        );
     }
+    let dir = fsio::in_dir(&args.dir, || {
+        let dir = args
+            .dir
+            .canonicalize()
+            .with_context(|| format!("{}: cannot resolve", args.dir.display()))?;
+        let paths: Vec<PathBuf> = scripts.iter().map(|(name, _)| dir.join(name)).collect();
+        let set: Vec<fsio::Replacement<'_>> = paths
+            .iter()
+            .zip(&scripts)
+            .map(|(path, (_, script))| {
+                fsio::Replacement::write(path, script.as_bytes()).with_mode(0o755)
+            })
+            .collect();
+        fsio::replace_files(&set)?;
+        Ok(dir)
+    })?;
+    let written: Vec<&str> = scripts.iter().map(|(name, _)| *name).collect();
     eprintln!(
         "sediment wrappers: wrote {} to {}",
         written.join(", "),

@@ -66,7 +66,18 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         BfdFlavor::OrderingFile
     };
-    let out = sediment_link::emit(linker, &res, &objects, &bfd)?;
+    let out = match sediment_link::emit(linker, &res, &objects, &bfd) {
+        Ok(out) => out,
+        Err(e) => {
+            // The warnings say what was skipped and why; the error alone names only the first.
+            if let sediment_link::Error::NothingEmitted { warnings, .. } = &e {
+                for w in warnings {
+                    eprintln!("sediment link: warning: {w}");
+                }
+            }
+            return Err(e.into());
+        }
+    };
     for w in &out.warnings {
         eprintln!("sediment link: warning: {w}");
     }
@@ -87,23 +98,24 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs `sediment link-flags`.
+/// Runs `sediment link-flags`. The file must exist and be what `sediment link` writes for
+/// that linker ([`sediment_link::check_output`]): flags naming a missing file or another
+/// linker's input would only fail later, inside the build, or link unordered.
 pub fn run_flags(args: FlagsArgs) -> Result<()> {
     let linker: Linker = args.linker.parse()?;
-    let contents = if linker == Linker::Bfd {
-        Some(fsio::read_text(Path::new(&args.file))?)
-    } else {
-        None
-    };
+    let contents = fsio::read_text(Path::new(&args.file))?;
+    sediment_link::check_output(linker, &contents).map_err(|e| anyhow!("{}: {e}", args.file))?;
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    for line in sediment_link::flags(linker, &args.file, contents.as_deref()) {
+    for line in sediment_link::flags(linker, &args.file, Some(&contents)) {
         writeln!(stdout, "{line}")?;
     }
     Ok(())
 }
 
-/// Reads every object and archive; the inventory keeps command-line order.
+/// Reads every object and archive; the inventory keeps command-line order. Fails, naming the
+/// inputs, when none of them defines a function (an empty archive, say): matching an order
+/// against nothing would blame the order.
 pub(crate) fn read_inventory(paths: &[PathBuf]) -> Result<Vec<sediment_elf::objects::ObjectFile>> {
     let mut all = Vec::new();
     for p in paths {
@@ -112,6 +124,18 @@ pub(crate) fn read_inventory(paths: &[PathBuf]) -> Result<Vec<sediment_elf::obje
             .to_str()
             .ok_or_else(|| anyhow!("{}: path is not UTF-8", p.display()))?;
         all.extend(sediment_elf::objects::read_objects(label, &bytes)?);
+    }
+    if let [first, rest @ ..] = paths {
+        if all.iter().all(|o| o.functions.is_empty()) {
+            let others = match rest.len() {
+                0 => String::new(),
+                n => format!(" (and the {n} other inputs)"),
+            };
+            bail!(
+                "{}{others}: no object defines a function (an empty archive, or no code?)",
+                first.display()
+            );
+        }
     }
     Ok(all)
 }

@@ -194,9 +194,28 @@ fn write_order(output: &std::path::Path, order: FunctionOrder, args: &Args) -> R
     fsio::write_atomic(output, order.to_text().as_bytes())
 }
 
-/// Extends `order` with the functions the static graph at `path` reaches from it.
+/// Extends `order` with the functions the static graph at `path` reaches from it. The graph
+/// must describe the profiled program by the rule `sediment merge` applies to its inputs
+/// (equal build-ids and architectures where both have one, else the same binary base name):
+/// the check is `merge`'s own, run on the two profiles' metadata alone.
 fn fill(order: FunctionOrder, path: &std::path::Path, args: &Args) -> Result<FunctionOrder> {
     let graph = fsio::read_profile(path)?;
+    let profile = fsio::read_profile(&args.profile)?;
+    let meta_only = |p: &sediment_profile::Profile| sediment_profile::Profile {
+        meta: p.meta.clone(),
+        ..Default::default()
+    };
+    if let Err(sediment_profile::Error::Mismatch { what, a, b, .. }) =
+        sediment_profile::merge(&[(1.0, &meta_only(&profile)), (1.0, &meta_only(&graph))])
+    {
+        bail!(
+            "{} and {}: different {what} (`{}` vs `{}`): the static graph is of another program",
+            args.profile.display(),
+            path.display(),
+            sediment_profile::quote(&a),
+            sediment_profile::quote(&b)
+        );
+    }
     let params = FillParams {
         max_depth: args.fill_depth,
         callers: args.fill_callers,
@@ -251,6 +270,18 @@ fn refine(
     args: &Args,
 ) -> Result<FunctionOrder> {
     use std::collections::HashMap;
+    // A profile of another program would leave the search only the names every program has
+    // (`main`, `_start`): refused before the (slow) recording, naming both files. Profiles of
+    // another build of this program (another linker, other flags) keep their names and pass.
+    let simulated = fsio::read_binary(binary)?;
+    let defined: Vec<sediment_profile::FuncKey> =
+        simulated.functions.iter().map(|s| s.key.clone()).collect();
+    crate::cmd::matching::require_share(
+        &args.profile,
+        &binary.display().to_string(),
+        crate::cmd::matching::binary_share(profile, &defined),
+        crate::cmd::matching::DEFAULT_MIN_SHARE,
+    )?;
     let mut orders = Vec::new();
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)

@@ -72,6 +72,20 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let written = llvm_unsymbolized::write(&bin_path, &binary.segments, &counts)?;
+    // A recording of the binary itself has every address in its code (PLT stubs included).
+    // callgrind names the object by path and base name only, so another build of the same name
+    // gets this far; its addresses fall mostly outside (or anywhere), and the counts would
+    // steer the compiler wrong. Most outside: refused; a few: left out with a warning.
+    let kept = written.ranges + written.branches;
+    if written.outside > kept {
+        bail!(
+            "{}: {} of the {} executed addresses recorded lie outside {bin_path}'s code: \
+             recorded on another build of it? (record again on {bin_path})",
+            args.profile[0].display(),
+            written.outside,
+            written.outside + kept
+        );
+    }
     if !sediment_elf::has_section(&bytes, ".debug_line") {
         eprintln!(
             "sediment: warning: {bin_path} has no .debug_line: llvm-profgen cannot map its \

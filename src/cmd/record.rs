@@ -95,12 +95,40 @@ fn require_tool(tool: &str, package: &str) -> Result<()> {
     }
 }
 
-/// Runs the profiler; a failing command is a warning (the profile may still be useful), a
-/// profiler that wrote nothing is an error.
-fn run_profiler(mut cmd: Command, tool: &str, out_file: &Path) -> Result<()> {
+/// The file `program` names, checked before any profiler starts: a name with a `/` must be an
+/// executable file, a bare name one found in `PATH` (as `execvp` looks it up). Without this
+/// check a missing program is only noticed by the profiler, which reports it in its own words
+/// and leaves a stub recording behind (perf writes a header-only `perf.data`), so the error
+/// would be about a truncated temporary file instead of the program.
+fn find_program(program: &str) -> Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |m: &std::fs::Metadata| m.is_file() && m.permissions().mode() & 0o111 != 0;
+    if program.contains('/') {
+        return match std::fs::metadata(program) {
+            Ok(m) if executable(&m) => Ok(PathBuf::from(program)),
+            Ok(m) if m.is_dir() => bail!("{program}: a directory, not a program to record"),
+            Ok(_) => bail!("{program}: not an executable file"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("{program}: no such program")
+            }
+            Err(e) => bail!("{program}: cannot run: {e}"),
+        };
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(program))
+                .find(|p| std::fs::metadata(p).is_ok_and(|m| executable(&m)))
+        })
+        .with_context(|| format!("{program}: no such program in PATH"))
+}
+
+/// Runs the profiler on `program`; a failing command is a warning (the profile may still be
+/// useful), a profiler that wrote nothing is an error naming the program.
+fn run_profiler(mut cmd: Command, tool: &str, program: &str, out_file: &Path) -> Result<()> {
     let status = cmd.status().with_context(|| format!("cannot run {tool}"))?;
     if !out_file.exists() {
-        bail!("{tool} failed ({status}) and wrote no recording");
+        bail!("{tool} failed ({status}) on {program} and wrote no recording");
     }
     if !status.success() {
         eprintln!("sediment: warning: {tool} exited with {status}; importing what it recorded");
@@ -143,6 +171,8 @@ pub fn run(args: Args) -> Result<()> {
         .command
         .split_first()
         .context("no command given (usage: sediment record -o OUT -- CMD ARGS...)")?;
+    // Before any profiler starts, so that a missing program is named as such.
+    find_program(program)?;
     let tmp = tempfile::Builder::new()
         .prefix("sediment-record")
         .tempdir()
@@ -157,7 +187,7 @@ pub fn run(args: Args) -> Result<()> {
                 .arg("--")
                 .arg(program)
                 .args(rest);
-            run_profiler(cmd, "perf record", &data)?;
+            run_profiler(cmd, "perf record", program, &data)?;
             import::import_perf(&data, None, args.mode, whole)?
         }
         Via::Callgrind => {
@@ -193,7 +223,7 @@ pub fn run(args: Args) -> Result<()> {
                 .collect();
             files.sort();
             if files.is_empty() {
-                bail!("valgrind failed ({status}) and wrote no recording");
+                bail!("valgrind failed ({status}) on {program} and wrote no recording");
             }
             if !status.success() {
                 eprintln!(
@@ -211,12 +241,11 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-/// Writes one profile per binary into `dir` by the naming scheme of the module docs.
+/// Writes one profile per binary into `dir` by the naming scheme of the module docs: every
+/// file is computed first, then all are written as one set ([`fsio::write_profiles`]), in
+/// `dir` created if missing ([`fsio::in_dir`]), so a failure leaves DIR as it was.
 fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
-    for w in &imported.warnings {
-        eprintln!("sediment: warning: {w}");
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let mut warnings = imported.warnings;
     // Base names used by more than one binary of this recording.
     let mut by_name: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for p in &imported.profiles {
@@ -248,26 +277,26 @@ fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
         };
         let mut merged = merge_existing(&path, &p)?;
         if merged.is_none() && path != distinct {
-            eprintln!(
-                "sediment: warning: {} describes another build of {name}; writing {}",
+            warnings.push(format!(
+                "{} describes another build of {}; writing {}",
                 path.display(),
+                sediment_profile::escape(&name),
                 distinct.display()
-            );
+            ));
             path = distinct;
             merged = merge_existing(&path, &p)?;
         }
         let Some(profile) = merged else {
             bail!(
-                "{}: describes another build of {name} and cannot be merged",
-                path.display()
+                "{}: describes another build of {} and cannot be merged",
+                fsio::shown(&path.display().to_string()),
+                sediment_profile::escape(&name)
             );
         };
         files.insert(path, profile);
     }
-    for (path, p) in &files {
-        fsio::write_profile(path, p)?;
-    }
-    Ok(())
+    let set: Vec<(&Path, &Profile)> = files.iter().map(|(path, p)| (path.as_path(), p)).collect();
+    fsio::in_dir(dir, || fsio::write_profiles(&set, &warnings))
 }
 
 /// `a` with the weights of `b` (another copy of the same build in the same recording) added.

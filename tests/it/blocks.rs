@@ -451,3 +451,122 @@ fn bad_inputs_fail_cleanly() {
     assert!(err.contains("cg.out: line 3"), "{err}");
     assert!(!dir.join("plan").exists());
 }
+
+// Regression: `blocks check` said "ok" when the plan's parts were not in the binary at all
+// (another program: "1 found of 4"), and printed `first at 0xffffffffffffffff` when no cold
+// part was found. Missing parts now fail the check, naming the binary and the first missing
+// part, and an address is printed only for parts found.
+#[test]
+fn regress_check_fails_when_plan_parts_are_missing() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("app.c"),
+        "__attribute__((noinline)) int hot(int x) { return x * 3 + 1; }\n\
+         int main(int argc, char **argv) { (void)argv; return hot(argc) & 1; }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("z.c"), "int main(void) { return 0; }\n").unwrap();
+    sh(dir, "gcc", &["-O1", "-o", "app", "app.c"]);
+    sh(dir, "gcc", &["-O1", "-o", "z", "z.c"]);
+    // A plan without a list file (the GCC route): `_start` is the C runtime's, not checked.
+    let plan = |name: &str, parts: &str| {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        let text = format!("sediment-order 1\n{parts}");
+        std::fs::write(dir.join(name).join("order.txt"), text).unwrap();
+    };
+    plan("plan", "main -\nhot -\n_start -\n");
+    plan("cold", "main -\nhot -\nhot.cold -\n");
+    plan("empty", "_start -\n");
+
+    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app"]);
+    assert!(report.contains("hot parts: 2 found of 2"), "{report}");
+    assert!(report.contains("cold parts: 0 found of 0\n"), "{report}");
+    assert!(!report.contains("0xffffffffffffffff"), "{report}");
+
+    let fails = |args: &[&str], needles: &[&str]| {
+        let out = sediment(dir, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+        }
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(!report.contains("ok"), "{report}");
+        assert!(!report.contains("0xffffffffffffffff"), "{report}");
+    };
+    fails(
+        &["blocks", "check", "--plan", "plan", "z"],
+        &["z: 1 of the 2 parts in plan/order.txt are not in the binary (first: hot)"],
+    );
+    fails(
+        &["blocks", "check", "--plan", "cold", "app"],
+        &["app: 1 of the 3 parts", "(first: hot.cold)"],
+    );
+    fails(
+        &["blocks", "check", "--plan", "empty", "app"],
+        &["empty/order.txt: lists no parts to check"],
+    );
+}
+
+/// A GCC build of APP_C without a block map (`app`) profiled under callgrind into `cg.out`, in
+/// a new temporary directory; `None` (the test is skipped) when gcc or valgrind is missing.
+fn gcc_profiled() -> Option<tempfile::TempDir> {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("app.c"), APP_C).unwrap();
+    cc(dir, "gcc", &["app.c", "-o", "app"]);
+    callgrind(dir, "./app", "cg.out");
+    Some(tmp)
+}
+
+// Regression: a plan without a block map left the `bb-list.txt` of an earlier clang plan in
+// the directory, and `blocks check` then took the plan for a clang one. Now the plan removes
+// it (docs/blocks.md: the GCC route writes `order.txt` only).
+#[test]
+fn gcc_plan_removes_a_stale_block_list() {
+    let Some(tmp) = gcc_profiled() else { return };
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("plan")).unwrap();
+    std::fs::write(dir.join("plan/bb-list.txt"), "v1\nf stale\n!stale\n!!0\n").unwrap();
+    ok(
+        dir,
+        &[
+            "blocks", "plan", "--binary", "app", "-p", "cg.out", "-o", "plan",
+        ],
+    );
+    assert!(!dir.join("plan/bb-list.txt").exists());
+    let order = std::fs::read_to_string(dir.join("plan/order.txt")).unwrap();
+    assert!(order.lines().any(|l| l.contains("step")), "{order}");
+}
+
+// Regression: the outputs were written one by one. Now one that cannot be replaced (a
+// directory in the way of the stale list's removal) fails the plan with `order.txt` as it was.
+#[test]
+fn plan_changes_nothing_when_an_output_is_in_the_way() {
+    let Some(tmp) = gcc_profiled() else { return };
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("plan/bb-list.txt")).unwrap();
+    std::fs::write(dir.join("plan/order.txt"), "keep").unwrap();
+    let out = sediment(
+        dir,
+        &[
+            "blocks", "plan", "--binary", "app", "-p", "cg.out", "-o", "plan",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("bb-list.txt"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("plan/order.txt")).unwrap(),
+        "keep"
+    );
+}

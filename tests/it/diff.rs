@@ -196,3 +196,125 @@ fn diff_of_a_non_elf_file_is_a_one_line_error() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("junk"), "{err}");
 }
+
+/// Compiles `int main(void) { return 0; }` into `dir/name`: a program that shares no function
+/// name with [`SOURCE`] but `main` and the C start-up code.
+fn build_other(dir: &Path, name: &str) {
+    std::fs::write(dir.join("other.c"), "int main(void) { return 0; }\n").unwrap();
+    let st = Command::new("gcc")
+        .args(["-O1", "-o", name, "other.c"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed");
+}
+
+/// Runs `sediment` expecting failure: one stderr line containing every needle, and `output`
+/// (relative to `dir`) not created.
+fn fails_with(dir: &Path, args: &[&str], needles: &[&str], output: &str) {
+    let out = sediment(dir, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+    }
+    assert!(!dir.join(output).exists(), "{args:?} wrote {output}");
+}
+
+// Regression: an object file where a linked binary is needed read as one function at address 0
+// and `diff`, `heatmap` and `match` exited 0. Each now names the file and what it is.
+#[test]
+fn regress_object_file_is_refused_where_a_binary_is_needed() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    build(d, "old", false);
+    let st = Command::new("gcc")
+        .args(["-O1", "-c", "-o", "prog.o", "prog.c"])
+        .current_dir(d)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc -c failed");
+    let mut pb = ProfileBuilder::new(Meta {
+        binary: "old".into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    pb.add_self(&FuncKey::global("hot_after"), 900);
+    std::fs::write(d.join("p.sprof"), pb.build().to_text()).unwrap();
+    let what = "prog.o: a relocatable object (.o), not a linked executable or shared library";
+    fails_with(d, &["diff", "old", "prog.o"], &[what], "none");
+    fails_with(d, &["heatmap", "prog.o", "-o", "h.svg"], &[what], "h.svg");
+    let matching = [
+        "match", "-p", "p.sprof", "--binary", "prog.o", "-o", "m.sprof",
+    ];
+    fails_with(d, &matching, &[what], "m.sprof");
+}
+
+// Regression: a profile of another program (none of its weight but `main`'s names a function
+// of the builds) was silently dropped by `diff` and `heatmap`; now it is an error naming the
+// profile, the binaries and the share found.
+#[test]
+fn regress_profile_of_another_program_is_refused() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    build(d, "old", false);
+    build(d, "new", true);
+    build_other(d, "other");
+    // A profile of `old` (mostly `main`, as in a small program's loop) and of `other`.
+    let profile = |binary: &str, functions: &[(&str, u64)]| {
+        let mut pb = ProfileBuilder::new(Meta {
+            binary: binary.into(),
+            source: "test".into(),
+            ..Meta::default()
+        });
+        for (name, w) in functions {
+            pb.add_self(&FuncKey::global(*name), *w);
+        }
+        pb.build().to_text()
+    };
+    let of_old = profile("old", &[("main", 3000), ("hot_after", 900), ("first", 100)]);
+    std::fs::write(d.join("old.sprof"), of_old).unwrap();
+    let of_other = profile("other", &[("main", 50), ("_start", 5), ("helper", 1)]);
+    std::fs::write(d.join("other.sprof"), of_other).unwrap();
+
+    let share = "only 0.0% of the profile's weight (not counting main and the C start-up code)";
+    fails_with(
+        d,
+        &["diff", "old", "new", "-p", "other.sprof"],
+        &["other.sprof: ", share, "old or new"],
+        "none",
+    );
+    fails_with(
+        d,
+        &["heatmap", "old", "-p", "other.sprof", "-o", "h.svg"],
+        &["other.sprof: ", share, "old"],
+        "h.svg",
+    );
+    // `main` alone does not make `other` the program of old's profile.
+    fails_with(
+        d,
+        &["diff", "other", "other", "-p", "old.sprof"],
+        &["old.sprof: ", share, "other or other"],
+        "none",
+    );
+    // The right pairs still work.
+    let out = sediment(d, &["diff", "old", "new", "-p", "old.sprof"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = sediment(d, &["heatmap", "new", "-p", "old.sprof", "-o", "h.svg"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -115,7 +115,8 @@ fn gv_renders_with_dot_and_round_trips() {
         .unwrap();
     // 700/1002 of 10^9 has the smallest remainder of the four shares, so it is not rounded up.
     assert_eq!(heavy.2, 700 * 1_000_000_000 / 1002);
-    let side = d.join("back.sprof.lib\"odd\".so.sprof");
+    // The quotes are not in the set a side file's name keeps: `_`.
+    let side = d.join("back.sprof.lib_odd_.so.sprof");
     let lib = Profile::from_text(&std::fs::read_to_string(&side).unwrap()).unwrap();
     assert_eq!(keys(&lib), keys(&hostile_profile()));
 
@@ -198,4 +199,72 @@ fn gv_damaged_input_is_a_one_line_error() {
         assert!(stderr.contains(what), "{what}: {stderr}");
         assert!(!d.join("out.sprof").exists());
     }
+}
+
+/// A `.gv` graph of two clusters: the main executable `/tmp/a.out` and `second`, each with one
+/// function.
+fn two_clusters(second: &str) -> String {
+    format!(
+        "digraph \"sediment\" {{\n  subgraph \"cluster_0\" {{\n    label=\"/tmp/a.out\";\n    \
+         \"0:main\" [label=\"main\", self=\"10\", size=\"37\"];\n  }}\n  subgraph \"cluster_1\" \
+         {{\n    label=\"{second}\";\n    \"1:f\" [label=\"f\", self=\"10\", size=\"37\"];\n  \
+         }}\n}}\n"
+    )
+}
+
+// Regression: the main profile was written before the side profiles, so a side profile that
+// could not be written (a directory in its way) left a new main profile over the old one.
+// Now the set is written all or nothing.
+#[test]
+fn import_writes_nothing_when_a_side_profile_cannot_be_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("g.gv"), two_clusters("/usr/lib/libz.so.1")).unwrap();
+    std::fs::write(d.join("o.sprof"), "keep").unwrap();
+    std::fs::create_dir(d.join("o.sprof.libz.so.1.sprof")).unwrap();
+    let out = sediment(d, &["import", "--format", "gv", "-o", "o.sprof", "g.gv"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("o.sprof.libz.so.1.sprof"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(d.join("o.sprof")).unwrap(), "keep");
+    let mut names: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["g.gv", "o.sprof", "o.sprof.libz.so.1.sprof"]);
+}
+
+// Regression: a binary name from a stranger's graph (a newline, a fake `sediment: wrote`
+// line, an ANSI escape) became a side file's name and reached the terminal raw. Now file names
+// keep only `[A-Za-z0-9._+-]` and messages escape control characters.
+#[test]
+fn hostile_binary_names_make_safe_file_names_and_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let label = "/tmp/lib%0Asediment: wrote evil%1B[31mRED";
+    std::fs::write(d.join("g.gv"), two_clusters(label)).unwrap();
+    let out = sediment(d, &["import", "--format", "gv", "-o", "o.sprof", "g.gv"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert_eq!(stderr.lines().count(), 2, "{stderr:?}");
+    assert!(
+        stderr
+            .lines()
+            .all(|l| l.starts_with("sediment: wrote o.sprof")),
+        "{stderr:?}"
+    );
+    for entry in std::fs::read_dir(d).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)),
+            "{name:?}"
+        );
+    }
+    let side = d.join("o.sprof.lib_sediment__wrote_evil__31mRED.sprof");
+    let p = Profile::from_text(&std::fs::read_to_string(side).unwrap()).unwrap();
+    assert_eq!(p.meta.binary, "/tmp/lib\nsediment: wrote evil\x1b[31mRED");
 }

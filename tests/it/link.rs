@@ -668,3 +668,136 @@ fn hidden_functions_have_one_key_whatever_the_linker() {
         stderr(&out)
     );
 }
+
+// Regression: objects built without -ffunction-sections made `link` fail with only
+// "(see warnings)", naming no file and printing no warnings. The one-line error now says
+// which function, in which object, and why; the warnings come before it; nothing is written.
+#[test]
+fn nothing_emitted_names_the_object_and_the_reason() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("p.c"), P_C).unwrap();
+    gcc(dir, &["-O1", "-c", "p.c", "-o", "nofs.o"]);
+    write_order(dir, &[FuncKey::global("p2"), FuncKey::global("p1")]);
+    for linker in ["gold", "mold"] {
+        let out = sediment(
+            dir,
+            &[
+                "link",
+                "--linker",
+                linker,
+                "--order",
+                "order.txt",
+                "-o",
+                "out",
+                "nofs.o",
+            ],
+        );
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{err}");
+        assert!(!dir.join("out").exists());
+        let last = err.lines().last().unwrap();
+        assert_eq!(
+            last,
+            "sediment: nothing left to order: all 2 matching functions were skipped: p2 in nofs.o: \
+             its section holds other functions too (object not built with -ffunction-sections); \
+             and 1 more (see the warnings)",
+            "{err}"
+        );
+        assert!(
+            err.contains("sediment link: warning: 1 objects not built with -ffunction-sections"),
+            "{err}"
+        );
+    }
+}
+
+// Regression: `link-flags` printed flags for a missing file, turned any file into a bfd `-T`
+// script and gave mold a GNU ld script. It now reads the file and checks that it is what
+// `sediment link` writes for that linker.
+#[test]
+fn link_flags_checks_the_file() {
+    use sediment_link::emit::{BFD_FRAGMENT_HEADER, MOLD_PRELINK_HEADER};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let frag = format!("{BFD_FRAGMENT_HEADER}\nSECTIONS\n{{\n}}\n");
+    std::fs::write(dir.join("frag.ld"), &frag).unwrap();
+    std::fs::write(dir.join("notes.txt"), "hello world\n").unwrap();
+    std::fs::write(dir.join("order.lld"), "main\nwork\n").unwrap();
+    let fails = |linker: &str, file: &str, want: &str| {
+        let out = sediment(dir, &["link-flags", "--linker", linker, file]);
+        let err = stderr(&out);
+        assert!(
+            !out.status.success() && out.stdout.is_empty(),
+            "{linker} {file}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("sediment: {file}: ")), "{err}");
+        assert!(err.contains(want), "{err}");
+    };
+    fails("lld", "nonexist", "cannot open");
+    fails("bfd", "notes.txt", "its first line is `hello world`");
+    fails("mold", "frag.ld", MOLD_PRELINK_HEADER);
+    fails("lld", "frag.ld", "line 1 `/* sediment: GNU ld");
+    fails("gold", "notes.txt", "is not a section name");
+    let ok = |linker: &str, file: &str| {
+        let out = sediment(dir, &["link-flags", "--linker", linker, file]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        ok("bfd", "frag.ld"),
+        "-fuse-ld=bfd -Wl,--section-ordering-file=frag.ld\n"
+    );
+    assert!(ok("lld", "order.lld").contains("--symbol-ordering-file=order.lld"));
+}
+
+// Regression: an empty or cut archive gave `sediment: : no object defines a function` (no
+// file name), and `link` blamed the order file. Now the archive is named, and a cut one is
+// reported as truncated.
+#[test]
+fn empty_and_cut_archives_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("empty.a"), b"!<arch>\n").unwrap();
+    let mut cut =
+        b"!<arch>\n/               0           0     0     0       32        `\n".to_vec();
+    cut.extend_from_slice(&[0, 0, 0, 3, 0, 0, 0]);
+    std::fs::write(dir.join("cut75.a"), &cut).unwrap();
+    write_order(dir, &[FuncKey::global("main")]);
+    let err_of = |args: &[&str]| {
+        let out = sediment(dir, args);
+        assert!(!out.status.success());
+        stderr(&out)
+    };
+    let import = |a: &str| {
+        err_of(&[
+            "import", "--format", "objects", "--binary", "prog", "-o", "x.sprof", a,
+        ])
+    };
+    assert_eq!(
+        import("empty.a"),
+        "sediment: empty.a: no object defines a function (an empty archive, or no code?)\n"
+    );
+    assert_eq!(
+        import("cut75.a"),
+        "sediment: cut75.a: archive truncated: the member at offset 8 has 7 of its 32 bytes\n"
+    );
+    let link = err_of(&[
+        "link",
+        "--linker",
+        "lld",
+        "--order",
+        "order.txt",
+        "-o",
+        "o.lld",
+        "empty.a",
+    ]);
+    assert!(
+        link.starts_with("sediment: empty.a: no object defines"),
+        "{link}"
+    );
+    assert!(!dir.join("x.sprof").exists() && !dir.join("o.lld").exists());
+}

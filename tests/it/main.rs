@@ -9,6 +9,7 @@ mod compare;
 mod diff;
 mod formats;
 mod gv;
+mod hostile_paths;
 mod lbr;
 mod link;
 mod matching;

@@ -445,3 +445,117 @@ fn same_named_statics_match_by_source_file() {
     assert_eq!(calls_to(&v2p, "run_a", "a.c"), 300);
     assert_eq!(calls_to(&v2p, "run_b", "b.c"), 700);
 }
+
+// Regression: a profile of another program "matched 0.0%" (or only its `main`), exited 0 and
+// overwrote the output with an empty profile; `order --refine` simulated it on the other
+// program. Both now fail naming the files and the share found, and write nothing.
+#[test]
+fn regress_profile_of_another_program_is_refused() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    builds(dir);
+    std::fs::write(dir.join("z.c"), "int main(void) { return 0; }\n").unwrap();
+    run_ok(
+        Command::new("gcc")
+            .current_dir(dir)
+            .args(["-O1", "-o", "z", "z.c"]),
+    );
+    // A profile of v1 whose heaviest function is `main` (as a small program's loop is).
+    let mut b = ProfileBuilder::new(Meta {
+        binary: "v1".into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    b.add_self(&g("main"), 600);
+    b.add_self(&g("work"), 100);
+    b.add_self(&l("tally"), 300);
+    b.add_self(&l("mix.isra.0"), 100);
+    std::fs::write(dir.join("v1.sprof"), b.build().to_text()).unwrap();
+    std::fs::write(dir.join("out.sprof"), "kept\n").unwrap();
+
+    let refused = |args: &[&str], output: &str, needles: &[&str]| {
+        let out = sediment(dir, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+        }
+        assert!(out.stdout.is_empty(), "{args:?} printed a report");
+        let kept = std::fs::read_to_string(dir.join(output)).ok();
+        assert!(
+            kept.is_none() || kept.as_deref() == Some("kept\n"),
+            "{args:?} wrote {output}"
+        );
+    };
+    let share = "v1.sprof: only 0.0% of the profile's weight (not counting main";
+    refused(
+        &[
+            "match",
+            "-p",
+            "v1.sprof",
+            "--binary",
+            "z",
+            "-o",
+            "out.sprof",
+        ],
+        "out.sprof",
+        &[share, "functions z defines", "10% needed"],
+    );
+    // `--min-share` raises the bar for another build too: v2 defines `work` and `tally` but
+    // renamed `mix`, so 80% of the weight outside `main` (400 of 500) lands on it.
+    refused(
+        &[
+            "match",
+            "-p",
+            "v1.sprof",
+            "--binary",
+            "v2",
+            "--min-share",
+            "0.9",
+            "-o",
+            "out.sprof",
+        ],
+        "out.sprof",
+        &[
+            "v1.sprof: only 80.0% ",
+            "functions v2 defines",
+            "90% needed",
+        ],
+    );
+    let refine = [
+        "order",
+        "-p",
+        "v1.sprof",
+        "--refine",
+        "--simulate",
+        "./z",
+        "--refine-budget",
+        "5",
+        "-o",
+        "r.order",
+        "--",
+    ];
+    refused(&refine, "r.order", &[share, "functions ./z defines"]);
+    // Another build of the program matches, and writes its profile.
+    let ok = sediment(
+        dir,
+        &[
+            "match",
+            "-p",
+            "v1.sprof",
+            "--binary",
+            "v2",
+            "-o",
+            "out.sprof",
+        ],
+    );
+    assert!(stdout_of(&ok).contains("matched 90.9% of the profile weight (1000 of 1100)"));
+    assert_ne!(
+        std::fs::read_to_string(dir.join("out.sprof")).unwrap(),
+        "kept\n"
+    );
+}

@@ -476,3 +476,33 @@ fn fill_rest_from_object_relocations() {
     assert!(!o.status.success() && stderr(&o).contains("--fill-rest needs --fill-from"));
     assert!(!d.join("x.order").exists());
 }
+
+// Regression: `--fill-from` took another program's static graph without a check, which
+// `merge` refuses. The same check now applies: a different binary (or build-id) is an error
+// naming both files, and no order is written; the same program under another path passes.
+#[test]
+fn fill_from_another_program_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("p.sprof"), PROFILE).unwrap();
+    let graph = |binary: &str| {
+        format!(
+            "sediment-profile 1\nmeta binary {binary}\nmeta source relocations\nmeta total 0\n\
+             fn 0 0 - main -\nfn 1 0 - work -\ncall 0 1 1\n"
+        )
+    };
+    fs::write(d.join("other.sprof"), graph("/usr/bin/other")).unwrap();
+    fs::write(d.join("same.sprof"), graph("/build/demo")).unwrap();
+    let fill =
+        |g: &str, out: &str| sediment(d, &["order", "-p", "p.sprof", "--fill-from", g, "-o", out]);
+    let o = fill("other.sprof", "x.order");
+    assert!(!o.status.success());
+    assert_eq!(
+        stderr(&o),
+        "sediment: p.sprof and other.sprof: different binary (`demo` vs `other`): \
+         the static graph is of another program\n"
+    );
+    assert!(!d.join("x.order").exists());
+    let o = fill("same.sprof", "y.order");
+    assert!(o.status.success(), "{}", stderr(&o));
+}

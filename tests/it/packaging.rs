@@ -293,3 +293,65 @@ fn a_corrupt_profile_fails_the_link_with_one_line_naming_it() {
     assert!(ours[0].contains("alpha.sprof"), "{err}");
     assert!(!p.path().join("alpha").exists(), "nothing linked");
 }
+
+/// Runs `sediment wrappers DIR` in `cwd` with `PATH` set to `path`.
+fn wrappers_with_path(cwd: &Path, dir: &str, path: &str) -> std::process::Output {
+    Command::new(sediment_bin())
+        .args(["wrappers", dir])
+        .current_dir(cwd)
+        .env("PATH", path)
+        .output()
+        .unwrap()
+}
+
+// Regression: the shims were written one by one, so a directory in the way of `ld.gold` failed
+// the run with `ld` and `ld.bfd` already written, and no linker on PATH still created DIR.
+// Now they are written all or nothing, executable, and DIR only when there is something to
+// write.
+#[test]
+fn wrappers_write_every_shim_or_none() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // Stand-in linkers: the shims only name them.
+    std::fs::create_dir(d.join("bin")).unwrap();
+    for name in ["ld", "ld.bfd", "ld.gold"] {
+        let path = d.join("bin").join(name);
+        std::fs::write(&path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let bin = d.join("bin").display().to_string();
+
+    std::fs::create_dir_all(d.join("shims/ld.gold")).unwrap();
+    let out = wrappers_with_path(d, "shims", &bin);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("ld.gold"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(d.join("shims"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        ["ld.gold"],
+        "nothing written beside the directory in the way"
+    );
+
+    let out = wrappers_with_path(d, "none", "/nonexistent");
+    assert!(!out.status.success());
+    assert!(!d.join("none").exists(), "no directory without a linker");
+
+    std::fs::remove_dir(d.join("shims/ld.gold")).unwrap();
+    let out = wrappers_with_path(d, "shims", &bin);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["ld", "ld.bfd", "ld.gold"] {
+        let meta = std::fs::metadata(d.join("shims").join(name)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o755, "{name}");
+    }
+    assert!(!d.join("shims/ld.lld").exists());
+}

@@ -251,3 +251,33 @@ fn regress_callchain_overflow_is_a_one_line_error() {
         &["regress-callchain-overflow.bin: offset "],
     );
 }
+
+// Regression: recording a program that does not exist ended with an error about perf's stub
+// temporary perf.data ("truncated?"), and under callgrind with "valgrind failed (exit status:
+// 127)", neither naming the program. Now it is checked (a bare name in PATH) before the
+// profiler starts; no output is written.
+#[test]
+fn regress_record_names_a_missing_program() {
+    let dir = tempfile::tempdir().unwrap();
+    for (via, program, want) in [
+        ("perf", "./nonexist", "./nonexist: no such program"),
+        ("callgrind", "./nonexist", "./nonexist: no such program"),
+        (
+            "perf",
+            "nonexist-sediment-test",
+            "nonexist-sediment-test: no such program in PATH",
+        ),
+        (
+            "callgrind",
+            "./",
+            "./: a directory, not a program to record",
+        ),
+    ] {
+        let out = sediment(
+            dir.path(),
+            &["record", "--via", via, "-o", "x.sprof", "--", program],
+        );
+        assert_one_line_error(&out, &[want]);
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -245,3 +245,74 @@ fn pgo_refuses_bad_input() {
         assert!(!dir.join("out.unsym").exists(), "{a:?} wrote output");
     }
 }
+
+/// A program whose executed code lies mostly after 8 KiB of never-run padding: `work` (a long
+/// straight line) is placed after `pad` by `-fno-toplevel-reorder`.
+const PADDED_C: &str = r#"#include <stdio.h>
+int pad(int x);
+int work(int x);
+int main(int argc, char **argv) {
+    (void)argv;
+    int s = pad(argc);
+    for (int i = 0; i < 100; i++) s = work(s + i);
+    printf("%d\n", s);
+    return 0;
+}
+__attribute__((noinline)) int pad(int x) { if (x > 1000000) __asm__ volatile(".skip 8192, 0x90"); return x + 1; }
+__attribute__((noinline)) int work(int x) {
+    volatile int v = x;
+#define S v = v * 31 + 7; v ^= v >> 3;
+#define S8 S S S S S S S S
+    S8 S8 S8 S8
+    return v;
+}
+"#;
+
+// Regression: a callgrind profile given with another binary of the same base name (callgrind
+// names objects by path, and `pgo` falls back to the base name) only warned that most of its
+// addresses lay outside the binary's code, and wrote a profile of the few that did not. Now
+// more addresses outside than inside is a one-line error naming both files, and nothing is
+// written; the right binary still works.
+#[test]
+fn regress_profile_of_another_build_with_the_same_name_is_refused() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("oth")).unwrap();
+    std::fs::write(dir.join("app.c"), PADDED_C).unwrap();
+    std::fs::write(dir.join("oth/app.c"), "int main(void) { return 0; }\n").unwrap();
+    sh(
+        dir,
+        "gcc",
+        &["-O1", "-fno-toplevel-reorder", "-o", "app", "app.c"],
+    );
+    sh(dir, "gcc", &["-O1", "-o", "oth/app", "oth/app.c"]);
+    sh(
+        dir,
+        "valgrind",
+        &[
+            "--tool=callgrind",
+            "--dump-instr=yes",
+            "--collect-jumps=yes",
+            "--callgrind-out-file=cg.out",
+            "./app",
+        ],
+    );
+    let o = sediment(
+        dir,
+        &["pgo", "--binary", "oth/app", "-p", "cg.out", "-o", "u.txt"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("sediment: cg.out: "), "{err}");
+    assert!(err.contains("lie outside oth/app's code"), "{err}");
+    assert!(!dir.join("u.txt").exists());
+    let o = sediment(
+        dir,
+        &["pgo", "--binary", "app", "-p", "cg.out", "-o", "u.txt"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

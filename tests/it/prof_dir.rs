@@ -203,3 +203,34 @@ fn record_without_output_is_refused() {
         "sediment: no output: give -o OUT or --prof-dir DIR (or set PROF_DIR)"
     );
 }
+
+// Regression: the profiles were written one by one, so one that could not be written (here a
+// binary whose name is too long for `NAME.sprof`) failed the run with the profiles sorted
+// before it already in DIR. Now they are written all or nothing: DIR is not even created.
+#[test]
+fn prof_dir_failure_leaves_dir_as_it_was() {
+    if !have_tool("gcc") || !have_tool("valgrind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.c"), "int main(void) { return 0; }\n").unwrap();
+    run(Command::new("gcc")
+        .current_dir(d)
+        .args(["-O1", "-o", "a", "a.c"]));
+    // 250 bytes: a valid file name, but not with `.sprof` after it.
+    let long = "z".repeat(250);
+    std::fs::copy(d.join("a"), d.join(&long)).unwrap();
+    std::fs::write(d.join("run.sh"), format!("./a\n./{long}\n")).unwrap();
+    let out = Command::new(sediment_bin())
+        .current_dir(d)
+        .env_remove("PROF_DIR")
+        .args(["record", "--via", "callgrind", "--prof-dir", "profs"])
+        .args(["--", "sh", "run.sh"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("{long}.sprof")), "{stderr}");
+    assert!(!d.join("profs").exists(), "{stderr}");
+}

@@ -106,10 +106,11 @@ pub struct ObjectFile {
 }
 
 impl ObjectFile {
-    /// `path` or `path(member)` for messages.
+    /// `path` or `path(member)` for messages; the member name, which comes from the archive,
+    /// with control characters escaped ([`sediment_profile::quote`]).
     pub fn display_name(&self) -> String {
         match &self.member {
-            Some(m) => format!("{}({})", self.path, m),
+            Some(m) => format!("{}({})", self.path, sediment_profile::quote(m)),
             None => self.path.clone(),
         }
     }
@@ -126,18 +127,22 @@ pub fn read_objects(path: &str, data: &[u8]) -> Result<Vec<ObjectFile>, Error> {
         ));
     }
     if data.starts_with(b"!<arch>\n") {
+        check_archive_layout(path, data)?;
         let archive = ArchiveFile::parse(data).map_err(|e| bad(path, &format!("archive: {e}")))?;
         let mut out = Vec::new();
         for member in archive.members() {
             let member = member.map_err(|e| bad(path, &format!("archive member: {e}")))?;
             let name = String::from_utf8_lossy(member.name()).into_owned();
-            let bytes = member
-                .data(data)
-                .map_err(|e| bad(path, &format!("archive member {name}: {e}")))?;
+            let bytes = member.data(data).map_err(|e| {
+                bad(
+                    path,
+                    &format!("archive member {}: {e}", sediment_profile::quote(&name)),
+                )
+            })?;
             if !bytes.starts_with(b"\x7fELF") {
                 continue;
             }
-            let label = format!("{path}({name})");
+            let label = format!("{path}({})", sediment_profile::quote(&name));
             let mut obj = read_object(&label, bytes)?;
             obj.path = path.to_string();
             obj.member = Some(name);
@@ -146,6 +151,53 @@ pub fn read_objects(path: &str, data: &[u8]) -> Result<Vec<ObjectFile>, Error> {
         return Ok(out);
     }
     Ok(vec![read_object(path, data)?])
+}
+
+/// Size of an `ar` member header: name 16, date 12, uid 6, gid 6, mode 8, size 10 (decimal,
+/// space-padded), then the terminator `` `\n `` (2).
+const AR_HEADER: usize = 60;
+
+/// Walks the member headers of an `ar` archive (after the `!<arch>\n` magic) and fails when a
+/// header or a member's data is cut short by the end of the file, or a header is not one. The
+/// `object` crate stops quietly at a member that runs past the end (a cut symbol index reads as
+/// an archive with no members), so a truncated copy would otherwise look like an empty archive.
+/// A missing padding byte after the last member is tolerated, as GNU ld tolerates it.
+fn check_archive_layout(path: &str, data: &[u8]) -> Result<(), Error> {
+    let mut at = 8usize;
+    while at < data.len() {
+        let Some(header) = data.get(at..at + AR_HEADER) else {
+            return Err(bad(
+                path,
+                &format!(
+                    "archive truncated: the member header at offset {at} has {} of its {AR_HEADER} bytes",
+                    data.len() - at
+                ),
+            ));
+        };
+        let size = std::str::from_utf8(&header[48..58])
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .filter(|_| &header[58..60] == b"`\n")
+            .ok_or_else(|| {
+                bad(
+                    path,
+                    &format!("archive: the member header at offset {at} is malformed"),
+                )
+            })?;
+        let start = at + AR_HEADER;
+        let left = data.len() - start;
+        if size > left {
+            return Err(bad(
+                path,
+                &format!(
+                    "archive truncated: the member at offset {at} has {left} of its {size} bytes"
+                ),
+            ));
+        }
+        let end = start + size;
+        at = end + (end & 1);
+    }
+    Ok(())
 }
 
 /// Reads one relocatable ELF object.
@@ -358,5 +410,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("t.a: archive"), "{e}");
+    }
+
+    // Regression: an archive cut inside a member (`head -c 75 liba.a`: the symbol index
+    // header and 7 of its 32 bytes) read as an empty archive; now it is reported as truncated.
+    // The bare magic is a valid empty archive.
+    #[test]
+    fn truncated_archive_is_reported() {
+        let mut cut =
+            b"!<arch>\n/               0           0     0     0       32        `\n".to_vec();
+        cut.extend_from_slice(&[0, 0, 0, 3, 0, 0, 0]);
+        assert_eq!(cut.len(), 75);
+        assert_eq!(
+            read_objects("cut.a", &cut).unwrap_err().to_string(),
+            "cut.a: archive truncated: the member at offset 8 has 7 of its 32 bytes"
+        );
+        let e = read_objects("h.a", &cut[..40]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "h.a: archive truncated: the member header at offset 8 has 32 of its 60 bytes"
+        );
+        let mut bad_header = cut[..68].to_vec();
+        bad_header[66] = b'x';
+        let e = read_objects("b.a", &bad_header).unwrap_err().to_string();
+        assert!(
+            e.starts_with("b.a: archive: the member header at offset 8"),
+            "{e}"
+        );
+        assert_eq!(read_objects("e.a", b"!<arch>\n").unwrap(), vec![]);
     }
 }

@@ -21,6 +21,10 @@
 //!    way). Keying them by name alone gives one key whichever linker made the binary, the key
 //!    `sediment link` finds as a global in the object files (Lua's `LUAI_FUNC` functions).
 //!
+//! Only linked files are read: a relocatable object (`.o`) is refused by name, since its symbol
+//! values are section offsets (every function would sit at address 0); object files are read
+//! by [`crate::objects`] instead.
+//!
 //! Compiler clones and split parts (`foo.constprop.0`, `foo.part.0`, `foo.cold`) are separate
 //! symbols and stay separate functions: they can be placed independently, which is the point of
 //! hot/cold splitting. Clang 16 writes the cold part of a basic-block-sections function as an
@@ -131,7 +135,9 @@ fn arch_name(arch: object::Architecture) -> String {
 }
 
 impl Binary {
-    /// Reads a linked ELF file. `path` is used only in error messages.
+    /// Reads a linked ELF file. `path` is used only in error messages. A relocatable object
+    /// (`ET_REL`, a `.o`) or a core dump is refused: its symbol values are not addresses of
+    /// running code.
     pub fn parse(path: &str, data: &[u8]) -> Result<Binary, Error> {
         let err = |message: String| Error::Parse {
             path: path.to_string(),
@@ -141,6 +147,21 @@ impl Binary {
             object::File::parse(data).map_err(|e| err(format!("not a readable ELF file: {e}")))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(err(format!("not an ELF file ({:?})", file.format())));
+        }
+        // An object file has symbols too, but its addresses are section offsets, not where the
+        // code runs: read as a binary it looks like one function at address 0.
+        match file.kind() {
+            object::ObjectKind::Relocatable => {
+                return Err(err(
+                    "a relocatable object (.o), not a linked executable or shared library".into(),
+                ))
+            }
+            object::ObjectKind::Core => {
+                return Err(err(
+                    "a core dump, not a linked executable or shared library".into(),
+                ))
+            }
+            _ => {}
         }
         let build_id = file
             .build_id()
@@ -371,5 +392,25 @@ mod tests {
             "{e}"
         );
         assert!(Binary::parse("y", b"").is_err());
+    }
+
+    // A relocatable object (an ELF header with `e_type` ET_REL, no sections) is refused by
+    // name, before its symbols are read.
+    #[test]
+    fn relocatable_object_is_refused() {
+        let mut h = [0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 2; // ELFCLASS64
+        h[5] = 1; // ELFDATA2LSB
+        h[6] = 1; // EV_CURRENT
+        h[16] = 1; // e_type ET_REL
+        h[18] = 62; // e_machine EM_X86_64
+        h[20] = 1; // e_version
+        h[52] = 64; // e_ehsize
+        let e = Binary::parse("a.o", &h).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a.o: a relocatable object (.o), not a linked executable or shared library"
+        );
     }
 }

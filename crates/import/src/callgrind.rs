@@ -90,7 +90,7 @@ use crate::bind::{bind, BindReport};
 use crate::perf::BinaryResolver;
 use crate::Error;
 use sediment_elf::Binary;
-use sediment_profile::{base_name, FuncKey, Meta, Profile, ProfileBuilder};
+use sediment_profile::{base_name, quote, FuncKey, Meta, Profile, ProfileBuilder};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Longest accepted line in bytes (C++ template names run to a few KiB; 1 MiB is far beyond).
@@ -194,7 +194,7 @@ pub fn import(
         let bytes = resolver
             .resolve(&path, None)
             .map_err(|message| Error::Resolve {
-                binary: path.clone(),
+                binary: quote(&path),
                 message,
             })?;
         let Some(bytes) = bytes else {
@@ -294,15 +294,15 @@ pub fn instr_counts(
         [] => {
             return Err(fail(format!(
                 "no instruction-level costs for `{}` (record with valgrind --tool=callgrind --dump-instr=yes)",
-                clip(binary)
+                quote(binary)
             )))
         }
-        _ => return Err(fail(format!("several objects are named like `{}`", clip(binary)))),
+        _ => return Err(fail(format!("several objects are named like `{}`", quote(binary)))),
     };
     let base = acc.load_base(object, elf, bytes).ok_or_else(|| {
         fail(format!(
             "cannot establish the load base of `{}`",
-            clip(binary)
+            quote(binary)
         ))
     })?;
     let mut executed: Vec<(u64, u64)> = acc.addr_cost[&object]
@@ -757,7 +757,7 @@ impl<'p> FileParser<'p> {
         if key_len > 0 && rest.starts_with('=') {
             return self.body_spec(key, &rest[1..]);
         }
-        Err(self.err(format!("not a callgrind line: `{}`", clip(line))))
+        Err(self.err(format!("not a callgrind line: `{}`", quote(line))))
     }
 
     fn header(&mut self, key: &str, value: &str) -> Result<(), Error> {
@@ -781,7 +781,7 @@ impl<'p> FileParser<'p> {
             "version" if value != "1" && value != "0" => {
                 return Err(self.err(format!(
                     "unsupported callgrind format version `{}` (this reader knows 1)",
-                    clip(value)
+                    quote(value)
                 )));
             }
             "creator" => self.expect_totals = value.starts_with("callgrind"),
@@ -793,7 +793,7 @@ impl<'p> FileParser<'p> {
                 let mut instr = None;
                 for tok in value.split_ascii_whitespace() {
                     if !matches!(tok, "instr" | "bb" | "line") {
-                        return Err(self.err(format!("unknown position kind `{}`", clip(tok))));
+                        return Err(self.err(format!("unknown position kind `{}`", quote(tok))));
                     }
                     if tok == "instr" && instr.is_none() {
                         instr = Some(n);
@@ -814,8 +814,9 @@ impl<'p> FileParser<'p> {
                 match &self.acc.event {
                     Some(e) if e != first => {
                         return Err(self.err(format!(
-                            "first event is `{}`, but earlier input counted `{e}`",
-                            clip(first)
+                            "first event is `{}`, but earlier input counted `{}`",
+                            quote(first),
+                            quote(e)
                         )))
                     }
                     Some(_) => {}
@@ -833,7 +834,7 @@ impl<'p> FileParser<'p> {
     fn totals(&mut self, value: &str) -> Result<(), Error> {
         let first = value.split_ascii_whitespace().next().unwrap_or("0");
         let total = parse_number(first)
-            .ok_or_else(|| self.err(format!("bad `totals:` value `{}`", clip(first))))?;
+            .ok_or_else(|| self.err(format!("bad `totals:` value `{}`", quote(first))))?;
         if total != self.part_cost {
             return Err(self.err(format!(
                 "`totals:` says {total} but the part's cost lines sum to {} (truncated or corrupt?)",
@@ -907,7 +908,7 @@ impl<'p> FileParser<'p> {
             }
             // `ln=` (with --dump-bbs) and `rec=` (recursion level) carry no cost.
             "ln" | "rec" => {}
-            _ => return Err(self.err(format!("unknown body line `{}=`", clip(key)))),
+            _ => return Err(self.err(format!("unknown body line `{}=`", quote(key)))),
         }
         Ok(())
     }
@@ -987,7 +988,7 @@ impl<'p> FileParser<'p> {
             if self.instr_col == Some(col) {
                 instr = Some(self.position(tok)?);
             } else if !is_subposition(tok) {
-                return Err(self.err(format!("bad position `{}`", clip(tok))));
+                return Err(self.err(format!("bad position `{}`", quote(tok))));
             }
         }
         let mut first = 0;
@@ -1060,9 +1061,9 @@ impl<'p> FileParser<'p> {
             Some(Some(address)) => Ok(address),
             Some(None) => Err(self.err(format!(
                 "position `{}` leaves the address range from {last:#x}",
-                clip(tok)
+                quote(tok)
             ))),
-            None => Err(self.err(format!("bad position `{}`", clip(tok)))),
+            None => Err(self.err(format!("bad position `{}`", quote(tok)))),
         }
     }
 
@@ -1128,7 +1129,7 @@ impl<'p> FileParser<'p> {
                 self.err(format!(
                     "bad {} id `({})` (ids are decimal, at most {MAX_ID})",
                     space.label(),
-                    clip(digits)
+                    quote(digits)
                 ))
             })? as u32;
         let rest = value[close + 1..].trim_matches([' ', '\t']);
@@ -1158,14 +1159,14 @@ impl<'p> FileParser<'p> {
     }
 
     fn number(&self, tok: &str, what: &str) -> Result<u64, Error> {
-        parse_number(tok).ok_or_else(|| self.err(format!("bad {what} `{}`", clip(tok))))
+        parse_number(tok).ok_or_else(|| self.err(format!("bad {what} `{}`", quote(tok))))
     }
 
     fn subpositions(&self, list: &str, what: &str) -> Result<(), Error> {
         let mut any = false;
         for tok in list.split_ascii_whitespace() {
             if !is_subposition(tok) {
-                return Err(self.err(format!("bad {what} position `{}`", clip(tok))));
+                return Err(self.err(format!("bad {what} position `{}`", quote(tok))));
             }
             any = true;
         }
@@ -1228,15 +1229,6 @@ fn strip_recursion_suffix(name: &str) -> &str {
         }
         _ => name,
     }
-}
-
-/// At most 60 characters of untrusted text for an error message.
-fn clip(s: &str) -> String {
-    let mut out: String = s.chars().take(60).collect();
-    if out.len() < s.len() {
-        out.push_str("...");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -1425,6 +1417,24 @@ mod tests {
             "{}",
             err(text)
         );
+    }
+
+    // Regression: a function id or token quoted in an error reached the terminal raw
+    // (terminal escape sequences, a vertical tab breaking the line) and unbounded.
+    #[test]
+    fn errors_quote_input_escaped() {
+        assert_eq!(
+            err("events: Ir\nfn=(1\x1b[2J\x0b) f\n"),
+            "t.out: line 2: bad function id `(1%1B[2J%0B)` (ids are decimal, at most 10000000)"
+        );
+        let long = err(&format!("events: Ir\nfn=({}\x1b) f\n", "9".repeat(500)));
+        assert!(
+            long.contains(&format!("`({}...)`", "9".repeat(60))),
+            "{long}"
+        );
+        let msg = err("events: Ir\n\x1b]0;pwned\x07\n");
+        assert!(msg.contains("%1B]0;pwned%07"), "{msg}");
+        assert!(!msg.chars().any(char::is_control), "{msg:?}");
     }
 
     // Every malformed input names the file and line.

@@ -49,7 +49,7 @@
 //! functions; BOLT itself is the tool for what happens inside them.
 
 use crate::Error;
-use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
+use sediment_profile::{quote, FuncKey, Meta, Profile, ProfileBuilder};
 
 /// Value of `meta source` in profiles read from fdata.
 pub const SOURCE: &str = "fdata";
@@ -78,6 +78,14 @@ pub fn read(path: &str, text: &str, binary: &str) -> Result<Profile, Error> {
     let mut records = 0u64;
     let mut total = 0u64;
     let mut builder = ProfileBuilder::new(Meta::default());
+    if !text.is_empty() && !text.ends_with('\n') {
+        // perf2bolt ends every record with a newline: a cut file would lose or shorten a count.
+        let last = text.bytes().filter(|&b| b == b'\n').count() + 1;
+        return Err(syntax(
+            last,
+            "file ends in the middle of a line (truncated?)".into(),
+        ));
+    }
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -113,8 +121,9 @@ pub fn read(path: &str, text: &str, binary: &str) -> Result<Profile, Error> {
                     return Err(syntax(
                         line_no,
                         format!(
-                            "memory record needs 7 fields, found {} (`{line}`)",
-                            fields.len()
+                            "memory record needs 7 fields, found {} (`{}`)",
+                            fields.len(),
+                            quote(line)
                         ),
                     ));
                 }
@@ -153,7 +162,10 @@ pub fn read(path: &str, text: &str, binary: &str) -> Result<Profile, Error> {
                 let from = location(&fields[0..3], false).map_err(|m| syntax(line_no, m))?;
                 let to = location(&fields[3..6], false).map_err(|m| syntax(line_no, m))?;
                 fields[6].parse::<i64>().map_err(|_| {
-                    syntax(line_no, format!("bad misprediction count `{}`", fields[6]))
+                    syntax(
+                        line_no,
+                        format!("bad misprediction count `{}`", quote(fields[6])),
+                    )
                 })?;
                 let n = count(fields[7]).map_err(|m| syntax(line_no, m))?;
                 total = total.saturating_add(n);
@@ -211,13 +223,13 @@ fn location(f: &[&str], mem: bool) -> Result<Location, String> {
                 base,
                 base + 1,
                 base + 2,
-                f[0]
+                quote(f[0])
             ))
         }
     };
     let hex = f[2].strip_prefix("0x").unwrap_or(f[2]);
     let offset = u64::from_str_radix(hex, 16)
-        .map_err(|_| format!("expected hexadecimal offset, found `{}`", f[2]))?;
+        .map_err(|_| format!("expected hexadecimal offset, found `{}`", quote(f[2])))?;
     let key = (flag != 0).then(|| parse_name(f[1]));
     Ok(Location { key, offset })
 }
@@ -227,7 +239,8 @@ fn count(s: &str) -> Result<u64, String> {
     match s.parse::<i64>() {
         Ok(v) if v >= 0 => Ok(v as u64),
         _ => Err(format!(
-            "expected a count (decimal number >= 0), found `{s}`"
+            "expected a count (decimal number >= 0), found `{}`",
+            quote(s)
         )),
     }
 }
@@ -445,6 +458,29 @@ mod tests {
             e,
             "e.fdata: no fdata records (not a BOLT profile, or empty)"
         );
+    }
+
+    // Regression: a file cut inside a record was read with the cut count (`... 0 0 1` for
+    // `... 0 0 150`); and the fields quoted in errors reached the terminal raw.
+    #[test]
+    fn cut_file_is_truncated_and_errors_are_escaped() {
+        let cut = &FIXTURE[..22];
+        assert_eq!(
+            read("cut.fdata", cut, "p").unwrap_err().to_string(),
+            "cut.fdata: line 1: file ends in the middle of a line (truncated?)"
+        );
+        let e = read("x.fdata", "1 main 0 1 work 0 0 5\x1b[2J\x0b\n", "p")
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("found `5%1B[2J%0B`"), "{e}");
+        let e = read(
+            "x.fdata",
+            &format!("1 main {}\x1b 1 w 0 0 5\n", "f".repeat(300)),
+            "p",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.len() < 200 && !e.chars().any(char::is_control), "{e:?}");
     }
 
     proptest::proptest! {

@@ -7,7 +7,10 @@
 //!
 //! 1. `MMAP`/`MMAP2` records of executable user-space file mappings are kept per process. A
 //!    `COMM` record flagged as an exec empties the process's map (the new image maps itself
-//!    afterwards); a `FORK` of a new process copies the parent's map.
+//!    afterwards); a `FORK` of a new process copies the parent's map. The copy is shared with
+//!    the parent until either changes it, and the mappings held by all processes together are
+//!    capped at [`MAX_MAPPINGS`], so that forks of a process with many mappings cannot multiply
+//!    a small file into gigabytes.
 //! 2. A `SAMPLE` whose IP is in user space contributes its user call chain. The chain holds
 //!    `PERF_CONTEXT_*` marker entries (values at or above `PERF_CONTEXT_MAX`) saying whether the
 //!    frames after them are kernel, user or guest frames; only user frames are kept. The first
@@ -67,6 +70,11 @@ use sediment_elf::symbols::hex;
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+/// Most executable file mappings held for all processes together (2M, some 100 MB). A
+/// whole-system recording has a few hundred processes with a few hundred mappings each.
+pub const MAX_MAPPINGS: usize = 1 << 21;
 
 /// How samples become call-edge weight (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -158,6 +166,77 @@ struct Mapping {
     binary: u32,
 }
 
+/// One process's mappings by start address.
+type ProcessMap = BTreeMap<u64, Mapping>;
+
+/// The mappings of every process. A forked child shares its parent's table until either of them
+/// maps something (copy on write), and `held` counts the mappings of all distinct tables, so
+/// that the total can be capped.
+#[derive(Default)]
+struct ProcessMaps {
+    maps: HashMap<i32, Rc<ProcessMap>>,
+    held: usize,
+}
+
+impl ProcessMaps {
+    /// The mappings of `pid`, if it mapped (or inherited) any.
+    fn get(&self, pid: i32) -> Option<&ProcessMap> {
+        self.maps.get(&pid).map(|m| &**m)
+    }
+
+    /// Forgets a table that `pid` no longer uses; its mappings stop counting when no other
+    /// process shares it.
+    fn release(&mut self, old: Option<Rc<ProcessMap>>) {
+        if let Some(old) = old {
+            if Rc::strong_count(&old) == 1 {
+                self.held -= old.len();
+            }
+        }
+    }
+
+    /// An exec: `pid` starts with no mappings.
+    fn exec(&mut self, pid: i32) {
+        let old = self.maps.remove(&pid);
+        self.release(old);
+    }
+
+    /// A fork: `pid` shares the table of `ppid`.
+    fn fork(&mut self, pid: i32, ppid: i32) {
+        if let Some(parent) = self.maps.get(&ppid).cloned() {
+            let old = self.maps.insert(pid, parent);
+            self.release(old);
+        }
+    }
+
+    /// Adds a mapping to `pid`, replacing what it overlaps; `Err` with the count when the
+    /// processes would hold more than `cap` mappings.
+    fn map(&mut self, pid: i32, start: u64, m: Mapping, cap: usize) -> Result<(), usize> {
+        let table = self.maps.entry(pid).or_default();
+        let mut held = self.held;
+        if Rc::strong_count(table) > 1 {
+            // The shared table is about to be copied.
+            held += table.len();
+        }
+        // A new mapping replaces whatever overlapped it.
+        let overlapping: Vec<u64> = table
+            .range(..m.end)
+            .filter(|(_, o)| o.end > start)
+            .map(|(&s, _)| s)
+            .collect();
+        held = held + 1 - overlapping.len();
+        if held > cap {
+            return Err(held);
+        }
+        let table = Rc::make_mut(table);
+        for s in overlapping {
+            table.remove(&s);
+        }
+        table.insert(start, m);
+        self.held = held;
+        Ok(())
+    }
+}
+
 /// Per-binary facts gathered while reading records.
 #[derive(Debug, Default)]
 struct BinaryInfo {
@@ -196,6 +275,17 @@ pub fn read(
     mode: Mode,
     resolver: &mut dyn BinaryResolver,
 ) -> Result<PerfImport, Error> {
+    read_limited(path, data, mode, resolver, MAX_MAPPINGS)
+}
+
+/// [`read`] with the cap on mappings held as a parameter (tests use a small one).
+fn read_limited(
+    path: &str,
+    data: &[u8],
+    mode: Mode,
+    resolver: &mut dyn BinaryResolver,
+    max_mappings: usize,
+) -> Result<PerfImport, Error> {
     let layout = check_layout(path, data)?;
     let attrs = perf_branch::attrs(data, &layout.attrs, layout.big);
     if let Some(attrs) = &attrs {
@@ -212,7 +302,7 @@ pub fn read(
         })?;
     }
     let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        collect(path, data, &layout, attrs)
+        collect(path, data, &layout, attrs, max_mappings)
     }))
     .map_err(|_| Error::Corrupt {
         path: path.to_string(),
@@ -427,6 +517,7 @@ fn collect(
     data: &[u8],
     layout: &Layout,
     attrs: Option<Attrs>,
+    max_mappings: usize,
 ) -> Result<Collected, Error> {
     let corrupt = |message: String| Error::Corrupt {
         path: path.to_string(),
@@ -484,7 +575,7 @@ fn collect(
         stats: Stats::default(),
     };
     let mut binary_ids: HashMap<Vec<u8>, u32> = HashMap::new();
-    let mut maps: HashMap<i32, BTreeMap<u64, Mapping>> = HashMap::new();
+    let mut maps = ProcessMaps::default();
     let mut first_mapped: Option<u32> = None;
     let mut after_exec = false;
 
@@ -535,14 +626,12 @@ fn collect(
                 ))
             }
             EventRecord::Comm(c) if c.is_execve => {
-                maps.remove(&c.pid);
+                maps.exec(c.pid);
                 after_exec = true;
                 None
             }
             EventRecord::Fork(f) if f.pid != f.ppid => {
-                if let Some(parent) = maps.get(&f.ppid).cloned() {
-                    maps.insert(f.pid, parent);
-                }
+                maps.fork(f.pid, f.ppid);
                 None
             }
             EventRecord::Sample(s) => {
@@ -554,7 +643,7 @@ fn collect(
                 if let Some(stack) = &stack {
                     out.stats.branches += stack.len() as u64;
                     let call = perf_branch::is_call_filter(attr.branch_sample_type);
-                    let map = maps.get(&pid);
+                    let map = maps.get(pid);
                     let frame = |addr| {
                         let (s0, m) = find_mapping(map?, addr)?;
                         Some((m.binary, (addr - s0).wrapping_add(m.pgoff)))
@@ -576,7 +665,7 @@ fn collect(
                     out.stats.kernel_samples += 1;
                     continue;
                 };
-                let map = maps.get(&pid);
+                let map = maps.get(pid);
                 let start = out.frames.len();
                 for (i, addr) in frames.into_iter().enumerate() {
                     let found = map.and_then(|m| find_mapping(m, addr));
@@ -623,25 +712,19 @@ fn collect(
         if after_exec && out.main_binary.is_none() {
             out.main_binary = Some(id);
         }
-        let map = maps.entry(pid).or_default();
         let end = start.saturating_add(len);
-        // A new mapping replaces whatever overlapped it.
-        let overlapping: Vec<u64> = map
-            .range(..end)
-            .filter(|(_, m)| m.end > start)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in overlapping {
-            map.remove(&s);
-        }
-        map.insert(
-            start,
-            Mapping {
-                end,
-                pgoff,
-                binary: id,
-            },
-        );
+        let mapping = Mapping {
+            end,
+            pgoff,
+            binary: id,
+        };
+        maps.map(pid, start, mapping, max_mappings)
+            .map_err(|held| {
+                corrupt(format!(
+                    "the processes would hold {held} file mappings, more than the limit of \
+                 {max_mappings} (FORK records copy a process's mappings)"
+                ))
+            })?;
     }
     if out.main_binary.is_none() {
         out.main_binary = first_mapped;
@@ -922,6 +1005,90 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.starts_with("r.data: offset "), "{e}");
+    }
+
+    /// `hot.perf.data` with, after its records, `n` more executable mappings of `hot` in its
+    /// process, `forks` FORK records of that process, and, with `child_maps`, one more mapping
+    /// in each child. Feature sections are dropped (they followed the data section).
+    fn forked(n: u64, forks: u32, child_maps: bool) -> Vec<u8> {
+        let d: &[u8] = include_bytes!("../../../tests/fixtures/perf/hot.perf.data");
+        let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let (doff, dsz) = (u64_at(d, 40) as usize, u64_at(d, 48) as usize);
+        let mut out = d[..doff + dsz].to_vec();
+        // The first MMAP2 record (type 10) maps `hot` in the recorded process.
+        let mut at = doff;
+        while u32::from_le_bytes(d[at..at + 4].try_into().unwrap()) != 10 {
+            at += u16::from_le_bytes(d[at + 6..at + 8].try_into().unwrap()) as usize;
+        }
+        let mmap = &d[at..at + u16::from_le_bytes(d[at + 6..at + 8].try_into().unwrap()) as usize];
+        let ppid = u32::from_le_bytes(mmap[8..12].try_into().unwrap());
+        // Each record's sample_id trailer is (pid, tid, time): times keep the order written.
+        let mut time = 1u64 << 60;
+        let push_mmap = |out: &mut Vec<u8>, pid: u32, addr: u64, time: u64| {
+            let mut r = mmap.to_vec();
+            let len = r.len();
+            for at in [8, 12, len - 16, len - 12] {
+                r[at..at + 4].copy_from_slice(&pid.to_le_bytes());
+            }
+            r[16..24].copy_from_slice(&addr.to_le_bytes());
+            r[24..32].copy_from_slice(&0x1000u64.to_le_bytes());
+            r[len - 8..].copy_from_slice(&time.to_le_bytes());
+            out.extend(r);
+        };
+        for i in 0..n {
+            time += 1;
+            push_mmap(&mut out, ppid, 0x1_0000_0000 + i * 0x10000, time);
+        }
+        for j in 0..forks {
+            let pid = 100_000 + j;
+            time += 1;
+            // perf_event_header (FORK = 7, size 48), pid, ppid, tid, ptid, time, trailer.
+            out.extend(7u32.to_le_bytes());
+            out.extend(0u16.to_le_bytes());
+            out.extend(48u16.to_le_bytes());
+            for v in [pid, ppid, pid, ppid] {
+                out.extend(v.to_le_bytes());
+            }
+            out.extend(time.to_le_bytes());
+            out.extend(pid.to_le_bytes());
+            out.extend(pid.to_le_bytes());
+            out.extend(time.to_le_bytes());
+            if child_maps {
+                time += 1;
+                push_mmap(&mut out, pid, 0x2_0000_0000, time);
+            }
+        }
+        // FINISHED_ROUND.
+        out.extend([68, 0, 0, 0, 0, 0, 8, 0]);
+        let size = (out.len() - doff) as u64;
+        out[48..56].copy_from_slice(&size.to_le_bytes());
+        out[56..104].fill(0);
+        out
+    }
+
+    // Audit find: every FORK copied the parent's mapping table, so 2000 mappings and 10000
+    // forks (a 692 KB file) held 20M mappings, 1.3 GB. Forked tables are shared until written,
+    // and the mappings held are capped.
+    #[test]
+    fn regress_fork_amplification_is_shared_then_capped() {
+        let mut none = |_: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> { Ok(None) };
+        // 200 forks of a process with 104 mappings share one table: within a cap of 1000.
+        let data = forked(100, 200, false);
+        let r = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000).unwrap();
+        assert_eq!(r.stats.samples, 41);
+        // A mapping in each child copies the table: over the cap, a one-line error.
+        let data = forked(100, 200, true);
+        let e = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("f.data: offset 264: the processes would hold 1"),
+            "{e}"
+        );
+        assert!(e.ends_with("more than the limit of 1000 (FORK records copy a process's mappings)"));
+        // The default cap lets that recording through.
+        assert!(read("f.data", &data, Mode::Leaf, &mut none).is_ok());
     }
 
     // A header pointing past the end of the file is reported with the offset of the field.

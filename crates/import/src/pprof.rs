@@ -48,7 +48,11 @@
 //! **Hostile input.** The decompressed size is capped at [`MAX_DECOMPRESSED`] (the gzip stream is
 //! read through `take`, so a gzip bomb is an error, not an exhausted memory), every id and string
 //! index is checked, and every error is one line naming the file and the object that failed.
-//! Decoding allocates only for elements actually present in the (capped) input.
+//! Decoding allocates only for elements actually present in the (capped) input, but a 2-byte empty
+//! `Sample` decodes to some 100 bytes: before decoding, the protobuf's elements are counted by
+//! walking its wire format (`estimate`) and the memory they would take is checked against
+//! [`MAX_DECODED`]. The same budget then covers the conversion, where one function name is
+//! copied into every binary profile (and every call) it appears in.
 //!
 //! Turned down: symbolizing locations that have an address but no lines through the binary's
 //! ELF symbols. Go, Parca and Pyroscope profiles arrive symbolized; raw-address profiles are
@@ -69,6 +73,19 @@ pub const SOURCE: &str = "pprof";
 /// Largest accepted protobuf, after decompression (512 MiB). Production pprof files are a few
 /// megabytes; the cap only stops a gzip bomb or a wrong file from taking all memory.
 pub const MAX_DECOMPRESSED: u64 = 512 << 20;
+
+/// Largest memory, estimated, that decoding and converting one profile may take (1 GiB): the
+/// decoded elements at their in-memory sizes (see `estimate`), then each function and call
+/// entry of the result with its names. A Go CPU profile of a busy minute takes a few megabytes.
+pub const MAX_DECODED: u64 = 1 << 30;
+
+/// Bytes one heap allocation costs in the estimate beyond twice its contents (`Vec` doubles):
+/// malloc's header and rounding, and the smallest capacity a `Vec` takes.
+const ALLOC_COST: u64 = 64;
+
+/// Bytes one function or call entry of the result costs in the estimate besides its names: the
+/// accumulation map's slot and the profile builder's tree node.
+const ENTRY_COST: u64 = 256;
 
 /// Binary name of the profile that receives locations without a mapping.
 pub const UNKNOWN_BINARY: &str = "[unknown]";
@@ -204,21 +221,158 @@ pub fn read(
     value_index: Option<usize>,
     mode: Mode,
 ) -> Result<Vec<Profile>, Error> {
-    read_capped(path, bytes, value_index, mode, MAX_DECOMPRESSED)
+    read_capped(
+        path,
+        bytes,
+        value_index,
+        mode,
+        MAX_DECOMPRESSED,
+        MAX_DECODED,
+    )
 }
 
-/// [`read`] with the decompressed-size cap as a parameter (tests use a small one).
+/// [`read`] with the decompressed-size cap and the memory budget as parameters (tests use
+/// small ones).
 fn read_capped(
     path: &str,
     bytes: &[u8],
     value_index: Option<usize>,
     mode: Mode,
     cap: u64,
+    budget: u64,
 ) -> Result<Vec<Profile>, Error> {
     let raw = decompress(path, bytes, cap)?;
+    let counts = estimate(&raw);
+    if counts.bytes > budget {
+        return Err(format_err(
+            path,
+            format!(
+                "too large to import: its {} samples, {} locations, {} functions and {} strings \
+                 would take more than the {budget}-byte memory limit",
+                counts.samples, counts.locations, counts.functions, counts.strings
+            ),
+        ));
+    }
     let msg = pb::Profile::decode(raw.as_ref())
         .map_err(|e| format_err(path, format!("not a pprof profile: {e}")))?;
-    convert(path, &msg, value_index, mode)
+    drop(raw);
+    convert(path, &msg, value_index, mode, budget - counts.bytes)
+}
+
+/// Element counts of an encoded `Profile`, and the memory its decoding and conversion would
+/// take, from [`estimate`].
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    samples: u64,
+    locations: u64,
+    functions: u64,
+    strings: u64,
+    /// Estimated bytes: every element at twice its size (a `Vec` doubles as it grows), every
+    /// non-empty nested vector or string one [`ALLOC_COST`] more, string contents twice (the
+    /// table and a function key), and the id maps of the conversion.
+    bytes: u64,
+}
+
+/// One protobuf field's value: a length-delimited field's bytes, or a scalar (whose value the
+/// estimate does not need).
+enum Field<'a> {
+    Bytes(&'a [u8]),
+    Scalar,
+}
+
+/// The fields of an encoded message, in order; stops at the first malformed field (the decoder
+/// then reports it).
+fn fields(mut buf: &[u8]) -> impl Iterator<Item = (u64, Field<'_>)> {
+    std::iter::from_fn(move || {
+        let key = prost::encoding::decode_varint(&mut buf).ok()?;
+        let field = match key & 7 {
+            0 => {
+                prost::encoding::decode_varint(&mut buf).ok()?;
+                Field::Scalar
+            }
+            1 | 5 => {
+                let n = if key & 7 == 1 { 8 } else { 4 };
+                buf = buf.get(n..)?;
+                Field::Scalar
+            }
+            2 => {
+                let len = usize::try_from(prost::encoding::decode_varint(&mut buf).ok()?).ok()?;
+                let (body, rest) = (buf.get(..len)?, buf.get(len..)?);
+                buf = rest;
+                Field::Bytes(body)
+            }
+            // Group markers: their fields are walked as if they were the message's own, which
+            // can only overcount.
+            3 | 4 => Field::Scalar,
+            _ => return None,
+        };
+        Some((key >> 3, field))
+    })
+}
+
+/// How many values a `repeated` scalar field occurrence holds: one unpacked, or one per varint
+/// (bytes without the continuation bit) packed.
+fn repeated_len(f: &Field<'_>) -> u64 {
+    match f {
+        Field::Bytes(b) => b.iter().filter(|&&x| x < 0x80).count() as u64,
+        _ => 1,
+    }
+}
+
+/// Counts the elements of the encoded `Profile` in `raw`, and estimates the memory that
+/// decoding and converting them takes, without allocating (see [`Counts::bytes`]).
+fn estimate(raw: &[u8]) -> Counts {
+    use std::mem::size_of;
+    let twice = |n: usize| 2 * n as u64;
+    // Conversion: an id map slot (hash tables keep some slots free).
+    let map_slot = |n: usize| 3 * n as u64;
+    let mut c = Counts::default();
+    for (tag, field) in fields(raw) {
+        let body = match &field {
+            Field::Bytes(b) => *b,
+            _ => &[],
+        };
+        c.bytes += match tag {
+            1 => twice(size_of::<pb::ValueType>()),
+            2 => {
+                c.samples += 1;
+                // location_id (1) and value (2): two vectors of 8-byte values.
+                let mut n = [0u64; 2];
+                for (t, f) in fields(body) {
+                    if let 1 | 2 = t {
+                        n[t as usize - 1] += repeated_len(&f);
+                    }
+                }
+                let vecs: u64 = n
+                    .iter()
+                    .map(|&k| k * 16 + ALLOC_COST * u64::from(k > 0))
+                    .sum();
+                twice(size_of::<pb::Sample>()) + vecs
+            }
+            3 => twice(size_of::<pb::Mapping>()) + map_slot(16),
+            4 => {
+                c.locations += 1;
+                let lines = fields(body).filter(|(t, _)| *t == 4).count() as u64;
+                twice(size_of::<pb::Location>())
+                    + lines * twice(size_of::<pb::Line>())
+                    + ALLOC_COST * u64::from(lines > 0)
+                    + map_slot(size_of::<(u64, Loc)>())
+            }
+            5 => {
+                c.functions += 1;
+                twice(size_of::<pb::Function>()) + map_slot(16) + map_slot(16)
+            }
+            6 => {
+                c.strings += 1;
+                let len = body.len() as u64;
+                twice(size_of::<Vec<u8>>())
+                    + (ALLOC_COST + 2 * len) * u64::from(len > 0)
+                    + twice(size_of::<FuncKey>())
+            }
+            _ => 0,
+        };
+    }
+    c
 }
 
 fn format_err(path: &str, message: String) -> Error {
@@ -259,22 +413,67 @@ fn decompress<'a>(path: &str, bytes: &'a [u8], cap: u64) -> Result<Cow<'a, [u8]>
 struct Loc {
     /// Index into the binary names.
     binary: usize,
-    /// The physical function (last line), None when the location has no lines.
-    func: Option<FuncKey>,
+    /// The physical function (last line) as an index into the function keys, None when the
+    /// location has no lines.
+    func: Option<usize>,
 }
 
-/// Per-binary accumulation.
-#[derive(Default)]
-struct Acc {
-    builder: ProfileBuilder,
-    total: u64,
+/// Weights accumulated by index (binary, function key), so that a function name is copied into
+/// a binary's profile once, and only while the memory budget lasts.
+struct Weights<'a> {
+    /// Function keys, one per string index used as a name.
+    keys: &'a [FuncKey],
+    /// (binary, function) -> self weight, for every function a profile will list.
+    functions: HashMap<(usize, usize), u64>,
+    /// (binary, caller, callee) -> weight.
+    calls: HashMap<(usize, usize, usize), u64>,
+    /// Estimated bytes still available for new entries.
+    budget: u64,
 }
 
+impl Weights<'_> {
+    /// Takes `bytes` from the budget, or fails with the message for an exhausted one.
+    fn spend(&mut self, bytes: u64) -> Result<(), String> {
+        self.budget = self.budget.checked_sub(bytes).ok_or_else(|| {
+            "too large to import: its function names, copied into the profile of every binary \
+             and every call they appear in, exceed the memory limit"
+                .to_string()
+        })?;
+        Ok(())
+    }
+
+    /// Lists function `f` in binary `b`'s profile, adding `w` to its self weight.
+    fn add_self(&mut self, b: usize, f: usize, w: u64) -> Result<(), String> {
+        if !self.functions.contains_key(&(b, f)) {
+            self.spend(ENTRY_COST + self.keys[f].name.len() as u64)?;
+        }
+        let slot = self.functions.entry((b, f)).or_insert(0);
+        *slot = slot.saturating_add(w);
+        Ok(())
+    }
+
+    /// Adds `w` to the call `caller -> callee` of binary `b` (listing both functions).
+    fn add_call(&mut self, b: usize, caller: usize, callee: usize, w: u64) -> Result<(), String> {
+        self.add_self(b, caller, 0)?;
+        self.add_self(b, callee, 0)?;
+        if !self.calls.contains_key(&(b, caller, callee)) {
+            let names = self.keys[caller].name.len() + self.keys[callee].name.len();
+            self.spend(ENTRY_COST + names as u64)?;
+        }
+        let slot = self.calls.entry((b, caller, callee)).or_insert(0);
+        *slot = slot.saturating_add(w);
+        Ok(())
+    }
+}
+
+/// Converts the decoded message; `budget` is the estimated memory left for the result's
+/// function and call entries (see [`MAX_DECODED`]).
 fn convert(
     path: &str,
     p: &pb::Profile,
     value_index: Option<usize>,
     mode: Mode,
+    budget: u64,
 ) -> Result<Vec<Profile>, Error> {
     let err = |m: String| format_err(path, m);
     if p.string_table.first().map(Vec::as_slice) != Some(b"".as_slice()) {
@@ -282,11 +481,11 @@ fn convert(
             "not a pprof profile (string table missing, or its entry 0 is not empty)".into(),
         ));
     }
-    let string = |i: i64, what: &dyn Fn() -> String| -> Result<String, Error> {
+    let entry = |i: i64, what: &dyn Fn() -> String| -> Result<&[u8], Error> {
         usize::try_from(i)
             .ok()
             .and_then(|i| p.string_table.get(i))
-            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .map(Vec::as_slice)
             .ok_or_else(|| {
                 err(format!(
                     "{}: string index {i} out of range (the table has {} entries)",
@@ -294,6 +493,9 @@ fn convert(
                     p.string_table.len()
                 ))
             })
+    };
+    let string = |i: i64, what: &dyn Fn() -> String| -> Result<String, Error> {
+        entry(i, what).map(|s| String::from_utf8_lossy(s).into_owned())
     };
 
     // Sample types and the chosen value.
@@ -362,20 +564,29 @@ fn convert(
         intern(UNKNOWN_BINARY.to_string(), None);
     }
 
-    // Functions: id -> key (system_name when present, else name).
-    let mut functions: HashMap<u64, FuncKey> = HashMap::with_capacity(p.function.len());
+    // Functions: id -> key (system_name when present, else name), one key per string index.
+    let mut keys: Vec<FuncKey> = Vec::new();
+    let mut key_of_string: HashMap<i64, usize> = HashMap::new();
+    let mut functions: HashMap<u64, usize> = HashMap::with_capacity(p.function.len());
     for (i, f) in p.function.iter().enumerate() {
         let what = || format!("function {i} (id {})", f.id);
         if f.id == 0 {
             return Err(err(format!("{}: id 0 is reserved", what())));
         }
-        let system = string(f.system_name, &what)?;
-        let name = if system.is_empty() {
-            string(f.name, &what)?
+        let index = if entry(f.system_name, &what)?.is_empty() {
+            f.name
         } else {
-            system
+            f.system_name
         };
-        if functions.insert(f.id, FuncKey::global(name)).is_some() {
+        let key = match key_of_string.get(&index) {
+            Some(&k) => k,
+            None => {
+                keys.push(FuncKey::global(string(index, &what)?));
+                key_of_string.insert(index, keys.len() - 1);
+                keys.len() - 1
+            }
+        };
+        if functions.insert(f.id, key).is_some() {
             return Err(err(format!("{}: duplicate function id", what())));
         }
     }
@@ -407,14 +618,20 @@ fn convert(
             .line
             .last()
             .and_then(|line| functions.get(&line.function_id))
-            .cloned();
+            .copied();
         if locations.insert(l.id, Loc { binary, func }).is_some() {
             return Err(err(format!("{}: duplicate location id", what())));
         }
     }
 
     // Samples.
-    let mut accs: Vec<Acc> = (0..binaries.len()).map(|_| Acc::default()).collect();
+    let mut totals: Vec<u64> = vec![0; binaries.len()];
+    let mut weights = Weights {
+        keys: &keys,
+        functions: HashMap::new(),
+        calls: HashMap::new(),
+        budget,
+    };
     let mut stack: Vec<&Loc> = Vec::new();
     for (i, s) in p.sample.iter().enumerate() {
         if s.value.len() != types.len() {
@@ -440,10 +657,9 @@ fn convert(
             continue;
         }
         let v = v as u64;
-        let acc = &mut accs[leaf.binary];
-        acc.total = acc.total.saturating_add(v);
-        if let Some(f) = &leaf.func {
-            acc.builder.add_self(f, v);
+        totals[leaf.binary] = totals[leaf.binary].saturating_add(v);
+        if let Some(f) = leaf.func {
+            weights.add_self(leaf.binary, f, v).map_err(err)?;
         }
         let pairs = match mode {
             Mode::Leaf => stack.len().min(2).saturating_sub(1),
@@ -455,25 +671,37 @@ fn convert(
             if callee.binary != caller.binary {
                 continue;
             }
-            if let (Some(a), Some(b)) = (&caller.func, &callee.func) {
-                accs[caller.binary].builder.add_call(a, b, v);
+            if let (Some(a), Some(b)) = (caller.func, callee.func) {
+                weights.add_call(caller.binary, a, b, v).map_err(err)?;
             }
         }
     }
 
+    // Into one builder per binary (within the budget just checked: each entry once).
+    let mut builders: Vec<ProfileBuilder> = (0..binaries.len())
+        .map(|_| ProfileBuilder::default())
+        .collect();
+    for (&(b, f), &w) in &weights.functions {
+        builders[b].add_self(&keys[f], w);
+    }
+    for (&(b, caller, callee), &w) in &weights.calls {
+        builders[b].add_call(&keys[caller], &keys[callee], w);
+    }
+    drop(weights);
+
     // Main binary first, then the others that got weight, by name (names are unique).
     let (event, unit) = types[chosen].clone();
     let mut rest: BTreeMap<&str, usize> = BTreeMap::new();
-    for (b, acc) in accs.iter().enumerate().skip(1) {
-        if acc.total > 0 || !acc.builder.is_empty() {
-            rest.insert(&binaries[b], b);
+    for (b, name) in binaries.iter().enumerate().skip(1) {
+        if totals[b] > 0 || !builders[b].is_empty() {
+            rest.insert(name, b);
         }
     }
     let order: Vec<usize> = std::iter::once(0).chain(rest.into_values()).collect();
-    let mut slots: Vec<Option<Acc>> = accs.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<ProfileBuilder>> = builders.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(order.len());
     for b in order {
-        let Some(mut acc) = slots[b].take() else {
+        let Some(mut builder) = slots[b].take() else {
             continue;
         };
         let mut meta = Meta {
@@ -481,15 +709,15 @@ fn convert(
             build_id: build_ids[b].clone(),
             source: SOURCE.to_string(),
             event: Some(event.clone()),
-            total: acc.total,
+            total: totals[b],
             ..Meta::default()
         };
         meta.extra.insert("mode".into(), mode.name().into());
         if !unit.is_empty() {
             meta.extra.insert("unit".into(), unit.clone());
         }
-        *acc.builder.meta_mut() = meta;
-        out.push(acc.builder.build());
+        *builder.meta_mut() = meta;
+        out.push(builder.build());
     }
     Ok(out)
 }
@@ -806,7 +1034,7 @@ mod tests {
         // 1 MiB of zeros compresses to about 1 KiB; with a 64 KiB cap it must be refused.
         let bomb = gzip(&vec![0u8; 1 << 20]);
         assert!(bomb.len() < 4096);
-        let e = read_capped("bomb.gz", &bomb, None, Mode::Leaf, 64 << 10)
+        let e = read_capped("bomb.gz", &bomb, None, Mode::Leaf, 64 << 10, MAX_DECODED)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -814,10 +1042,126 @@ mod tests {
             "bomb.gz: the protobuf is larger than the 65536-byte limit (a gzip bomb, or not a profile)"
         );
         // Exactly at the cap is accepted by the size check (and then judged as protobuf).
-        let e = read_capped("z.gz", &gzip(&[0u8; 16]), None, Mode::Leaf, 16)
+        let e = read_capped("z.gz", &gzip(&[0u8; 16]), None, Mode::Leaf, 16, MAX_DECODED)
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a pprof profile"), "{e}");
+    }
+
+    #[test]
+    fn regress_empty_sample_bomb_is_refused_before_decoding() {
+        // Audit find: 64M empty `Sample`s (`12 00`, 128 MiB, 130 KB gzipped) took 3.3 GB to
+        // decode. Their count is checked against the memory budget before anything is decoded.
+        let mut raw = tiny().encode_to_vec();
+        let n = 200_000;
+        raw.extend([0x12, 0x00].repeat(n));
+        let counts = estimate(&raw);
+        assert_eq!(counts.samples, n as u64 + 4);
+        assert!(counts.bytes >= 2 * n as u64 * std::mem::size_of::<pb::Sample>() as u64);
+        let e = read_capped(
+            "b.pb.gz",
+            &gzip(&raw),
+            None,
+            Mode::Leaf,
+            MAX_DECOMPRESSED,
+            8 << 20,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "b.pb.gz: too large to import: its {} samples, 5 locations, 4 functions and 11 \
+                 strings would take more than the 8388608-byte memory limit",
+                n + 4
+            )
+        );
+        // Packed location ids count one per varint: 3 ids in 4 bytes (300 takes two).
+        let sample = [0x12, 0x06, 0x0a, 0x04, 0x01, 0xac, 0x02, 0x05];
+        let c = estimate(&sample);
+        assert_eq!((c.samples, c.locations), (1, 0));
+        let vec = 3 * 16 + ALLOC_COST;
+        assert_eq!(c.bytes, 2 * std::mem::size_of::<pb::Sample>() as u64 + vec);
+    }
+
+    /// A profile whose one function has a `len`-byte name, with `binaries` mappings and one
+    /// location and one sample in each (so the name is listed in every binary's profile).
+    fn long_name(len: usize, binaries: u64) -> pb::Profile {
+        let mut p = tiny();
+        p.string_table.push(vec![b'f'; len]);
+        let name = p.string_table.len() as i64 - 1;
+        p.function = vec![pb::Function {
+            id: 1,
+            name,
+            system_name: 0,
+            filename: 0,
+        }];
+        p.mapping.clear();
+        p.location.clear();
+        p.sample.clear();
+        for i in 1..=binaries {
+            p.string_table.push(format!("/lib/{i}.so").into_bytes());
+            p.mapping.push(pb::Mapping {
+                id: i,
+                filename: p.string_table.len() as i64 - 1,
+                ..Default::default()
+            });
+            p.location.push(pb::Location {
+                id: i,
+                mapping_id: i,
+                address: 0,
+                line: vec![pb::Line {
+                    function_id: 1,
+                    line: 0,
+                }],
+            });
+            p.sample.push(pb::Sample {
+                location_id: vec![i, i],
+                value: vec![1],
+            });
+        }
+        p
+    }
+
+    #[test]
+    fn regress_long_name_copied_into_many_profiles_hits_the_budget() {
+        // Audit: one 64 KiB name listed in 100 binaries' profiles is 6.4 MB of copies from a
+        // 70 KB file; the copies are counted against the budget as they are made.
+        let bytes = long_name(64 << 10, 100).encode_to_vec();
+        let e = read_capped("l.pb", &bytes, None, Mode::Leaf, MAX_DECOMPRESSED, 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("l.pb: too large to import: its function names"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        // Within the default budget it imports: the name in each binary, with its self call.
+        let ps = read("l.pb", &bytes, None, Mode::Leaf).unwrap();
+        assert_eq!(ps.len(), 100);
+        assert_eq!(ps[1].edges.len(), 1);
+    }
+
+    #[test]
+    fn regress_function_name_is_not_copied_per_location() {
+        // Audit: every location held its own copy of its function's name; 20000 locations of
+        // one 64 KiB-named function were 1.3 GB. One copy per binary profile now.
+        let mut p = long_name(64 << 10, 1);
+        for i in 2..=20_000 {
+            let mut l = p.location[0].clone();
+            l.id = i;
+            p.location.push(l);
+        }
+        let ps = read_capped(
+            "n.pb",
+            &p.encode_to_vec(),
+            None,
+            Mode::Leaf,
+            1 << 30,
+            16 << 20,
+        )
+        .unwrap();
+        assert_eq!(ps[0].functions.len(), 1);
     }
 
     proptest::proptest! {

@@ -47,12 +47,20 @@ pub fn read(objects: &[ObjectFile], binary: &str) -> Result<Profile, Error> {
         }
     }
     if functions == 0 {
-        let path = objects
-            .first()
-            .map_or_else(String::new, |o| o.display_name());
+        // The caller knows the input files; here only the objects read from them are known.
+        let path = match objects {
+            [] => "(the inputs)".to_string(),
+            [o] => o.display_name(),
+            [o, rest @ ..] => format!("{} (and {} other objects)", o.display_name(), rest.len()),
+        };
+        let message = if objects.is_empty() {
+            "no objects in them (empty archives?), so no object defines a function"
+        } else {
+            "no object defines a function"
+        };
         return Err(Error::Format {
             path,
-            message: "no object defines a function".into(),
+            message: message.into(),
         });
     }
     let mut meta = Meta {
@@ -66,4 +74,27 @@ pub fn read(objects: &[ObjectFile], binary: &str) -> Result<Profile, Error> {
         .insert("objects".into(), objects.len().to_string());
     *builder.meta_mut() = meta;
     Ok(builder.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Regression: with no objects (an empty or cut archive) the error named an empty file
+    // (`: no object defines a function`).
+    #[test]
+    fn no_functions_never_names_an_empty_file() {
+        let e = read(&[], "prog").unwrap_err().to_string();
+        assert!(e.starts_with("(the inputs): no objects"), "{e}");
+        let empty = ObjectFile {
+            path: "lib.a".into(),
+            member: Some("x\x1b.o".into()),
+            file_symbol: None,
+            functions: Vec::new(),
+            function_sections: true,
+            references: Vec::new(),
+        };
+        let e = read(&[empty], "prog").unwrap_err().to_string();
+        assert_eq!(e, "lib.a(x%1B.o): no object defines a function");
+    }
 }

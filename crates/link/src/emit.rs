@@ -87,23 +87,24 @@ pub fn emit(
 ) -> Result<Emitted, Error> {
     let mut warnings = res.warnings.clone();
     let matched = res.placed.len();
+    let mut first_skip = None;
     let (text, written) = match linker {
         Linker::Lld => {
-            let names = by_name(res, objects, false, &mut warnings, |r| {
+            let names = by_name(res, objects, false, &mut warnings, &mut first_skip, |r| {
                 objects[r.object].functions[r.function].name.clone()
             });
             let n = names.len();
             (names.into_iter().map(|s| s + "\n").collect::<String>(), n)
         }
         Linker::Gold => {
-            let names = by_name(res, objects, true, &mut warnings, |r| {
+            let names = by_name(res, objects, true, &mut warnings, &mut first_skip, |r| {
                 objects[r.object].functions[r.function].section.clone()
             });
             let n = names.len();
             (names.into_iter().map(|s| s + "\n").collect::<String>(), n)
         }
         Linker::Bfd => {
-            let body = qualified_lines(res, objects, &mut warnings);
+            let body = qualified_lines(res, objects, &mut warnings, &mut first_skip);
             let n = body.len();
             let text = match bfd {
                 BfdFlavor::FullScript {
@@ -133,14 +134,23 @@ pub fn emit(
                     inputs.push(&o.path);
                 }
             }
-            let body = qualified_lines(res, objects, &mut warnings);
+            let body = qualified_lines(res, objects, &mut warnings, &mut first_skip);
             let n = body.len();
             let input = format!("INPUT({})\n", inputs.join(" "));
             (sections_block(MOLD_PRELINK_HEADER, &input, &body), n)
         }
     };
     if written == 0 {
-        return Err(Error::NothingEmitted { matched });
+        let first = first_skip.unwrap_or_else(|| "no reason recorded".into());
+        let reason = match matched.saturating_sub(1) {
+            0 => first,
+            more => format!("{first}; and {more} more (see the warnings)"),
+        };
+        return Err(Error::NothingEmitted {
+            matched,
+            reason,
+            warnings,
+        });
     }
     Ok(Emitted {
         text,
@@ -149,12 +159,36 @@ pub fn emit(
     })
 }
 
+/// Records why `key` (in `objects[r.object]`) was skipped, when it is the first skip: the
+/// message of [`Error::NothingEmitted`]. Names and paths are shown escaped.
+fn note_skip(
+    first: &mut Option<String>,
+    key: &FuncKey,
+    objects: &[ObjectFile],
+    r: &SymRef,
+    why: &str,
+) {
+    if first.is_none() {
+        let object = sediment_profile::escape(&objects[r.object].display_name());
+        *first = Some(format!("{} in {object}: {why}", list_some([key], 1)));
+    }
+}
+
+/// Why a function in a section shared with other functions is skipped.
+const SHARED_SECTION: &str =
+    "its section holds other functions too (object not built with -ffunction-sections)";
+/// Why a function whose name, section or path could inject linker syntax is skipped.
+const UNSAFE_NAME: &str =
+    "its name, section or object path has characters that could inject linker syntax";
+
 /// The unit names for lld (symbols) or gold (sections), deduplicated, first occurrence wins.
+/// The first entry skipped is described in `first_skip`.
 fn by_name(
     res: &Resolution,
     objects: &[ObjectFile],
     sections: bool,
     warnings: &mut Vec<String>,
+    first_skip: &mut Option<String>,
     unit: impl Fn(&SymRef) -> String,
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -169,6 +203,16 @@ fn by_name(
             let f = &objects[r.object].functions[r.function];
             if sections && (f.shared_section || is_generic_section(&f.section)) {
                 shared += 1;
+                let why = if f.shared_section {
+                    SHARED_SECTION.to_string()
+                } else {
+                    format!(
+                        "its section `{}` has the same name in every object built without \
+                         -ffunction-sections, and gold would move them all",
+                        f.section
+                    )
+                };
+                note_skip(first_skip, key, objects, r, &why);
                 continue;
             }
             let u = unit(r);
@@ -181,6 +225,7 @@ fn by_name(
                 if !unsafe_keys.contains(key) {
                     unsafe_keys.push(key.clone());
                 }
+                note_skip(first_skip, key, objects, r, UNSAFE_NAME);
                 continue;
             }
             if seen.insert(u.clone()) {
@@ -231,11 +276,12 @@ fn unsafe_warning(warnings: &mut Vec<String>, keys: &[FuncKey]) {
 }
 
 /// File-qualified input-section lines (`*/a.o(.text.f) [a].o(.text.f)`), one per (object,
-/// section), hottest first.
+/// section), hottest first. The first entry skipped is described in `first_skip`.
 fn qualified_lines(
     res: &Resolution,
     objects: &[ObjectFile],
     warnings: &mut Vec<String>,
+    first_skip: &mut Option<String>,
 ) -> Vec<String> {
     let patterns = object_patterns(objects);
     let mut out = Vec::new();
@@ -247,18 +293,21 @@ fn qualified_lines(
             let f = &objects[r.object].functions[r.function];
             if f.shared_section {
                 shared += 1;
+                note_skip(first_skip, key, objects, r, SHARED_SECTION);
                 continue;
             }
             let Some(pats) = &patterns[r.object] else {
                 if !unsafe_keys.contains(key) {
                     unsafe_keys.push(key.clone());
                 }
+                note_skip(first_skip, key, objects, r, UNSAFE_NAME);
                 continue;
             };
             if !is_safe_section(&f.section) {
                 if !unsafe_keys.contains(key) {
                     unsafe_keys.push(key.clone());
                 }
+                note_skip(first_skip, key, objects, r, UNSAFE_NAME);
                 continue;
             }
             if !seen.insert((r.object, f.section.as_str())) {
@@ -432,6 +481,55 @@ fn full_script(verbose_output: &str, pie: PieMode, body: &[String]) -> Result<St
     Ok(out)
 }
 
+/// Checks that `contents` is what [`emit`] writes for `linker`, before `sediment link-flags`
+/// hands the file to a linker: for bfd and mold the first line must be one of the headers
+/// above ([`BFD_SCRIPT_HEADER`], [`BFD_SCRIPT_HEADER_NO_PIE`], [`BFD_FRAGMENT_HEADER`],
+/// [`MOLD_PRELINK_HEADER`]); lld and gold files have no header, so every line must be a name
+/// their emitter could have written (a safe symbol, a safe section name), and there must be
+/// at least one. A file meant for another linker, a truncated one or any other file is refused,
+/// quoting the offending line escaped.
+pub fn check_output(linker: Linker, contents: &str) -> Result<(), Error> {
+    let fail = |problem: String| Error::NotLinkOutput { linker, problem };
+    let first = contents.lines().next().unwrap_or("");
+    let expect_header = |headers: &[&str]| {
+        if headers.contains(&first) {
+            Ok(())
+        } else {
+            Err(fail(format!(
+                "its first line is `{}`, not `{}`",
+                sediment_profile::quote(first),
+                headers.join("` or `")
+            )))
+        }
+    };
+    let expect_names = |what: &str, ok: fn(&str) -> bool| {
+        if contents.is_empty() {
+            return Err(fail("the file is empty".into()));
+        }
+        if !contents.ends_with('\n') {
+            return Err(fail("it ends in the middle of a line (truncated?)".into()));
+        }
+        match contents.lines().enumerate().find(|(_, l)| !ok(l)) {
+            Some((i, l)) => Err(fail(format!(
+                "line {} `{}` is not a {what} name",
+                i + 1,
+                sediment_profile::quote(l)
+            ))),
+            None => Ok(()),
+        }
+    };
+    match linker {
+        Linker::Lld => expect_names("symbol", is_safe_symbol),
+        Linker::Gold => expect_names("section", is_safe_section),
+        Linker::Bfd => expect_header(&[
+            BFD_SCRIPT_HEADER,
+            BFD_SCRIPT_HEADER_NO_PIE,
+            BFD_FRAGMENT_HEADER,
+        ]),
+        Linker::Mold => expect_header(&[MOLD_PRELINK_HEADER]),
+    }
+}
+
 /// The lines `sediment link-flags` prints for `linker` and the file it wrote. For bfd the
 /// file's first line says whether it is a full script (and for which PIE mode) or a 2.43
 /// fragment; `contents` is `None` when the file could not be read (a full PIE script is
@@ -465,7 +563,7 @@ mod tests {
     use super::*;
     use crate::resolve::resolve;
     use crate::resolve::tests::{func, obj, two_objects};
-    use sediment_elf::objects::Binding;
+    use sediment_elf::objects::{Binding, ObjectFunction};
     use sediment_profile::FunctionOrder;
 
     fn order(keys: &[FuncKey]) -> FunctionOrder {
@@ -550,6 +648,99 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.starts_with("1 order entries skipped: their name, section")));
+    }
+
+    // Regression: when every entry was skipped the error said only "(see warnings)", and the
+    // warnings were lost with it; now it names the first entry, its object and the reason.
+    #[test]
+    fn nothing_emitted_says_why() {
+        let shared = |name: &str, offset: u64| ObjectFunction {
+            offset,
+            shared_section: true,
+            ..func(name, Binding::Global, ".text", None)
+        };
+        let mut nofs = obj(
+            "dir/nofs.o",
+            "a.c",
+            vec![shared("main", 0), shared("work", 32)],
+        );
+        nofs.function_sections = false;
+        let objs = vec![nofs];
+        let res = resolve(
+            &order(&[FuncKey::global("work"), FuncKey::global("main")]),
+            &objs,
+        )
+        .unwrap();
+        for linker in [Linker::Gold, Linker::Bfd, Linker::Mold] {
+            let e = emit(linker, &res, &objs, &BfdFlavor::OrderingFile).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "nothing left to order: all 2 matching functions were skipped: work in dir/nofs.o: \
+                 its section holds other functions too (object not built with -ffunction-sections); \
+                 and 1 more (see the warnings)"
+            );
+            let Error::NothingEmitted { warnings, .. } = e else {
+                panic!("{e}")
+            };
+            assert!(warnings.iter().any(|w| w.contains("-ffunction-sections")));
+        }
+        // One unsafe name: no count of others.
+        let objs = vec![obj(
+            "a.o",
+            "a.c",
+            vec![func("x\x1b[2J", Binding::Global, ".text.x", None)],
+        )];
+        let res = resolve(&order(&[FuncKey::global("x\x1b[2J")]), &objs).unwrap();
+        let e = emit(Linker::Lld, &res, &objs, &BfdFlavor::OrderingFile)
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with(": x%1B[2J in a.o: its name, section or object path has characters that could inject linker syntax"), "{e}");
+    }
+
+    // Regression: `link-flags` took any file: a bfd "script" became `-Wl,-T,FILE`, mold took a
+    // GNU ld script. Every emitter's output passes its own linker's check and no other's.
+    #[test]
+    fn check_output_takes_only_the_emitters_files() {
+        let objs = two_objects();
+        let res = resolve(&order(&[FuncKey::global("main")]), &objs).unwrap();
+        let full = BfdFlavor::FullScript {
+            verbose_output: VERBOSE.into(),
+            pie: PieMode::Pie,
+        };
+        let outputs = [
+            (Linker::Lld, BfdFlavor::OrderingFile),
+            (Linker::Gold, BfdFlavor::OrderingFile),
+            (Linker::Bfd, BfdFlavor::OrderingFile),
+            (Linker::Bfd, full),
+            (Linker::Mold, BfdFlavor::OrderingFile),
+        ];
+        for (made_for, flavor) in &outputs {
+            let text = emit(*made_for, &res, &objs, flavor).unwrap().text;
+            for linker in [Linker::Bfd, Linker::Mold] {
+                assert_eq!(
+                    check_output(linker, &text).is_ok(),
+                    linker == *made_for,
+                    "{made_for} output checked as {linker}"
+                );
+            }
+            if matches!(made_for, Linker::Lld | Linker::Gold) {
+                check_output(*made_for, &text).unwrap();
+            } else {
+                assert!(check_output(Linker::Lld, &text).is_err());
+                assert!(check_output(Linker::Gold, &text).is_err());
+            }
+        }
+        assert_eq!(
+            check_output(Linker::Bfd, "x\x1b[2J\n")
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "not written by `sediment link --linker bfd`: its first line is `x%1B[2J`, not \
+                 `{BFD_SCRIPT_HEADER}` or `{BFD_SCRIPT_HEADER_NO_PIE}` or `{BFD_FRAGMENT_HEADER}`"
+            )
+        );
+        assert!(check_output(Linker::Lld, "").is_err());
+        assert!(check_output(Linker::Lld, "main\nwo").is_err());
     }
 
     // Colliding base names get a longer suffix; a path that is a suffix of another gets the exact form only.

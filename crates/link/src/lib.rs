@@ -37,7 +37,7 @@ pub mod emit;
 pub mod resolve;
 pub mod safe;
 
-pub use emit::{emit, flags, BfdFlavor, Emitted, PieMode};
+pub use emit::{check_output, emit, flags, BfdFlavor, Emitted, PieMode};
 pub use resolve::{resolve, Resolution, SymRef};
 
 use sediment_profile::{FuncKey, FunctionOrder};
@@ -59,11 +59,18 @@ pub enum Error {
         /// Number of entries in the order.
         total: usize,
     },
-    /// Every matching entry had to be skipped (unsafe names, shared sections...).
-    #[error("nothing left to order: all {matched} matching functions were skipped (see warnings)")]
+    /// Every matching entry had to be skipped (unsafe names, shared sections...). The message
+    /// says why the first was, in which object, and how many others there were, so that it
+    /// stands alone; `warnings` are the counted warnings met on the way, for the caller to
+    /// print before it (they are not part of the one-line message).
+    #[error("nothing left to order: all {matched} matching functions were skipped: {reason}")]
     NothingEmitted {
         /// Number of entries that matched the objects.
         matched: usize,
+        /// Why the hottest entry was skipped, naming its object file, and how many others were.
+        reason: String,
+        /// The resolution's and the emitter's warnings.
+        warnings: Vec<String>,
     },
     /// The `ld --verbose` output did not contain a usable default script.
     #[error("GNU ld default script: {0}")]
@@ -71,6 +78,15 @@ pub enum Error {
     /// The mold pre-link route cannot take this input.
     #[error("mold: {0}")]
     Mold(String),
+    /// A file given to `sediment link-flags` is not what `sediment link` writes for that linker
+    /// (see [`emit::check_output`]).
+    #[error("not written by `sediment link --linker {linker}`: {problem}")]
+    NotLinkOutput {
+        /// The linker the file was said to be for.
+        linker: Linker,
+        /// What does not match, with the offending text escaped.
+        problem: String,
+    },
 }
 
 /// The linkers Sediment writes inputs for.

@@ -43,7 +43,8 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// Reverses [`escape`]. Fails on a malformed escape or on bytes that are not UTF-8.
+/// Reverses [`escape`]. Fails on a malformed escape (anything but `%` and two upper-case hex
+/// digits) or on bytes that are not UTF-8. The messages quote the token with [`quote`].
 pub fn unescape(token: &str) -> Result<String, String> {
     if token == "%" {
         return Ok(String::new());
@@ -53,19 +54,71 @@ pub fn unescape(token: &str) -> Result<String, String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = token
-                .get(i + 1..i + 3)
-                .ok_or_else(|| format!("truncated escape in `{token}`"))?;
-            let b = u8::from_str_radix(hex, 16)
-                .map_err(|_| format!("bad escape `%{hex}` in `{token}`"))?;
-            out.push(b);
+            let hex = &bytes[i + 1..bytes.len().min(i + 3)];
+            if hex.len() < 2 {
+                return Err(format!("truncated escape in `{}`", quote(token)));
+            }
+            let digit = |b: u8| match b {
+                b'0'..=b'9' => Some(b - b'0'),
+                b'A'..=b'F' => Some(b - b'A' + 10),
+                _ => None,
+            };
+            let (Some(hi), Some(lo)) = (digit(hex[0]), digit(hex[1])) else {
+                return Err(format!(
+                    "bad escape `%{}` in `{}` (escapes are `%` and two upper-case hex digits)",
+                    quote(&String::from_utf8_lossy(hex)),
+                    quote(token)
+                ));
+            };
+            out.push(hi << 4 | lo);
             i += 3;
         } else {
             out.push(bytes[i]);
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("`{token}` does not decode to UTF-8"))
+    String::from_utf8(out).map_err(|_| format!("`{}` does not decode to UTF-8", quote(token)))
+}
+
+/// The Unicode bidirectional-text controls (marks, embeddings, overrides, isolates): they
+/// reorder what a terminal shows after them, so [`quote`] escapes them like control characters.
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// The most characters of untrusted text [`quote`] shows.
+pub const QUOTE_MAX: usize = 60;
+
+/// Untrusted text (a token, a name, a line of a stranger's file) made fit to quote in a
+/// one-line message: at most [`QUOTE_MAX`] characters, then `...` when there was more, with
+/// every control character (C0 including tab and vertical tab, DEL, C1) and every
+/// bidirectional-text control written `%XX` per UTF-8 byte, as [`escape`] writes bytes. So a
+/// hostile input can neither reach the terminal raw nor break the message's line. Printable
+/// text, spaces and `%` are kept, so a `.sprof` token reads as it was written.
+///
+/// Turned down: [`escape`] itself, which also rewrites spaces, `#` and non-ASCII letters,
+/// making quoted lines hard to recognise; and Rust's `escape_debug`, whose `\u{..}` form
+/// differs from the `%XX` the profile format and the link warnings already use.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(QUOTE_MAX * 3));
+    let mut chars = s.chars();
+    for c in chars.by_ref().take(QUOTE_MAX) {
+        if c.is_control() || is_bidi_control(c) {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(out, "%{b:02X}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    if chars.next().is_some() {
+        out.push_str("...");
+    }
+    out
 }
 
 fn opt_field(v: &Option<String>) -> String {
@@ -121,13 +174,31 @@ impl LineCtx {
         }
     }
 
+    /// A number in canonical form: decimal digits only, no sign, no leading zero (but `0`).
     fn num<T: std::str::FromStr>(&self, tok: &str, what: &str) -> Result<T, Error> {
-        tok.parse()
-            .map_err(|_| self.err(format!("{what} `{tok}` is not a number")))
+        let canonical = !tok.is_empty()
+            && tok.bytes().all(|b| b.is_ascii_digit())
+            && (tok == "0" || !tok.starts_with('0'));
+        canonical.then(|| tok.parse().ok()).flatten().ok_or_else(|| {
+            self.err(format!(
+                "{what} `{}` is not a number in canonical form (decimal digits, no sign, no leading zero)",
+                quote(tok)
+            ))
+        })
     }
 
+    /// An escaped string that is exactly what [`escape`] writes for its value, so that a file
+    /// that parses is canonical (no lower-case or needless escapes).
     fn string(&self, tok: &str, what: &str) -> Result<String, Error> {
-        unescape(tok).map_err(|e| self.err(format!("{what}: {e}")))
+        let value = unescape(tok).map_err(|e| self.err(format!("{what}: {e}")))?;
+        if escape(&value) != tok {
+            return Err(self.err(format!(
+                "{what} `{}` is not escaped in canonical form (write `{}`)",
+                quote(tok),
+                quote(&escape(&value))
+            )));
+        }
+        Ok(value)
     }
 
     fn opt_string(&self, tok: &str, what: &str) -> Result<Option<String>, Error> {
@@ -148,18 +219,26 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
     }
     match head.next() {
         Some(v) if v == FORMAT_VERSION.to_string() && head.next().is_none() => {}
-        Some(v) => return Err(Error::UnsupportedVersion(v.to_string())),
+        Some(v) => return Err(Error::UnsupportedVersion(quote(v))),
         None => return Err(Error::NotAProfile),
     }
 
     let mut meta = Meta::default();
     let mut saw_binary = false;
+    // Built-in keys already given: a second one is an error, as for the extra keys.
+    let mut seen_keys: Vec<&str> = Vec::new();
     let mut functions: Vec<Function> = Vec::new();
     let mut edges: Vec<Edge> = Vec::new();
     let mut last_line = 1;
-    for (i, raw) in lines {
+    let ends_in_newline = text.ends_with('\n');
+    let mut lines = lines.peekable();
+    while let Some((i, raw)) = lines.next() {
         let cx = LineCtx { line: i + 1 };
         last_line = i + 1;
+        // The piece after the last `\n` is a line cut short: report that, not what it lacks.
+        if lines.peek().is_none() && !ends_in_newline {
+            return Err(cx.err("file ends in the middle of a line (truncated?)"));
+        }
         let line = raw.trim_end_matches('\r');
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -174,6 +253,13 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
                     return Err(cx.err("`meta` lines must come before `fn` lines"));
                 }
                 let value = cx.string(toks[2], "meta value")?;
+                let builtin = ["binary", "build-id", "arch", "source", "event", "total"];
+                if let Some(k) = builtin.iter().find(|k| **k == toks[1]) {
+                    if seen_keys.contains(k) {
+                        return Err(cx.err(format!("duplicate meta key `{k}`")));
+                    }
+                    seen_keys.push(k);
+                }
                 match toks[1] {
                     "binary" => {
                         meta.binary = value;
@@ -187,7 +273,7 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
                     other => {
                         let k = cx.string(other, "meta key")?;
                         if meta.extra.insert(k, value).is_some() {
-                            return Err(cx.err(format!("duplicate meta key `{other}`")));
+                            return Err(cx.err(format!("duplicate meta key `{}`", quote(other))));
                         }
                     }
                 }
@@ -221,7 +307,8 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
                 if let Some(prev) = functions.last() {
                     if prev.key >= key {
                         return Err(cx.err(format!(
-                            "function `{key}` is out of order or repeated (functions are sorted by name, then file)"
+                            "function `{}` is out of order or repeated (functions are sorted by name, then file)",
+                            quote(&key.to_string())
                         )));
                     }
                 }
@@ -258,11 +345,12 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
                 });
             }
             other => {
-                return Err(cx.err(format!("unknown record `{}`", escape(other))));
+                return Err(cx.err(format!("unknown record `{}`", quote(other))));
             }
         }
     }
-    if !text.ends_with('\n') {
+    if !ends_in_newline {
+        // Only the first line, which the loop never sees, can be left here.
         return Err(Error::Parse {
             line: last_line,
             message: "file ends in the middle of a line (truncated?)".into(),
@@ -373,6 +461,90 @@ call 1 0 7\n";
             Profile::from_text(&unsorted),
             Err(Error::Parse { line: 10, .. })
         ));
+    }
+
+    // Regression: parse errors quoted a stranger's bytes raw (terminal escapes, a vertical tab
+    // breaking the one-line message) and without bound.
+    #[test]
+    fn errors_quote_input_escaped_and_bounded() {
+        let e = Profile::from_text("sediment-profile 1\x1b[2J\x1b[31mEVIL\n").unwrap_err();
+        assert_eq!(
+            e,
+            Error::UnsupportedVersion("1%1B[2J%1B[31mEVIL".into()),
+            "{e}"
+        );
+        let head = "sediment-profile 1\nmeta binary b\n";
+        for (body, want) in [
+            (
+                "meta x a%zz\x1b]0;t\x07\n",
+                "bad escape `%zz` in `a%zz%1B]0;t%07`",
+            ),
+            ("meta x\x0bk a\n", "meta key `x%0Bk` is not escaped"),
+            ("meta x a\nmeta x b\n", "duplicate meta key `x`"),
+            ("fn 0 1\x0b - f -\n", "self weight `1%0B` is not a number"),
+            ("bogus\x1b[31m\n", "unknown record `bogus%1B[31m`"),
+        ] {
+            let msg = Profile::from_text(&format!("{head}{body}"))
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains(want), "{msg:?} lacks {want:?}");
+            assert!(!msg.chars().any(char::is_control), "{msg:?}");
+        }
+        let long = format!("{head}{}\n", "x".repeat(10_000));
+        let msg = Profile::from_text(&long).unwrap_err().to_string();
+        assert!(msg.len() < 200 && msg.contains("xxx..."), "{msg}");
+        assert_eq!(quote("a\u{202E}b\u{85}"), "a%E2%80%AEb%C2%85");
+        assert_eq!(quote("plain % text"), "plain % text");
+    }
+
+    // Regression: the reader took repeated built-in meta keys (last one won), signed and
+    // zero-padded numbers and lower-case or needless escapes, so two texts parsed to one
+    // profile; and a cut `fn` line was reported as a malformed one, not as truncated.
+    #[test]
+    fn only_the_canonical_form_parses() {
+        let good = sample().to_text();
+        for (from, to, want) in [
+            (
+                "meta binary demo\n",
+                "meta binary demo\nmeta binary other\n",
+                "duplicate meta key `binary`",
+            ),
+            (
+                "meta total 100\n",
+                "meta total 100\nmeta total 5\n",
+                "duplicate meta key `total`",
+            ),
+            ("meta total 100", "meta total +100", "total `+100`"),
+            ("fn 0 50 96", "fn 0 +50 96", "self weight `+50`"),
+            ("fn 0 50 96", "fn 0 050 96", "self weight `050`"),
+            ("call 1 0 7", "call 1 0 07", "weight `07`"),
+            ("meta arch x86_64", "meta arch x86%5f64", "bad escape `%5f`"),
+            ("meta arch x86_64", "meta arch x86%+1", "bad escape `%+1`"),
+            ("meta arch x86_64", "meta arch x86%5F64", "write `x86_64`"),
+            ("helper unit07.c", "help%65r unit07.c", "write `helper`"),
+        ] {
+            let bad = good.replacen(from, to, 1);
+            assert_ne!(bad, good);
+            let msg = Profile::from_text(&bad).unwrap_err().to_string();
+            assert!(msg.contains(want), "{to}: {msg:?} lacks {want:?}");
+        }
+        // Cut in the middle of the first `fn` line (line 9).
+        let cut = &good[..good.find("fn 0 50").unwrap() + 6];
+        assert_eq!(
+            Profile::from_text(cut).unwrap_err(),
+            Error::Parse {
+                line: 9,
+                message: "file ends in the middle of a line (truncated?)".into()
+            }
+        );
+        // Extra keys in any order, `%` for the empty string and `%2D` for `-` stay valid.
+        let ok = good.replace(
+            "meta total 100\n",
+            "meta total 100\nmeta zz %\nmeta aa %2D\n",
+        );
+        let p = Profile::from_text(&ok).unwrap();
+        assert_eq!(p.meta.extra["aa"], "-");
+        assert_eq!(p.meta.extra["zz"], "");
     }
 
     proptest! {
