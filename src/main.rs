@@ -31,7 +31,7 @@ enum Command {
     Record(cmd::record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
     Import(cmd::import::Args),
-    /// Write a profile in another tool's format (BOLT fdata).
+    /// Write a profile in another tool's format (BOLT fdata, Graphviz call graph).
     Export(cmd::export::Args),
     /// Compute a function order from a profile.
     Order(cmd::order::Args),

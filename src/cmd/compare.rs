@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 /// Arguments of `sediment compare`.
 #[derive(clap::Args)]
@@ -76,9 +76,16 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(j) = args.jobs {
         opts.jobs = j.max(1);
     }
+    // Checked here, once, so a wrong `--stdin` is one line before any run starts.
+    if let Some(path) = &args.stdin {
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("{}: cannot open", path.display()))?;
+        if !meta.is_file() {
+            bail!("{}: not a regular file (--stdin)", path.display());
+        }
+    }
     opts.stdin.clone_from(&args.stdin);
-    let metrics =
-        sediment_measure::measure(&binaries, &args.args, &opts).context("sediment compare")?;
+    let metrics = sediment_measure::measure(&binaries, &args.args, &opts)?;
     let labels = labels(&binaries);
     let columns: Vec<(String, sediment_measure::Metrics)> =
         labels.into_iter().zip(metrics).collect();
@@ -105,8 +112,7 @@ pub fn run(args: Args) -> Result<()> {
             opts.jobs,
             &plan,
             args.stdin.as_deref(),
-        )
-        .context("sediment compare --shifts")?;
+        )?;
         let sim_columns: Vec<(String, Vec<super::sim::SimMetrics>)> = columns
             .iter()
             .map(|(l, _)| l.clone())

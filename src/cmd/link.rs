@@ -177,13 +177,13 @@ fn tool_stdout(tool: &str, args: &[&str]) -> Result<String> {
         .output()
         .with_context(|| format!("cannot run `{tool}` (is GNU binutils installed?)"))?;
     if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = stderr.lines().find(|l| !l.trim().is_empty());
         bail!(
-            "`{tool} {}` failed: {}",
+            "`{tool} {}` failed ({}){}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .next()
-                .unwrap_or("")
+            out.status,
+            said.map_or(String::new(), |l| format!(": {}", crate::fsio::shown(l)))
         );
     }
     String::from_utf8(out.stdout)
@@ -192,7 +192,20 @@ fn tool_stdout(tool: &str, args: &[&str]) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_ld_version;
+    use super::{parse_ld_version, tool_stdout};
+
+    // A failing tool: its exit status, and its first line of stderr when it said anything.
+    #[test]
+    fn failing_tool_says_how() {
+        let err = tool_stdout("false", &["--version"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "`false --version` failed (exit status: 1)");
+        let err = tool_stdout("sh", &["-c", "echo >&2; echo oops >&2; exit 3"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("failed (exit status: 3): oops"), "{err}");
+    }
 
     #[test]
     fn ld_versions() {

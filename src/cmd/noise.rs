@@ -309,19 +309,33 @@ fn run_cc(cc: &str, args: &[OsString]) -> Result<()> {
         .with_context(|| format!("cannot run {cc} (is it installed?)"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        // The driver's own closing line ("collect2: error: ld returned 1 exit status",
-        // clang's "linker command failed") says nothing; the linker's line before it does.
-        let last = stderr
-            .lines()
-            .map(str::trim)
-            .rev()
-            .find(|l| {
-                !l.is_empty() && !l.starts_with("collect2:") && !l.contains("linker command failed")
-            })
-            .unwrap_or("no error message");
-        bail!("{cc} failed ({}): {last}", out.status);
+        bail!(
+            "{cc} failed ({}): {}",
+            out.status,
+            crate::fsio::shown(failure_line(&stderr))
+        );
     }
     Ok(())
+}
+
+/// The line of a failed compiler driver's stderr that says why. The driver's own closing line
+/// ("collect2: error: ld returned 1 exit status", clang's "linker command failed") says
+/// nothing; the linker's last error line before it does (lld follows it with `>>>` lines of
+/// detail), else its last line.
+fn failure_line(stderr: &str) -> &str {
+    let said: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("collect2:") && !l.contains("linker command failed")
+        })
+        .collect();
+    said.iter()
+        .rev()
+        .find(|l| l.contains("error"))
+        .or(said.last())
+        .copied()
+        .unwrap_or("no error message")
 }
 
 /// Measures every variant in one batch and relabels each [`Metrics::binary`] with its variant
@@ -427,6 +441,24 @@ fn format_json(args: &Args, variants: &[Variant], metrics: &[Metrics]) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The reason a link failed: lld's error line, not its `>>>` detail or the driver's
+    // closing line; a message without "error" gives its last line.
+    #[test]
+    fn failure_line_is_the_linkers_error() {
+        let lld =
+            "ld.lld: error: duplicate symbol: counter\n>>> defined at b.c\n>>> b.o:(.bss+0x0)\n\
+                   collect2: error: ld returned 1 exit status\n";
+        assert_eq!(
+            failure_line(lld),
+            "ld.lld: error: duplicate symbol: counter"
+        );
+        assert_eq!(failure_line("warning: a\nsomething odd\n"), "something odd");
+        assert_eq!(
+            failure_line("collect2: error: ld returned 1\n"),
+            "no error message"
+        );
+    }
 
     // Each ordering file named by a link argument is copied with the pad first: the symbol
     // for lld, the section for gold, a line at the top of the `.text` block for a GNU ld

@@ -86,8 +86,8 @@ pub struct Args {
     /// an extra column; repeatable; needs exactly one binary.
     #[arg(long = "order")]
     pub orders: Vec<PathBuf>,
-    /// Write the binary's functions in the order they first ran (an order file, the first-
-    /// execution order `sediment order --algorithm bp --startup` takes); one binary only.
+    /// Write the binary's functions in the order they first ran (an order file, the
+    /// first-execution order `sediment order --algorithm bp --startup` takes); one binary only.
     #[arg(long, value_name = "ORDER")]
     pub first_order: Option<PathBuf>,
     /// Alignment in bytes of each function placed by `--order`.

@@ -391,21 +391,24 @@ fn compare_stdin_feeds_every_run() {
 
 #[test]
 fn compare_stdin_missing_file_is_a_one_line_error() {
-    // A --stdin file that does not exist is named in one line, before any simulation runs.
+    // A --stdin file that does not exist, or a directory, is named in one line (the reason
+    // once), before any simulation runs.
     let dir = tempfile::tempdir().unwrap();
-    let out = sediment(
-        dir.path(),
-        &[
-            "compare",
-            "--stdin",
-            "no-such-input",
-            "/bin/true",
-            "/bin/true",
-        ],
-    );
-    assert!(!out.status.success());
-    assert!(out.stdout.is_empty());
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("no-such-input"), "{err}");
+    std::fs::create_dir(dir.path().join("a-directory")).unwrap();
+    for (input, reason) in [
+        ("no-such-input", "No such file"),
+        ("a-directory", "not a regular file"),
+    ] {
+        let out = sediment(
+            dir.path(),
+            &["compare", "--stdin", input, "/bin/true", "/bin/true"],
+        );
+        assert!(!out.status.success(), "{input}");
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(input), "{err}");
+        assert_eq!(err.matches(reason).count(), 1, "{err}");
+        assert!(!err.contains("sediment compare"), "{err}");
+    }
 }
