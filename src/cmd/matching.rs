@@ -26,7 +26,8 @@
 //! out the names every C program defines (`main`, `_start` and the C runtime's start-up code,
 //! [`generic_name`]), which say nothing about which program a profile is of; [`binary_share`]
 //! computes it and [`require_share`] turns it into that error, for every subcommand that binds
-//! a profile to a binary by name (`diff`, `heatmap`, `order --refine`).
+//! a profile to a binary by name (`diff`, `heatmap`, `order --refine`; `order --fill-from`
+//! for its static graph).
 //!
 //! Turned down: refusing a target whose architecture differs from the profile's. Names, not
 //! addresses, are matched, so an x86_64 profile is a fair guide to an aarch64 build; the report

@@ -195,27 +195,21 @@ fn write_order(output: &std::path::Path, order: FunctionOrder, args: &Args) -> R
 }
 
 /// Extends `order` with the functions the static graph at `path` reaches from it. The graph
-/// must describe the profiled program by the rule `sediment merge` applies to its inputs
-/// (equal build-ids and architectures where both have one, else the same binary base name):
-/// the check is `merge`'s own, run on the two profiles' metadata alone.
+/// must describe the profiled program: as for a binary a profile is bound to
+/// ([`crate::cmd::matching::require_share`]), enough of the profile's weight must be in
+/// functions the graph names. Not its `meta binary`: a static graph read from the objects is
+/// often named after another link of them (the bench's `v01-s0` for a profile of `prog`).
 fn fill(order: FunctionOrder, path: &std::path::Path, args: &Args) -> Result<FunctionOrder> {
     let graph = fsio::read_profile(path)?;
     let profile = fsio::read_profile(&args.profile)?;
-    let meta_only = |p: &sediment_profile::Profile| sediment_profile::Profile {
-        meta: p.meta.clone(),
-        ..Default::default()
-    };
-    if let Err(sediment_profile::Error::Mismatch { what, a, b, .. }) =
-        sediment_profile::merge(&[(1.0, &meta_only(&profile)), (1.0, &meta_only(&graph))])
-    {
-        bail!(
-            "{} and {}: different {what} (`{}` vs `{}`): the static graph is of another program",
-            args.profile.display(),
-            path.display(),
-            sediment_profile::quote(&a),
-            sediment_profile::quote(&b)
-        );
-    }
+    let named: Vec<sediment_profile::FuncKey> =
+        graph.functions.iter().map(|f| f.key.clone()).collect();
+    crate::cmd::matching::require_share(
+        &args.profile,
+        &path.display().to_string(),
+        crate::cmd::matching::binary_share(&profile, &named),
+        crate::cmd::matching::DEFAULT_MIN_SHARE,
+    )?;
     let params = FillParams {
         max_depth: args.fill_depth,
         callers: args.fill_callers,
