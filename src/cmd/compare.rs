@@ -76,12 +76,16 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(j) = args.jobs {
         opts.jobs = j.max(1);
     }
-    // Checked here, once, so a wrong `--stdin` is one line before any run starts.
+    // Checked here, once, so a wrong `--stdin` is one line before any run starts (a file, a
+    // device such as /dev/null or a pipe can be read; a directory cannot).
     if let Some(path) = &args.stdin {
         let meta =
             std::fs::metadata(path).with_context(|| format!("{}: cannot open", path.display()))?;
-        if !meta.is_file() {
-            bail!("{}: not a regular file (--stdin)", path.display());
+        if meta.is_dir() {
+            bail!(
+                "{}: a directory, not a file to read (--stdin)",
+                path.display()
+            );
         }
     }
     opts.stdin.clone_from(&args.stdin);

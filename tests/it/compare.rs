@@ -397,7 +397,7 @@ fn compare_stdin_missing_file_is_a_one_line_error() {
     std::fs::create_dir(dir.path().join("a-directory")).unwrap();
     for (input, reason) in [
         ("no-such-input", "No such file"),
-        ("a-directory", "not a regular file"),
+        ("a-directory", "a directory, not a file"),
     ] {
         let out = sediment(
             dir.path(),
@@ -410,5 +410,17 @@ fn compare_stdin_missing_file_is_a_one_line_error() {
         assert!(err.contains(input), "{err}");
         assert_eq!(err.matches(reason).count(), 1, "{err}");
         assert!(!err.contains("sediment compare"), "{err}");
+    }
+    // A device is read like a file: the bench gives `--stdin /dev/null`.
+    if have_tool("valgrind") {
+        let out = sediment(
+            dir.path(),
+            &["compare", "--stdin", "/dev/null", "/bin/true", "/bin/true"],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
