@@ -261,17 +261,6 @@ pub fn in_dir<T>(dir: &Path, write: impl FnOnce() -> Result<T>) -> Result<T> {
     result
 }
 
-/// Text for a message (a path, a warning): as it is, or escaped with
-/// [`sediment_profile::escape`] when it holds a control character (a name from a stranger's
-/// file), so nothing raw reaches the terminal and the message stays one line.
-pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.chars().any(char::is_control) {
-        sediment_profile::escape(text).into()
-    } else {
-        text.into()
-    }
-}
-
 /// Writes a set of profiles all or nothing ([`replace_files`]), then says so on stderr: first
 /// the import's `warnings` (only now, so that a failure is the one line of its error), then
 /// one line per file with its counts (and, for a profile merged from several recordings, how
@@ -288,7 +277,7 @@ pub fn write_profiles(
         .collect();
     replace_files(&set)?;
     for w in warnings {
-        eprintln!("sediment: warning: {}", shown(w));
+        eprintln!("sediment: warning: {}", sediment_profile::quote_whole(w));
     }
     for (path, p) in files {
         let recordings = p
@@ -300,7 +289,7 @@ pub fn write_profiles(
             });
         eprintln!(
             "sediment: wrote {} ({}: {} {}, {} functions, {} calls{recordings})",
-            shown(&path.display().to_string()),
+            sediment_profile::quote_whole(&path.display().to_string()),
             sediment_profile::escape(&p.meta.binary),
             p.meta.total,
             p.meta
@@ -431,14 +420,5 @@ mod tests {
         assert!(names(tmp.path()).is_empty());
         in_dir(&deep, || write_atomic(&deep.join("f"), b"1")).unwrap();
         assert!(deep.join("f").is_file());
-    }
-
-    // Control characters (a newline, ESC) never reach a message raw; plain text is unchanged.
-    #[test]
-    fn shown_escapes_control_characters() {
-        assert_eq!(shown("out/p.sprof x"), "out/p.sprof x");
-        let s = shown("lib\nsediment: wrote evil\x1b[31m");
-        assert!(!s.chars().any(char::is_control), "{s}");
-        assert!(s.contains("%0A") && s.contains("%1B"), "{s}");
     }
 }

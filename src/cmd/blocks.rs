@@ -169,7 +169,7 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     ];
     fsio::in_dir(&args.output, || fsio::replace_files(&set))?;
     for w in &warnings {
-        eprintln!("sediment: warning: {}", fsio::shown(w));
+        eprintln!("sediment: warning: {}", sediment_profile::quote_whole(w));
     }
 
     let s = &plan.stats;

@@ -183,7 +183,10 @@ fn tool_stdout(tool: &str, args: &[&str]) -> Result<String> {
             "`{tool} {}` failed ({}){}",
             args.join(" "),
             out.status,
-            said.map_or(String::new(), |l| format!(": {}", crate::fsio::shown(l)))
+            said.map_or(String::new(), |l| format!(
+                ": {}",
+                sediment_profile::quote_whole(l)
+            ))
         );
     }
     String::from_utf8(out.stdout)

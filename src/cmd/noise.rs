@@ -312,7 +312,7 @@ fn run_cc(cc: &str, args: &[OsString]) -> Result<()> {
         bail!(
             "{cc} failed ({}): {}",
             out.status,
-            crate::fsio::shown(failure_line(&stderr))
+            sediment_profile::quote_whole(failure_line(&stderr))
         );
     }
     Ok(())

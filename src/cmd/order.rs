@@ -163,7 +163,7 @@ pub fn run(args: Args) -> Result<()> {
             _ => bail!("--refine needs --simulate BIN and -o ORDER"),
         };
         let order = refine(&profile, &graph, binary, &args)?;
-        write_order(output, order, &args)?;
+        write_order(output, order, &profile, &args)?;
         if !args.compare {
             return Ok(());
         }
@@ -180,15 +180,21 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(output) = args.output.as_ref().filter(|_| !args.refine) {
         let order = order_graph(&profile, &graph, args.algorithm)
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
-        write_order(output, order, &args)?;
+        write_order(output, order, &profile, &args)?;
     }
     Ok(())
 }
 
-/// Writes `order` to `output` atomically, first extended from `--fill-from` when given.
-fn write_order(output: &std::path::Path, order: FunctionOrder, args: &Args) -> Result<()> {
+/// Writes `order` to `output` atomically, first extended from `--fill-from` when given
+/// (checked against `profile`, the one ordered).
+fn write_order(
+    output: &std::path::Path,
+    order: FunctionOrder,
+    profile: &sediment_profile::Profile,
+    args: &Args,
+) -> Result<()> {
     let order = match &args.fill_from {
-        Some(path) => fill(order, path, args)?,
+        Some(path) => fill(order, path, profile, args)?,
         None => order,
     };
     fsio::write_atomic(output, order.to_text().as_bytes())
@@ -199,15 +205,19 @@ fn write_order(output: &std::path::Path, order: FunctionOrder, args: &Args) -> R
 /// ([`crate::cmd::matching::require_share`]), enough of the profile's weight must be in
 /// functions the graph names. Not its `meta binary`: a static graph read from the objects is
 /// often named after another link of them (the bench's `v01-s0` for a profile of `prog`).
-fn fill(order: FunctionOrder, path: &std::path::Path, args: &Args) -> Result<FunctionOrder> {
+fn fill(
+    order: FunctionOrder,
+    path: &std::path::Path,
+    profile: &sediment_profile::Profile,
+    args: &Args,
+) -> Result<FunctionOrder> {
     let graph = fsio::read_profile(path)?;
-    let profile = fsio::read_profile(&args.profile)?;
     let named: Vec<sediment_profile::FuncKey> =
         graph.functions.iter().map(|f| f.key.clone()).collect();
     crate::cmd::matching::require_share(
         &args.profile,
         &path.display().to_string(),
-        crate::cmd::matching::binary_share(&profile, &named),
+        crate::cmd::matching::binary_share(profile, &named),
         crate::cmd::matching::DEFAULT_MIN_SHARE,
     )?;
     let params = FillParams {

@@ -136,20 +136,6 @@ fn run_profiler(mut cmd: Command, tool: &str, program: &str, out_file: &Path) ->
     Ok(())
 }
 
-/// The program file the command runs (for finding the main executable among the profiles).
-fn program_path(program: &str) -> PathBuf {
-    if program.contains('/') {
-        return PathBuf::from(program);
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join(program))
-                .find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| PathBuf::from(program))
-}
-
 /// Where `sediment record` writes: one file for the main executable, or a profile directory.
 enum Target {
     Output(PathBuf),
@@ -171,8 +157,9 @@ pub fn run(args: Args) -> Result<()> {
         .command
         .split_first()
         .context("no command given (usage: sediment record -o OUT -- CMD ARGS...)")?;
-    // Before any profiler starts, so that a missing program is named as such.
-    find_program(program)?;
+    // Before any profiler starts, so that a missing program is named as such; the file found
+    // is also how the main executable is told among the profiles.
+    let main = find_program(program)?;
     let tmp = tempfile::Builder::new()
         .prefix("sediment-record")
         .tempdir()
@@ -230,7 +217,6 @@ pub fn run(args: Args) -> Result<()> {
                     "sediment: warning: valgrind exited with {status}; importing what it recorded"
                 );
             }
-            let main = program_path(program);
             let main = std::fs::canonicalize(&main).unwrap_or(main);
             import::import_callgrind(&files, None, Some(&main), whole)?
         }
@@ -289,7 +275,7 @@ fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
         let Some(profile) = merged else {
             bail!(
                 "{}: describes another build of {} and cannot be merged",
-                fsio::shown(&path.display().to_string()),
+                sediment_profile::quote_whole(&path.display().to_string()),
                 sediment_profile::escape(&name)
             );
         };

@@ -4,7 +4,7 @@
 //! `-freorder-blocks-and-partition`, profiled under callgrind, linked with lld and the emitted
 //! order; the split sections and the final addresses are checked with the ELF readers.
 
-use crate::common::{have_tool, sediment, sh};
+use crate::common::{fails_one_line, have_tool, sediment, sh};
 use object::{Object, ObjectSection, ObjectSymbol};
 use sediment_elf::{read_bb_addr_map, Binary};
 use std::path::Path;
@@ -488,13 +488,7 @@ fn regress_check_fails_when_plan_parts_are_missing() {
     assert!(!report.contains("0xffffffffffffffff"), "{report}");
 
     let fails = |args: &[&str], needles: &[&str]| {
-        let out = sediment(dir, args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        for n in needles {
-            assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
-        }
+        let out = fails_one_line(dir, args, needles);
         let report = String::from_utf8_lossy(&out.stdout);
         assert!(!report.contains("ok"), "{report}");
         assert!(!report.contains("0xffffffffffffffff"), "{report}");

@@ -18,6 +18,19 @@ pub fn sediment(dir: &Path, args: &[&str]) -> Output {
         .expect("run sediment")
 }
 
+/// Runs `sediment` in `dir` expecting failure with one line of stderr holding every needle;
+/// returns the output for the caller's checks of what was (not) written.
+pub fn fails_one_line(dir: &Path, args: &[&str], needles: &[&str]) -> Output {
+    let out = sediment(dir, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+    }
+    out
+}
+
 /// True when `tool` runs (`tool --version` exits 0). Tests that need a missing tool fail
 /// loudly rather than skip, unless `SEDIMENT_ALLOW_MISSING_TOOLS=1` is set.
 pub fn have_tool(tool: &str) -> bool {

@@ -3,7 +3,7 @@
 //! through their ELF symbols. Expected numbers are read from the two binaries' symbol tables
 //! with `sediment_elf`, never written into the test.
 
-use crate::common::{have_tool, sediment};
+use crate::common::{fails_one_line, have_tool, sediment};
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, Meta, ProfileBuilder};
 use std::path::Path;
@@ -212,13 +212,7 @@ fn build_other(dir: &Path, name: &str) {
 /// Runs `sediment` expecting failure: one stderr line containing every needle, and `output`
 /// (relative to `dir`) not created.
 fn fails_with(dir: &Path, args: &[&str], needles: &[&str], output: &str) {
-    let out = sediment(dir, args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded: {err}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
-    }
+    fails_one_line(dir, args, needles);
     assert!(!dir.join(output).exists(), "{args:?} wrote {output}");
 }
 

@@ -4,7 +4,7 @@
 //! number is derived from the recorded profile and the second build's symbol table, with the
 //! fate of each function known from how the program was written.
 
-use crate::common::{have_tool, record_callgrind, sediment};
+use crate::common::{fails_one_line, have_tool, record_callgrind, sediment};
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
 use std::collections::BTreeSet;
@@ -477,13 +477,7 @@ fn regress_profile_of_another_program_is_refused() {
     std::fs::write(dir.join("out.sprof"), "kept\n").unwrap();
 
     let refused = |args: &[&str], output: &str, needles: &[&str]| {
-        let out = sediment(dir, args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} succeeded: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        for n in needles {
-            assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
-        }
+        let out = fails_one_line(dir, args, needles);
         assert!(out.stdout.is_empty(), "{args:?} printed a report");
         let kept = std::fs::read_to_string(dir.join(output)).ok();
         assert!(

@@ -103,9 +103,20 @@ pub const QUOTE_MAX: usize = 60;
 /// making quoted lines hard to recognise; and Rust's `escape_debug`, whose `\u{..}` form
 /// differs from the `%XX` the profile format and the link warnings already use.
 pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().min(QUOTE_MAX * 3));
+    quote_first(s, QUOTE_MAX)
+}
+
+/// As [`quote`], without the length limit: for text the user needs whole (a path in a
+/// "wrote" line) that may still hold a stranger's bytes.
+pub fn quote_whole(s: &str) -> String {
+    quote_first(s, usize::MAX)
+}
+
+/// [`quote`] with at most `limit` characters shown.
+fn quote_first(s: &str, limit: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(limit.saturating_mul(3)));
     let mut chars = s.chars();
-    for c in chars.by_ref().take(QUOTE_MAX) {
+    for c in chars.by_ref().take(limit) {
         if c.is_control() || is_bidi_control(c) {
             let mut buf = [0u8; 4];
             for b in c.encode_utf8(&mut buf).bytes() {
@@ -374,6 +385,15 @@ mod tests {
     use super::*;
     use crate::ProfileBuilder;
     use proptest::prelude::*;
+
+    // Control characters (a newline, ESC) never reach a message raw; plain text is unchanged.
+    #[test]
+    fn quote_whole_escapes_control_characters() {
+        assert_eq!(quote_whole("out/p.sprof x"), "out/p.sprof x");
+        let s = quote_whole("lib\nsediment: wrote evil\x1b[31m");
+        assert!(!s.chars().any(char::is_control), "{s}");
+        assert!(s.contains("%0A") && s.contains("%1B"), "{s}");
+    }
 
     fn sample() -> Profile {
         let mut b = ProfileBuilder::new(Meta {

@@ -26,7 +26,7 @@ mod merge;
 mod names;
 mod order_file;
 
-pub use format::{escape, quote, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
+pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
 pub use key::{base_name, FuncKey};
 pub use merge::{merge, merge_with, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
 pub use names::{
