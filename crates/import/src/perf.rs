@@ -287,19 +287,17 @@ fn read_limited(
     max_mappings: usize,
 ) -> Result<PerfImport, Error> {
     let layout = check_layout(path, data)?;
+    let corrupt = |(offset, message)| Error::Corrupt {
+        path: path.to_string(),
+        offset,
+        message,
+    };
+    let section = (layout.data_offset, layout.data_end);
+    perf_branch::records(data, section, layout.big)
+        .try_for_each(|r| r.map(drop).map_err(corrupt))?;
     let attrs = perf_branch::attrs(data, &layout.attrs, layout.big);
     if let Some(attrs) = &attrs {
-        perf_branch::check_samples(
-            data,
-            (layout.data_offset, layout.data_end),
-            attrs,
-            layout.big,
-        )
-        .map_err(|(offset, message)| Error::Corrupt {
-            path: path.to_string(),
-            offset,
-            message,
-        })?;
+        perf_branch::check_samples(data, section, attrs, layout.big).map_err(corrupt)?;
     }
     let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         collect(path, data, &layout, attrs, max_mappings)
@@ -1089,6 +1087,21 @@ mod tests {
         assert!(e.ends_with("more than the limit of 1000 (FORK records copy a process's mappings)"));
         // The default cap lets that recording through.
         assert!(read("f.data", &data, Mode::Leaf, &mut none).is_ok());
+    }
+
+    // Fuzzing find: an AUXTRACE record claiming 94 TB of trace data made the perf.data parser
+    // allocate it (abort). It is now a one-line error at the record, before the parser runs.
+    #[test]
+    fn regress_auxtrace_claiming_too_much_is_refused() {
+        let mut none = |_: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> { Ok(None) };
+        let data: &[u8] = include_bytes!("../../../fuzz/corpus/perf_data/auxtrace-huge.perf.data");
+        let e = read("c.data", data, Mode::Leaf, &mut none)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("c.data: offset "), "{e}");
+        assert!(e.contains("AUXTRACE record claims"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 
     // A header pointing past the end of the file is reported with the offset of the field.

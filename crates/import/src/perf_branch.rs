@@ -362,6 +362,58 @@ fn id_position(sample_type: u64) -> Option<u64> {
 /// Size of `struct perf_event_header`.
 const RECORD_HEADER_SIZE: u64 = 8;
 
+/// `PERF_RECORD_AUXTRACE`: a record whose trace data (its first `u64`, in bytes) follows it
+/// outside its own size.
+const RECORD_AUXTRACE: u32 = 71;
+
+/// The records of the data section `start..end`: `(offset, type, size)` of each, walking the
+/// headers (and past an AUXTRACE record's trace data, as perf does) until one is malformed or
+/// the section ends; the parser reports a malformed one. An AUXTRACE record whose trace data
+/// would run past the section is an error (offset, message): the `perf.data` parser would
+/// allocate that many bytes before finding them missing, and a stranger's file can claim
+/// terabytes.
+pub(crate) fn records(
+    data: &[u8],
+    (start, end): (u64, u64),
+    big: bool,
+) -> impl Iterator<Item = Result<(u64, u32, u64), (u64, String)>> + '_ {
+    let mut at = start;
+    std::iter::from_fn(move || {
+        if at.checked_add(RECORD_HEADER_SIZE)? > end {
+            return None;
+        }
+        let kind = u32_at(data, at, big)?;
+        let size = data.get(at as usize + 6..at as usize + 8)?;
+        let size = u64::from(if big {
+            u16::from_be_bytes([size[0], size[1]])
+        } else {
+            u16::from_le_bytes([size[0], size[1]])
+        });
+        if size < RECORD_HEADER_SIZE || at + size > end {
+            return None;
+        }
+        let record = (at, kind, size);
+        at += size;
+        if kind == RECORD_AUXTRACE {
+            let trace = u64_at(data, record.0 + RECORD_HEADER_SIZE, big)?;
+            match at.checked_add(trace).filter(|&next| next <= end) {
+                Some(next) => at = next,
+                None => {
+                    at = end; // nothing after it can be walked
+                    return Some(Err((
+                        record.0,
+                        format!(
+                            "AUXTRACE record claims {trace} bytes of trace data, past the end of \
+                             the data section"
+                        ),
+                    )));
+                }
+            }
+        }
+        Some(Ok(record))
+    })
+}
+
 /// Decodes the branch stack of every sample in the data section `[start, end)` in file order,
 /// returning the file offset and message of the first damaged one. Records whose event cannot
 /// be told (an unknown id) are skipped; a record size that breaks the walk ends it, leaving
@@ -379,22 +431,8 @@ pub(crate) fn check_samples(
     {
         return Ok(());
     }
-    let mut at = start;
-    while at + RECORD_HEADER_SIZE <= end {
-        let (Some(kind), Some(size)) = (
-            u32_at(data, at, big),
-            data.get(at as usize + 6..at as usize + 8),
-        ) else {
-            break;
-        };
-        let size = u64::from(if big {
-            u16::from_be_bytes([size[0], size[1]])
-        } else {
-            u16::from_le_bytes([size[0], size[1]])
-        });
-        if size < RECORD_HEADER_SIZE || at + size > end {
-            break;
-        }
+    for record in records(data, (start, end), big) {
+        let (at, kind, size) = record?;
         let body_at = at + RECORD_HEADER_SIZE;
         if kind == RECORD_SAMPLE {
             let body = &data[body_at as usize..(at + size) as usize];
@@ -410,7 +448,6 @@ pub(crate) fn check_samples(
                 branch_stack(body, attr, big).map_err(|(off, m)| (body_at + off as u64, m))?;
             }
         }
-        at += size;
     }
     Ok(())
 }
@@ -421,6 +458,43 @@ mod tests {
 
     fn words(v: &[u64]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// A record header: type, misc 0, size.
+    fn header(kind: u32, size: u16) -> Vec<u8> {
+        let mut h = kind.to_le_bytes().to_vec();
+        h.extend(0u16.to_le_bytes());
+        h.extend(size.to_le_bytes());
+        h
+    }
+
+    // The walk steps over an AUXTRACE record's trace data (its first u64) to the next record;
+    // trace data claimed past the section is an error at the record, and the walk stops.
+    #[test]
+    fn records_skip_auxtrace_data_and_refuse_too_much() {
+        let mut d = header(RECORD_AUXTRACE, 16);
+        d.extend(words(&[24])); // 24 bytes of trace data follow
+        d.extend([0xAA; 24]);
+        d.extend(header(RECORD_SAMPLE, 8));
+        let end = d.len() as u64;
+        let got: Vec<_> = records(&d, (0, end), false).collect();
+        assert_eq!(
+            got,
+            [Ok((0, RECORD_AUXTRACE, 16)), Ok((40, RECORD_SAMPLE, 8))]
+        );
+
+        let mut d = header(RECORD_AUXTRACE, 16);
+        d.extend(words(&[0x55a1_5d61_f249]));
+        d.extend(header(RECORD_SAMPLE, 8));
+        let end = d.len() as u64;
+        let got: Vec<_> = records(&d, (0, end), false).collect();
+        assert_eq!(got.len(), 1, "{got:?}");
+        let (at, message) = got[0].clone().unwrap_err();
+        assert_eq!(at, 0);
+        assert!(
+            message.contains("94151544795721 bytes of trace data"),
+            "{message}"
+        );
     }
 
     const ANY_CALL: u64 = BRANCH_ANY_CALL | 1; // with PERF_SAMPLE_BRANCH_USER
