@@ -45,6 +45,13 @@
 //! characters or `/`) are skipped and counted. Weights above `i64::MAX` are written as
 //! `i64::MAX`, since BOLT parses counts as signed 64-bit numbers.
 //!
+//! **Memory.** A stranger's file must not exhaust memory. Input files are already capped in
+//! size by the caller, but a record can introduce two new functions and a call in 20 bytes,
+//! each costing a few hundred bytes once imported, so the profile being built is checked after
+//! every record against [`MAX_DECODED`] ([`ProfileBuilder::estimated_bytes`], which counts
+//! every distinct function with its name and every distinct call once), and a file that would
+//! exceed it is refused with a one-line error naming the file and the line it had reached.
+//!
 //! Turned down: keeping the offsets to build a block-level profile. Sediment orders whole
 //! functions; BOLT itself is the tool for what happens inside them.
 
@@ -53,6 +60,13 @@ use sediment_profile::{quote, FuncKey, Meta, Profile, ProfileBuilder};
 
 /// Value of `meta source` in profiles read from fdata.
 pub const SOURCE: &str = "fdata";
+
+/// Largest memory, estimated by [`ProfileBuilder::estimated_bytes`], that the functions and
+/// calls read from one file may take (1 GiB, the budget of pprof's
+/// [`MAX_DECODED`](crate::pprof::MAX_DECODED)): some 2.5 million distinct functions with
+/// 20-byte names and as many calls, or 13 million calls between fewer functions. A real
+/// profile names only the functions of one binary that ran, far fewer.
+pub const MAX_DECODED: u64 = 1 << 30;
 
 /// A parsed location: the function key (None for flag 0, a DSO or raw address) and the offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +78,11 @@ struct Location {
 /// Reads an fdata file held in `text`; `path` names it in errors and `binary` becomes the
 /// profile's `meta binary` (fdata does not say which binary it describes).
 pub fn read(path: &str, text: &str, binary: &str) -> Result<Profile, Error> {
+    read_capped(path, text, binary, MAX_DECODED)
+}
+
+/// [`read`] with the memory budget as a parameter (tests use small ones).
+fn read_capped(path: &str, text: &str, binary: &str, budget: u64) -> Result<Profile, Error> {
     let syntax = |line: usize, message: String| Error::Syntax {
         path: path.to_string(),
         line,
@@ -179,6 +198,17 @@ pub fn read(path: &str, text: &str, binary: &str) -> Result<Profile, Error> {
                     builder.add_call(&caller, &callee, n);
                 }
             }
+        }
+        if builder.estimated_bytes() > budget {
+            return Err(Error::Format {
+                path: path.to_string(),
+                message: format!(
+                    "too large to import: by line {line_no}, its {} functions and {} calls \
+                     would take more than the {budget}-byte memory limit",
+                    builder.len(),
+                    builder.edge_count()
+                ),
+            });
         }
     }
     if records == 0 {
@@ -481,6 +511,36 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.len() < 200 && !e.chars().any(char::is_control), "{e:?}");
+    }
+
+    // Regression: a file of calls between ever new names (20 bytes a record) took 36 times its
+    // size in memory, and nothing bounded it: 88 MB of them took 3.2 GB.
+    #[test]
+    fn distinct_functions_are_capped_repeated_records_are_not() {
+        use sediment_profile::{CALL_COST, FUNCTION_COST};
+        // Two new 3-byte names and a call per line cost 2 * (FUNCTION_COST + 3) + CALL_COST;
+        // a budget of five such lines is crossed on the sixth.
+        let line = 2 * (FUNCTION_COST + 3) + CALL_COST;
+        let text: String = (10..40)
+            .map(|i| format!("1 a{i} 0 1 b{i} 0 0 1\n"))
+            .collect();
+        let e = read_capped("big.fdata", &text, "p", 5 * line)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "big.fdata: too large to import: by line 6, its 12 functions and 6 calls would \
+                 take more than the {}-byte memory limit",
+                5 * line
+            )
+        );
+        // The same call on every line costs one call, however many lines: it fits in one.
+        let same = "1 a10 0 1 b10 0 0 1\n".repeat(1000);
+        let p = read_capped("same.fdata", &same, "p", line).unwrap();
+        assert_eq!(edges(&p), vec![("a10".into(), "b10".into(), 1000)]);
+        // The real limit takes files far beyond the fixtures.
+        assert!(read("big.fdata", &text, "p").is_ok());
     }
 
     proptest::proptest! {
