@@ -58,10 +58,11 @@ pub struct Args {
     /// profiler recorded; its profile is written to OUT.
     #[arg(long, value_name = "BIN")]
     pub binary: Option<PathBuf>,
-    /// perf only: `leaf` (one caller -> sampled-function edge per sample, hfsort) or `chain`
-    /// (every adjacent pair of the call chain).
-    #[arg(long, value_name = "MODE", default_value = "leaf", value_parser = parse_mode)]
-    pub mode: Mode,
+    /// perf, perf-script and pprof only: `leaf` (default; one caller -> sampled-function edge
+    /// per sample, hfsort) or `chain` (every adjacent pair of the call chain). Refused for the
+    /// other formats, which hold counted calls or a static graph, not sampled chains.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<Mode>,
     /// The profiler's output file (several only for `gcc-callgraph`, one `.ci` per
     /// translation unit, `objects`, every object of the program, and `callgrind`, one file
     /// per thread or process, summed).
@@ -90,15 +91,26 @@ pub fn run(args: Args) -> Result<()> {
             args.inputs.len()
         );
     }
+    let sampled = matches!(
+        args.format,
+        Format::Perf | Format::PerfScript | Format::Pprof
+    );
+    if let (false, Some(mode)) = (sampled, args.mode) {
+        bail!(
+            "--mode {} is for sampled call chains (perf, perf-script, pprof): this format has none",
+            mode.name()
+        );
+    }
+    let mode = args.mode.unwrap_or_default();
     let input = &args.inputs[0];
     let binary = args.binary.as_deref();
     let imported = match args.format {
-        Format::Perf => import_perf(input, binary, args.mode, false)?,
+        Format::Perf => import_perf(input, binary, mode, false)?,
         Format::Callgrind => import_callgrind(&args.inputs, binary, None, false)?,
-        Format::PerfScript => import_perf_script(input, binary, args.mode)?,
+        Format::PerfScript => import_perf_script(input, binary, mode)?,
         Format::Fdata => import_fdata(input, binary)?,
         Format::Gprof => import_gprof(input, binary)?,
-        Format::Pprof => import_pprof(input, args.mode)?,
+        Format::Pprof => import_pprof(input, mode)?,
         Format::GccCallgraph => import_gcc_callgraph(&args.inputs, binary)?,
         Format::Objects => import_objects(&args.inputs, binary)?,
         Format::Gv => import_gv(input, binary)?,

@@ -26,8 +26,12 @@
 //!    standard error says what was applied.
 //!
 //! A corrupt profile is an error (one line naming the file, exit 1, nothing linked), not a
-//! silent fallback: a packager who ships profiles wants to know one is broken. The real
-//! linker's exit status is passed on.
+//! silent fallback: a packager who ships profiles wants to know one is broken. So is anything
+//! else where the profile belongs (a directory, a symbolic link to nothing), and a profile
+//! directory that is not a directory: only a name that does not exist is "no profile". A
+//! profile that matches none of the objects is an error naming the profile, unless an input on
+//! the command line could not be read: then it names that input (the link would fail on it
+//! anyway). The real linker's exit status is passed on.
 //!
 //! Turned down: a compiler wrapper (`CC="sediment cc gcc"`): it would have to parse every
 //! driver option of two compilers to find out whether a call links; the linker's own command
@@ -74,9 +78,13 @@ pub struct LdArgs {
 pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
     let me = std::env::current_exe().context("cannot find the sediment executable")?;
     let prof_dir = match &args.prof_dir {
-        Some(p) => Some(
-            std::path::absolute(p).with_context(|| format!("{}: cannot resolve", p.display()))?,
-        ),
+        Some(p) => {
+            check_prof_dir(p, "--prof-dir")?;
+            Some(
+                std::path::absolute(p)
+                    .with_context(|| format!("{}: cannot resolve", p.display()))?,
+            )
+        }
         None => None,
     };
     // The shim directory itself is skipped on PATH. One that does not exist yet cannot be on
@@ -137,6 +145,23 @@ pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a profile directory that exists as something else (a regular file, say): every
+/// link would look up `<it>/<output>.sprof` and fail. One that does not exist yet is fine, the
+/// safe default: a package without profiles links unchanged (the RPM macros point at
+/// `%{_sourcedir}/sediment-profiles` whether or not the package ships any). `what` names where
+/// the directory came from.
+fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => bail!(
+            "{}: not a directory ({what} names the directory of <output>.sprof profiles)",
+            dir.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => bail!("{}: cannot read ({what}): {e}", dir.display()),
+    }
+}
+
 /// Runs `sediment ld`: plans the ordering, runs the real linker, exits with its status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
     let plan = plan(&args)?;
@@ -166,9 +191,10 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         }
         Ok(None)
     };
-    let Some(prof_dir) = std::env::var_os("SEDIMENT_PROF_DIR")
-        .or_else(|| std::env::var_os("PROF_DIR"))
-        .filter(|d| !d.is_empty())
+    let Some((variable, prof_dir)) = ["SEDIMENT_PROF_DIR", "PROF_DIR"]
+        .into_iter()
+        .find_map(|v| std::env::var_os(v).map(|d| (v, d)))
+        .filter(|(_, d)| !d.is_empty())
     else {
         return skip("no SEDIMENT_PROF_DIR or PROF_DIR");
     };
@@ -180,9 +206,34 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     };
     let mut profile_name = base.to_os_string();
     profile_name.push(".sprof");
+    check_prof_dir(Path::new(&prof_dir), &format!("${variable}"))?;
     let profile_path = Path::new(&prof_dir).join(profile_name);
-    if !profile_path.is_file() {
-        return skip(&format!("no profile {}", profile_path.display()));
+    // Only a name that is not there at all is "no profile"; anything else in its place (a
+    // directory, a dangling link, a file that cannot be read) is a broken setup, and linking
+    // unordered would hide it, like a corrupt profile.
+    match std::fs::metadata(&profile_path) {
+        Ok(m) if m.is_file() => {}
+        Ok(m) => bail!(
+            "{}: {} where the profile of {} should be; nothing linked",
+            profile_path.display(),
+            if m.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            },
+            Path::new(&output).display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if profile_path.symlink_metadata().is_ok() {
+                bail!(
+                    "{}: a symbolic link to nothing where the profile of {} should be; nothing linked",
+                    profile_path.display(),
+                    Path::new(&output).display()
+                );
+            }
+            return skip(&format!("no profile {}", profile_path.display()));
+        }
+        Err(e) => bail!("{}: cannot read: {e}", profile_path.display()),
     }
     if let Some(why) = why_not_ordered(&args.args) {
         eprintln!(
@@ -231,8 +282,19 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         .with_context(|| format!("{}: cannot order", profile_path.display()))?;
     let inputs = relocatable_inputs(&args.args);
     let objects = read_inventory(&inputs)?;
-    let res = sediment_link::resolve(&order, &objects)
-        .map_err(|e| anyhow!("{}: {e}", profile_path.display()))?;
+    let res = sediment_link::resolve(&order, &objects).map_err(|e| {
+        // The objects the profile was checked against are the ones that could be read: with an
+        // input missing, "the profile does not match" would blame the wrong file, and the
+        // link fails on that input anyway.
+        match unreadable_inputs(&args.args).first() {
+            Some((path, why)) => anyhow!(
+                "{}: input of the link of {}: {why}; nothing linked",
+                path.display(),
+                Path::new(&output).display()
+            ),
+            None => anyhow!("{}: {e}", profile_path.display()),
+        }
+    })?;
     let emitted = sediment_link::emit(linker, &res, &objects, &bfd)?;
 
     let dir = tempfile::Builder::new()
@@ -332,6 +394,113 @@ fn relocatable_inputs(args: &[OsString]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Options of GNU ld, gold and lld that take their value as the next argument (given with one
+/// or two dashes), from `ld --help` and `ld.lld --help`: that value is not an input file.
+/// Attached forms (`-LDIR`, `--script=FILE`) are one argument and need no entry.
+const SEPARATE_VALUE: &[&str] = &[
+    "a",
+    "A",
+    "b",
+    "c",
+    "e",
+    "f",
+    "F",
+    "G",
+    "h",
+    "I",
+    "l",
+    "L",
+    "m",
+    "o",
+    "O",
+    "P",
+    "R",
+    "T",
+    "u",
+    "y",
+    "Y",
+    "z",
+    "dT",
+    "Tbss",
+    "Tdata",
+    "Ttext",
+    "Ttext-segment",
+    "Trodata-segment",
+    "Tldata-segment",
+    "architecture",
+    "assert",
+    "audit",
+    "auxiliary",
+    "default-script",
+    "defsym",
+    "depaudit",
+    "dependency-file",
+    "dynamic-linker",
+    "dynamic-list",
+    "entry",
+    "error-handling-script",
+    "exclude-libs",
+    "export-dynamic-symbol",
+    "export-dynamic-symbol-list",
+    "filter",
+    "fini",
+    "format",
+    "gpsize",
+    "ignore-unresolved-symbol",
+    "image-base",
+    "init",
+    "just-symbols",
+    "library",
+    "library-path",
+    "Map",
+    "mllvm",
+    "mri-script",
+    "oformat",
+    "opt-remarks-filename",
+    "opt-remarks-format",
+    "opt-remarks-passes",
+    "out-implib",
+    "output",
+    "plugin",
+    "plugin-opt",
+    "require-defined",
+    "retain-symbols-file",
+    "rpath",
+    "rpath-link",
+    "script",
+    "section-start",
+    "soname",
+    "spare-dynamic-tags",
+    "sysroot",
+    "task-link",
+    "trace-symbol",
+    "undefined",
+    "version-exports-section",
+    "version-script",
+    "wrap",
+];
+
+/// The arguments in input position (neither an option nor the value of one) that cannot be
+/// opened, with the reason: the inputs [`relocatable_inputs`] could not look at.
+fn unreadable_inputs(args: &[OsString]) -> Vec<(PathBuf, std::io::Error)> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let b = a.as_bytes();
+        if let Some(name) = b.strip_prefix(b"--").or_else(|| b.strip_prefix(b"-")) {
+            if SEPARATE_VALUE.iter().any(|o| o.as_bytes() == name) {
+                it.next();
+            }
+            continue;
+        }
+        let p = Path::new(a);
+        if let Err(e) = std::fs::File::open(p) {
+            out.push((p.to_path_buf(), e));
+        }
+    }
+    out
+}
+
 fn is_relocatable_or_archive(p: &Path) -> bool {
     use std::io::Read as _;
     let mut head = [0u8; 18];
@@ -417,6 +586,43 @@ mod tests {
         assert!(why_not_ordered(&args(&["@rsp"])).is_some());
         assert!(why_not_ordered(&args(&["-r"])).is_some());
         assert!(why_not_ordered(&args(&["-Ttext=0x1000", "-pie", "-o", "a"])).is_none());
+    }
+
+    // What gcc's driver passes (option values that are no files: `elf_x86_64`, `now`, a map
+    // not yet written) is not mistaken for a missing input; the missing object is.
+    #[test]
+    fn unreadable_inputs_skip_option_values() {
+        let line = args(&[
+            "-plugin",
+            "/nonexistent/liblto_plugin.so",
+            "--build-id",
+            "-m",
+            "elf_x86_64",
+            "-dynamic-linker",
+            "/nonexistent/ld.so",
+            "-pie",
+            "-o",
+            "app",
+            "-L/nonexistent",
+            "-z",
+            "now",
+            "-rpath",
+            "/nonexistent",
+            "-Map",
+            "app.map",
+            "/nonexistent/gone.o",
+            "-lc",
+            "--push-state",
+            "--as-needed",
+            "--pop-state",
+            "-(",
+            "-)",
+        ]);
+        let found: Vec<PathBuf> = unreadable_inputs(&line)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(found, [PathBuf::from("/nonexistent/gone.o")]);
     }
 
     #[test]

@@ -67,10 +67,11 @@ pub struct Args {
     /// The profiler to run the command under.
     #[arg(long, value_enum, default_value = "perf")]
     pub via: Via,
-    /// perf only: `leaf` (hfsort: one caller -> sampled-function edge per sample) or `chain`
-    /// (every adjacent pair of the call chain).
-    #[arg(long, value_name = "MODE", default_value = "leaf", value_parser = parse_mode)]
-    pub mode: Mode,
+    /// perf only: how perf's call chains become edges, `leaf` (default; hfsort: one caller ->
+    /// sampled-function edge per sample) or `chain` (every adjacent pair of the call chain).
+    /// Refused with `--via callgrind`, which counts every call exactly and has no chains.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<Mode>,
     /// The command to profile and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -144,6 +145,15 @@ enum Target {
 
 /// Runs `sediment record`.
 pub fn run(args: Args) -> Result<()> {
+    // Before anything runs: `--mode` says how sampled call chains become edges, and callgrind
+    // records no chains (it counts each call), so the option would be silently ignored. clap
+    // cannot say "conflicts with one value of --via" (--via has a default), hence the check.
+    if let (Via::Callgrind, Some(mode)) = (args.via, args.mode) {
+        bail!(
+            "--mode {} is for --via perf only: callgrind counts every call exactly and records no call chains",
+            mode.name()
+        );
+    }
     let target = match (&args.output, &args.prof_dir) {
         (Some(o), _) => Target::Output(o.clone()),
         (None, Some(d)) => Target::ProfDir(d.clone()),
@@ -175,7 +185,7 @@ pub fn run(args: Args) -> Result<()> {
                 .arg(program)
                 .args(rest);
             run_profiler(cmd, "perf record", program, &data)?;
-            import::import_perf(&data, None, args.mode, whole)?
+            import::import_perf(&data, None, args.mode.unwrap_or_default(), whole)?
         }
         Via::Callgrind => {
             require_tool("valgrind", "valgrind")?;

@@ -2,7 +2,7 @@
 //! real Graphviz `dot` renders, `sediment import --format gv` reads it back, and a second export
 //! is byte-identical to the first.
 
-use crate::common::{fixture, sediment};
+use crate::common::{fails_one_line, fixture, sediment};
 use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
 use std::path::Path;
 use std::process::Command;
@@ -96,6 +96,18 @@ fn gv_renders_with_dot_and_round_trips() {
         &["import", "--format", "gv", "a.gv", "-o", "back.sprof"],
     ));
     let back = Profile::from_text(&std::fs::read_to_string(d.join("back.sprof")).unwrap()).unwrap();
+    // `--mode` is about sampled call chains: with a format that has none it is refused, not
+    // silently ignored, and the same valid input writes nothing.
+    for mode in ["chain", "leaf"] {
+        fails_one_line(
+            d,
+            &[
+                "import", "--format", "gv", "--mode", mode, "a.gv", "-o", "m.sprof",
+            ],
+            &[&format!("--mode {mode}"), "sampled call chains"],
+        );
+    }
+    assert!(!d.join("m.sprof").exists());
     assert_eq!(back.meta.binary, twins.meta.binary);
     assert_eq!(back.meta.source, "gv");
     let keys = |p: &Profile| -> Vec<(FuncKey, u64, Option<u64>)> {

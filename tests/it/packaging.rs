@@ -5,7 +5,7 @@
 //! profiled functions together in the order `sediment order` computes; `beta` (no profile)
 //! must be byte-identical to a build without the wrappers: the safe default.
 
-use crate::common::{have_tool, sediment, sediment_bin};
+use crate::common::{fails_one_line, have_tool, sediment, sediment_bin};
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, FunctionOrder, Meta, ProfileBuilder};
 use std::path::{Path, PathBuf};
@@ -354,4 +354,155 @@ fn wrappers_write_every_shim_or_none() {
         assert_eq!(meta.permissions().mode() & 0o777, 0o755, "{name}");
     }
     assert!(!d.join("shims/ld.lld").exists());
+}
+
+/// The lines of `out`'s standard error that Sediment wrote, asserting it failed.
+fn failed_with(out: &std::process::Output) -> Vec<String> {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    err.lines()
+        .filter(|l| l.starts_with("sediment"))
+        .map(str::to_string)
+        .collect()
+}
+
+// Regression: with an object missing from the command line, the link failed with
+// "alpha.sprof: order/profile does not match these objects", blaming a good profile: the
+// missing file was silently left out of the objects the profile was checked against. Now the
+// one line names the missing input, and nothing is linked. (Through gcc the driver notices
+// first; build systems that run `$(LD)` directly, or a driver that does not check, reach the
+// shim with it.) With another object present the order applies and the real linker reports
+// the missing one in its own words.
+#[test]
+fn regress_ld_names_a_missing_object_not_the_profile() {
+    if !have_tool("gcc") || !have_tool("ld.lld") {
+        return;
+    }
+    let p = Project::new();
+    p.wrappers();
+    run(Command::new("gcc").current_dir(p.path()).args([
+        "-O1",
+        "-ffunction-sections",
+        "-c",
+        "prog.c",
+    ]));
+    let shim = p.path().join("sediment-ld/ld.lld");
+    let link = |inputs: &[&str]| {
+        Command::new(&shim)
+            .current_dir(p.path())
+            .args(["-o", "alpha"])
+            .args(inputs)
+            .output()
+            .unwrap()
+    };
+
+    let out = link(&["gone.o"]);
+    let ours = failed_with(&out);
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert!(ours[0].starts_with("sediment: gone.o: "), "{ours:?}");
+    assert!(ours[0].contains("alpha"), "{ours:?}");
+    assert!(!p.path().join("alpha").exists(), "nothing linked");
+
+    let out = link(&["prog.o", "gone.o"]);
+    let ours = failed_with(&out);
+    assert!(
+        ours.iter().all(|l| !l.contains("does not match")),
+        "{ours:?}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("ld.lld: error:") && l.contains("gone.o")),
+        "{err}"
+    );
+}
+
+// Regression: `wrappers --prof-dir FILE` accepted a regular file and baked it into the shims,
+// so every link looked for FILE/<output>.sprof and linked unordered without a word. Now it is
+// refused in one line naming it, nothing written; a directory that does not exist yet is still
+// fine (a package without profiles links unchanged). The same file given at link time through
+// SEDIMENT_PROF_DIR fails the link the same way.
+#[test]
+fn regress_wrappers_refuse_a_prof_dir_that_is_a_file() {
+    if !have_tool("ld") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("profiles"), "not a directory\n").unwrap();
+    fails_one_line(
+        d,
+        &["wrappers", "--prof-dir", "profiles", "shims"],
+        &["profiles: not a directory", "--prof-dir"],
+    );
+    assert!(!d.join("shims").exists(), "nothing written");
+
+    let out = sediment(d, &["wrappers", "--prof-dir", "later", "shims"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = sediment(d, &["wrappers", "plain"]);
+    assert!(out.status.success());
+    let out = Command::new(d.join("plain/ld"))
+        .current_dir(d)
+        .env("SEDIMENT_PROF_DIR", "profiles")
+        .args(["-o", "alpha", "x.o"])
+        .output()
+        .unwrap();
+    let ours = failed_with(&out);
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert!(ours[0].contains("profiles: not a directory"), "{ours:?}");
+    assert!(ours[0].contains("SEDIMENT_PROF_DIR"), "{ours:?}");
+    assert!(!d.join("alpha").exists(), "nothing linked");
+}
+
+// Regression: a directory named `alpha.sprof` where alpha's profile belongs made the wrappers
+// link alpha unordered without a word, as if there were no profile. That is a broken profile
+// directory, not a package without profiles: like a corrupt profile, the link fails with one
+// line naming it, and nothing is linked. So does a symbolic link to nothing. Outputs without
+// anything of their name in the directory still link unchanged.
+#[test]
+fn regress_a_directory_where_the_profile_belongs_fails_the_link() {
+    if !have_tool("gcc") || !have_tool("ld.lld") {
+        return;
+    }
+    let p = Project::new();
+    let b = p.wrappers();
+    let profile = p.path().join("prof/alpha.sprof");
+    let link = |name: &str| {
+        Command::new("gcc")
+            .current_dir(p.path())
+            .args(["-O1", "-ffunction-sections", "-fuse-ld=lld", &b, "-o"])
+            .args([name, "prog.c"])
+            .output()
+            .unwrap()
+    };
+    std::fs::remove_file(&profile).unwrap();
+    type Make = fn(&Path);
+    let broken: [(&str, Make); 2] = [
+        ("a directory", |p| std::fs::create_dir(p).unwrap()),
+        ("a symbolic link to nothing", |p| {
+            std::os::unix::fs::symlink("nothing", p).unwrap()
+        }),
+    ];
+    for (what, make) in broken {
+        make(&profile);
+        let out = link("alpha");
+        let ours = failed_with(&out);
+        assert_eq!(ours.len(), 1, "{ours:?}");
+        assert!(ours[0].contains("alpha.sprof: "), "{ours:?}");
+        assert!(ours[0].contains(what), "{ours:?}");
+        assert!(!p.path().join("alpha").exists(), "nothing linked");
+        let out = link("beta");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = std::fs::remove_dir(&profile);
+        let _ = std::fs::remove_file(&profile);
+    }
 }

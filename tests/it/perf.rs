@@ -281,3 +281,32 @@ fn regress_record_names_a_missing_program() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+// Regression: `record --via callgrind --mode chain` was accepted and the mode silently ignored
+// (it says how perf's sampled call chains become edges; callgrind counts calls and has no
+// chains). Now any `--mode` with callgrind is refused in one line before anything runs: the
+// command, which would leave a file behind, is not started, and nothing is written.
+#[test]
+fn regress_record_refuses_mode_with_callgrind() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["chain", "leaf"] {
+        let out = sediment(
+            dir.path(),
+            &[
+                "record",
+                "--via",
+                "callgrind",
+                "--mode",
+                mode,
+                "-o",
+                "x.sprof",
+                "--",
+                "sh",
+                "-c",
+                "touch ran",
+            ],
+        );
+        assert_one_line_error(&out, &[&format!("--mode {mode}"), "--via perf only"]);
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
