@@ -21,6 +21,7 @@
 //! the sorted function list, so they carry no information of their own.
 
 mod format;
+mod intern;
 mod key;
 mod merge;
 mod names;
@@ -35,6 +36,7 @@ pub use names::{
 };
 pub use order_file::{FunctionOrder, ORDER_MAGIC};
 
+use intern::Interner;
 use std::collections::{BTreeMap, HashMap};
 
 /// Errors of this crate. Parse errors carry the 1-based line number of the offending line.
@@ -226,16 +228,13 @@ impl Profile {
 #[derive(Debug, Default, Clone)]
 pub struct ProfileBuilder {
     meta: Meta,
-    /// Builder id of every key seen so far. The map owns the keys; ids are positions in
-    /// `functions`.
-    ids: HashMap<FuncKey, u32>,
+    /// Builder id of every key seen so far; ids are positions in `functions`.
+    ids: Interner,
     /// Self weight and size, by builder id.
     functions: Vec<(u64, Option<u64>)>,
     /// Edge weights by (caller, callee) builder ids; never holds a zero weight added through
     /// [`ProfileBuilder::add_call`].
     edges: HashMap<(u32, u32), u64>,
-    /// Bytes of all distinct keys' names and files, for [`ProfileBuilder::estimated_bytes`].
-    key_bytes: u64,
 }
 
 /// Estimated bytes one distinct function costs a [`ProfileBuilder`] and the [`Profile`] it
@@ -269,15 +268,10 @@ impl ProfileBuilder {
 
     /// The builder id of `key`, giving it the next one (with zero weight) if it is new.
     fn intern(&mut self, key: &FuncKey) -> u32 {
-        if let Some(&id) = self.ids.get(key) {
-            return id;
+        let (id, new) = self.ids.id(key);
+        if new {
+            self.functions.push((0, None));
         }
-        // Ids are u32 like FuncId: 4 billion keys would take hundreds of gigabytes first.
-        let id = self.functions.len() as u32;
-        self.ids.insert(key.clone(), id);
-        self.functions.push((0, None));
-        let file = key.file.as_ref().map_or(0, String::len);
-        self.key_bytes += (key.name.len() + file) as u64;
         id
     }
 
@@ -335,20 +329,14 @@ impl ProfileBuilder {
     pub fn estimated_bytes(&self) -> u64 {
         (self.functions.len() as u64)
             .saturating_mul(FUNCTION_COST)
-            .saturating_add(self.key_bytes)
+            .saturating_add(self.ids.key_bytes())
             .saturating_add((self.edges.len() as u64).saturating_mul(CALL_COST))
     }
 
     /// The canonical profile.
     pub fn build(self) -> Profile {
-        // Sort the keys once; a builder id's rank in key order is its FuncId. Keys are
-        // distinct, so the unstable sort is deterministic.
-        let mut keys: Vec<(FuncKey, u32)> = self.ids.into_iter().collect();
-        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut rank = vec![0 as FuncId; keys.len()];
-        for (i, (_, id)) in keys.iter().enumerate() {
-            rank[*id as usize] = i as FuncId;
-        }
+        // Sort the keys once; a builder id's rank in key order is its FuncId.
+        let (keys, rank) = self.ids.into_sorted();
         let functions = keys
             .into_iter()
             .map(|(key, id)| {

@@ -41,12 +41,20 @@
 //! keys `merge-inputs` (the number of direct inputs) and `merge-scale` record how it was made.
 //! Other extra keys of the inputs describe one recording each and are not carried over.
 //!
+//! **Memory.** A [`Merger`] stores each distinct function key once, with a dense `u32` id, and
+//! keys its sums by id (edges by the pair of ids); the canonical order is made once, in
+//! [`Merger::finish`]. A call edge therefore costs a few dozen bytes however long its names are,
+//! so that a profile of many calls between long names from a stranger cannot make the merge
+//! take many times the memory of the profile itself (keying the sums by the keys, as before,
+//! copied both names for every call).
+//!
 //! Turned down: summing in `f64`. It is simpler, but floating-point addition is not
 //! associative, so the same inputs in another order could print different bytes; and rationals,
 //! which are exact but need unbounded integers for thousands of inputs with unrelated totals.
 
-use crate::{base_name, Error, FuncKey, Meta, Profile, ProfileBuilder};
-use std::collections::BTreeMap;
+use crate::intern::Interner;
+use crate::{base_name, Edge, Error, Function, Meta, Profile};
+use std::collections::{BTreeMap, HashMap};
 
 /// Every input's total self weight is scaled to this before its weight is applied. Large enough
 /// that a function with one millionth of an input's weight still gets an integer weight of
@@ -88,8 +96,12 @@ pub fn merge_with(inputs: &[(f64, &Profile)], options: MergeOptions) -> Result<P
 #[derive(Debug, Clone, Default)]
 pub struct Merger {
     metas: Vec<Meta>,
-    functions: BTreeMap<FuncKey, (u128, Option<u64>)>,
-    edges: BTreeMap<(FuncKey, FuncKey), u128>,
+    /// Id of every function key met so far; ids are positions in `functions`.
+    ids: Interner,
+    /// Fixed-point self weight sum and largest size, by id.
+    functions: Vec<(u128, Option<u64>)>,
+    /// Fixed-point call weight sums by (caller, callee) id.
+    edges: HashMap<(u32, u32), u128>,
     total: u128,
 }
 
@@ -149,26 +161,22 @@ impl Merger {
             0.0
         };
 
+        let mut ids = Vec::with_capacity(profile.functions.len());
         for f in &profile.functions {
-            let slot = self.functions.entry(f.key.clone()).or_insert((0, None));
-            slot.0 = slot.0.saturating_add(term(f.self_weight, factor));
-            if let Some(s) = f.size {
-                slot.1 = Some(slot.1.map_or(s, |old| old.max(s)));
+            let (id, new) = self.ids.id(&f.key);
+            if new {
+                self.functions.push((0, None));
             }
+            self.add_function(id, term(f.self_weight, factor), f.size);
+            ids.push(id);
         }
         for e in &profile.edges {
             // Out-of-range indices only occur in non-canonical profiles; skip rather than panic.
-            let (Some(a), Some(b)) = (
-                profile.functions.get(e.caller as usize),
-                profile.functions.get(e.callee as usize),
-            ) else {
+            let (Some(&a), Some(&b)) = (ids.get(e.caller as usize), ids.get(e.callee as usize))
+            else {
                 continue;
             };
-            let slot = self
-                .edges
-                .entry((a.key.clone(), b.key.clone()))
-                .or_insert(0);
-            *slot = slot.saturating_add(term(e.weight, factor));
+            self.add_edge(a, b, term(e.weight, factor));
         }
         self.total = self.total.saturating_add(term(profile.meta.total, factor));
         self.metas.push(profile.meta.clone());
@@ -178,36 +186,77 @@ impl Merger {
     /// Adds everything `other` accumulated, as if its inputs had been added here one by one
     /// (its inputs count after this merger's own for the positions in error messages).
     pub fn absorb(&mut self, other: Merger) {
-        for (k, (w, size)) in other.functions {
-            let slot = self.functions.entry(k).or_insert((0, None));
-            slot.0 = slot.0.saturating_add(w);
-            if let Some(s) = size {
-                slot.1 = Some(slot.1.map_or(s, |old| old.max(s)));
+        // Other's ids, renumbered into this merger's.
+        let mut ids = vec![0u32; other.functions.len()];
+        for (key, theirs) in other.ids.into_pairs() {
+            let (ours, new) = self.ids.id_owned(key);
+            if new {
+                self.functions.push((0, None));
             }
+            ids[theirs as usize] = ours;
         }
-        for (k, w) in other.edges {
-            let slot = self.edges.entry(k).or_insert(0);
-            *slot = slot.saturating_add(w);
+        for (theirs, (w, size)) in other.functions.into_iter().enumerate() {
+            self.add_function(ids[theirs], w, size);
+        }
+        for ((a, b), w) in other.edges {
+            self.add_edge(ids[a as usize], ids[b as usize], w);
         }
         self.total = self.total.saturating_add(other.total);
         self.metas.extend(other.metas);
     }
 
+    /// Adds a fixed-point self weight and a size to the function of id `id`.
+    fn add_function(&mut self, id: u32, w: u128, size: Option<u64>) {
+        let slot = &mut self.functions[id as usize];
+        slot.0 = slot.0.saturating_add(w);
+        if let Some(s) = size {
+            slot.1 = Some(slot.1.map_or(s, |old| old.max(s)));
+        }
+    }
+
+    /// Adds a fixed-point weight to the call between the functions of ids `a` and `b`.
+    fn add_edge(&mut self, a: u32, b: u32, w: u128) {
+        let slot = self.edges.entry((a, b)).or_insert(0);
+        *slot = slot.saturating_add(w);
+    }
+
     /// Checks the metadata and rounds the sums into a canonical profile.
     pub fn finish(self, options: MergeOptions) -> Result<Profile, Error> {
         let meta = merged_meta(&self.metas, options)?;
-        let mut b = ProfileBuilder::new(meta);
-        for (k, &(w, size)) in &self.functions {
-            b.add_self(k, round_fixed(w));
-            if let Some(s) = size {
-                b.set_size(k, s);
-            }
-        }
-        for ((a, c), &w) in &self.edges {
-            // A zero weight only touches the (already present) functions: the edge is dropped.
-            b.add_call(a, c, round_fixed(w));
-        }
-        let mut p = b.build();
+        // Functions in key order (a FuncId is its key's rank); edges by the pair of ranks,
+        // which is the order of their key pairs. Pairs are distinct, so the unstable sort is
+        // deterministic.
+        let (keys, rank) = self.ids.into_sorted();
+        let functions = keys
+            .into_iter()
+            .map(|(key, id)| {
+                let (w, size) = self.functions[id as usize];
+                Function {
+                    key,
+                    self_weight: round_fixed(w),
+                    size,
+                }
+            })
+            .collect();
+        let mut edges: Vec<Edge> = self
+            .edges
+            .into_iter()
+            // An edge whose weight rounds to zero is dropped; its functions stay.
+            .filter_map(|((a, c), w)| {
+                let weight = round_fixed(w);
+                (weight > 0).then(|| Edge {
+                    caller: rank[a as usize],
+                    callee: rank[c as usize],
+                    weight,
+                })
+            })
+            .collect();
+        edges.sort_unstable_by_key(|e| (e.caller, e.callee));
+        let mut p = Profile {
+            meta,
+            functions,
+            edges,
+        };
         // Rounding each function separately can make the self weights add up to slightly more
         // than the once-rounded total; keep the documented `total >= sum of self weights`.
         let self_sum = p
@@ -288,6 +337,7 @@ fn merged_meta(metas: &[Meta], options: MergeOptions) -> Result<Meta, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{FuncKey, ProfileBuilder};
     use proptest::prelude::*;
 
     fn meta(binary: &str) -> Meta {
