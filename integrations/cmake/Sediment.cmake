@@ -13,7 +13,9 @@
 #
 # With a profile directory it compiles with -ffunction-sections (each function in its own
 # section, which the linkers need to move functions) and links with -B<build>/sediment-ld/,
-# where `sediment wrappers` puts its linker shims. A link whose output has no profile runs the
+# where `sediment wrappers` puts its linker shims, and -ffunction-sections again (with LTO,
+# INTERPROCEDURAL_OPTIMIZATION, GCC generates the code at link time and takes the option from
+# the link flags only). A link whose output has no profile runs the
 # real linker unchanged. Without sediment or without a profile directory, nothing changes.
 
 find_program(SEDIMENT_EXECUTABLE sediment)
@@ -27,7 +29,7 @@ if(SEDIMENT_EXECUTABLE AND SEDIMENT_PROF_DIR)
     OUTPUT_QUIET)
   if(_sediment_rc EQUAL 0)
     add_compile_options(-ffunction-sections)
-    add_link_options("-B${_sediment_dir}/")
+    add_link_options(-ffunction-sections "-B${_sediment_dir}/")
     message(STATUS "Sediment: link order from ${SEDIMENT_PROF_DIR}")
   else()
     message(WARNING "Sediment: `sediment wrappers` failed (${_sediment_rc}); links unchanged")

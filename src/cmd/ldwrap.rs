@@ -25,6 +25,32 @@
 //!    directory, and runs the real linker with the matching option appended. One line on
 //!    standard error says what was applied.
 //!
+//! **LTO** (docs/packaging.md, "LTO"). Distributions build with `-flto`: then the inputs are
+//! LLVM bitcode or GCC LTO objects (alone or in archives, told by their first bytes and, for
+//! GCC, their `.gnu.lto_*` sections: [`sediment_elf::objects::Lto`]) and the code the linker
+//! places is generated inside the link, where no check can see it beforehand. What the
+//! linkers were seen to do (clang 14, gcc 12, lld 14, gold 1.16, GNU ld 2.40; the tests in
+//! `tests/it/packaging.rs` repeat it):
+//! - lld generates the bitcode's code with one section per function and applies
+//!   `--symbol-ordering-file` afterwards, by name; gold and GNU ld with LLVMgold.so do the
+//!   same, and order those sections by name, unqualified patterns included.
+//! - GCC's code generation (lto-wrapper, run by the plugin in gold and GNU ld) writes
+//!   `.text.NAME` sections (`.text.s.lto_priv.0` for a renamed static) only when
+//!   `-ffunction-sections` is among the *link-time* options, which lto-wrapper reads from
+//!   `$COLLECT_GCC_OPTIONS`; given at compile time only, it is dropped and every function of a
+//!   partition lands in one `.text`. gold's `--section-ordering-file` (with globs) and a full
+//!   GNU ld script (with unqualified patterns) then order them.
+//!
+//! So with LTO inputs the order is checked against the ordinary objects only
+//! ([`sediment_link::resolve_lto`]): the other entries are written by name
+//! ([`sediment_link::lto_sections`]), and once the real linker has succeeded the output's
+//! symbols are read and the summary line says how many of the profiled functions are there in
+//! the intended order ([`sediment_link::check_order`]). A profile none of whose functions is in
+//! the output is the same mistake as one matching none of the objects: one line naming the
+//! profile, exit 1, and the output removed, so that no build goes on with it. A GCC LTO link
+//! whose link-time options lack `-ffunction-sections` cannot be ordered: it links unchanged,
+//! with one line saying so.
+//!
 //! A corrupt profile is an error (one line naming the file, exit 1, nothing linked), not a
 //! silent fallback: a packager who ships profiles wants to know one is broken. So is anything
 //! else where the profile belongs (a directory, a symbolic link to nothing), and a profile
@@ -38,9 +64,10 @@
 //! line, as the driver hands it over, is plain. Also turned down: writing the order file next
 //! to the output (build systems glob their build directories at install time).
 
-use crate::cmd::link::{bfd_flavor, read_inventory};
+use crate::cmd::link::{bfd_flavor, check_defines_functions, read_objects_of};
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
+use sediment_elf::objects::{Lto, ObjectFile};
 use sediment_link::{BfdFlavor, Linker, PieMode};
 use sediment_order::{order_profile, Algorithm};
 use std::ffi::{OsStr, OsString};
@@ -162,7 +189,8 @@ fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
     }
 }
 
-/// Runs `sediment ld`: plans the ordering, runs the real linker, exits with its status.
+/// Runs `sediment ld`: plans the ordering, runs the real linker, checks an LTO link's output,
+/// exits with the linker's status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
     let plan = plan(&args)?;
     let extra: Vec<OsString> = plan.as_ref().map(|p| p.extra.clone()).unwrap_or_default();
@@ -171,6 +199,11 @@ pub fn run_ld(args: LdArgs) -> Result<()> {
         .args(&extra)
         .status()
         .with_context(|| format!("{}: cannot run the linker", args.real.display()))?;
+    if status.success() {
+        if let Some(check) = plan.as_ref().and_then(|p| p.after_lto.as_ref()) {
+            check_after_lto(check)?;
+        }
+    }
     drop(plan);
     // The binary, not a library, ends the process: the exit code is the linker's.
     std::process::exit(status.code().unwrap_or(1));
@@ -179,7 +212,72 @@ pub fn run_ld(args: LdArgs) -> Result<()> {
 /// What to add to the link: the options, and the directory holding the file they name.
 struct Plan {
     extra: Vec<OsString>,
+    /// Set for a link with LTO inputs: the output is checked once the linker has succeeded.
+    after_lto: Option<AfterLto>,
     _dir: tempfile::TempDir,
+}
+
+/// What [`check_after_lto`] needs: the output, the profile, the order's function names, and
+/// the middle of the summary line (`c3, lld, 0 warnings`).
+struct AfterLto {
+    output: PathBuf,
+    profile: PathBuf,
+    names: Vec<String>,
+    how: String,
+}
+
+/// Reads the symbols of an LTO link's output and prints the summary line: how many of the
+/// profiled functions are in the output, in the intended order. None of them there means a
+/// profile of another program: the output is removed and the link fails, naming the profile.
+/// An output without a symbol table (`-s`) cannot be checked, which the line says.
+fn check_after_lto(check: &AfterLto) -> Result<()> {
+    let out = check.output.display();
+    let read = fsio::read_bytes(&check.output).and_then(|data| {
+        sediment_elf::Binary::parse(&out.to_string(), &data).map_err(anyhow::Error::from)
+    });
+    let unchecked = match &read {
+        Ok(b) if b.from_dynsym => Some(format!(
+            "{out}: no symbol table (stripped?), only dynamic symbols"
+        )),
+        Ok(_) => None,
+        Err(e) => Some(format!("{e:#}")),
+    };
+    if let Some(why) = unchecked {
+        eprintln!(
+            "sediment ld: {out}: ordered after LTO, not checked: {why} ({}) from {}",
+            check.how,
+            check.profile.display()
+        );
+        return Ok(());
+    }
+    let binary = read?;
+    let functions: Vec<(&str, u64)> = binary
+        .functions
+        .iter()
+        .map(|f| (f.key.name.as_str(), f.address))
+        .collect();
+    let names: Vec<&str> = check.names.iter().map(String::as_str).collect();
+    let c = sediment_link::check_order(&names, &functions);
+    if c.found == 0 {
+        // Only a regular file the linker wrote is removed (never a device named by `-o`).
+        if std::fs::symlink_metadata(&check.output).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(&check.output).with_context(|| format!("{out}: cannot remove"))?;
+        }
+        bail!(
+            "{}: order/profile does not match {out} after LTO (0 of {} functions in its symbol table; recorded from another program?); {out} removed",
+            check.profile.display(),
+            c.total
+        );
+    }
+    eprintln!(
+        "sediment ld: {out}: ordered after LTO: {} of {} profiled functions found in order in the output ({} found; {}) from {}",
+        c.in_order,
+        c.total,
+        c.found,
+        check.how,
+        check.profile.display()
+    );
+    Ok(())
 }
 
 /// Decides whether and how to order this link; `None` is the safe default (link unchanged).
@@ -280,8 +378,37 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
     let order = order_profile(&profile, algorithm)
         .with_context(|| format!("{}: cannot order", profile_path.display()))?;
-    let inputs = relocatable_inputs(&args.args);
-    let objects = read_inventory(&inputs)?;
+    let inputs = link_inputs(&args.args);
+    let SplitInputs { objects, lto } = split_lto(&inputs, linker, has_plugin(&args.args))?;
+    if !lto.is_empty() {
+        if let Some(why) = why_not_after_lto(&lto) {
+            eprintln!(
+                "sediment ld: {}: not ordered: {why}",
+                Path::new(&output).display()
+            );
+            return Ok(None);
+        }
+        let res = sediment_link::resolve_lto(&order, &objects);
+        let emitted = sediment_link::emit(linker, &res, &objects, &bfd)
+            .map_err(|e| anyhow!("{}: {e}", profile_path.display()))?;
+        let (extra, dir) = write_order(linker, &bfd, &emitted.text)?;
+        let after_lto = AfterLto {
+            output: PathBuf::from(&output),
+            profile: profile_path.clone(),
+            names: order.functions.iter().map(|k| k.name.clone()).collect(),
+            how: format!(
+                "{algorithm_name}, {linker}, {} warnings",
+                emitted.warnings.len()
+            ),
+        };
+        return Ok(Some(Plan {
+            extra,
+            after_lto: Some(after_lto),
+            _dir: dir,
+        }));
+    }
+    let paths: Vec<PathBuf> = inputs.into_iter().map(|(p, _)| p).collect();
+    check_defines_functions(&paths, &objects)?;
     let res = sediment_link::resolve(&order, &objects).map_err(|e| {
         // The objects the profile was checked against are the ones that could be read: with an
         // input missing, "the profile does not match" would blame the wrong file, and the
@@ -296,14 +423,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         }
     })?;
     let emitted = sediment_link::emit(linker, &res, &objects, &bfd)?;
-
-    let dir = tempfile::Builder::new()
-        .prefix("sediment-ld")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
-    let file = dir.path().join("order");
-    fsio::write_atomic(&file, emitted.text.as_bytes())?;
-    let extra = linker_options(linker, &bfd, &file);
+    let (extra, dir) = write_order(linker, &bfd, &emitted.text)?;
     eprintln!(
         "sediment ld: {}: ordered {} of {} profiled functions ({algorithm_name}, {linker}, {} warnings) from {}",
         Path::new(&output).display(),
@@ -312,7 +432,126 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         emitted.warnings.len(),
         profile_path.display()
     );
-    Ok(Some(Plan { extra, _dir: dir }))
+    Ok(Some(Plan {
+        extra,
+        after_lto: None,
+        _dir: dir,
+    }))
+}
+
+/// Writes the linker input `text` into a private temporary directory; returns the options
+/// that make `linker` read it, and the directory (removed when dropped, after the link).
+fn write_order(
+    linker: Linker,
+    bfd: &BfdFlavor,
+    text: &str,
+) -> Result<(Vec<OsString>, tempfile::TempDir)> {
+    let dir = tempfile::Builder::new()
+        .prefix("sediment-ld")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let file = dir.path().join("order");
+    fsio::write_atomic(&file, text.as_bytes())?;
+    Ok((linker_options(linker, bfd, &file), dir))
+}
+
+/// The inputs of a link, split by who makes the code the linker places.
+struct SplitInputs {
+    /// The ordinary objects: their code is placed as it is.
+    objects: Vec<ObjectFile>,
+    /// The LTO inputs, by display name: their code is generated inside the link.
+    lto: Vec<(String, Lto)>,
+}
+
+/// The ordinary objects of the link and its LTO inputs ([`SplitInputs`]). LLVM bitcode is
+/// always LTO input (lld reads it itself, gold and GNU ld through LLVMgold.so, and nothing
+/// links it otherwise). A GCC LTO object is LTO input when a linker plugin is loaded (gcc
+/// passes `-plugin liblto_plugin.so`), except for lld, which ignores `-plugin` and links a fat
+/// object's ordinary code (and fails on a slim one); without the plugin a fat object's
+/// ordinary code is linked too. Bitcode files are not read past their first bytes.
+fn split_lto(inputs: &[(PathBuf, InputKind)], linker: Linker, plugin: bool) -> Result<SplitInputs> {
+    let mut lto = Vec::new();
+    let mut readable = Vec::new();
+    for (path, kind) in inputs {
+        match kind {
+            InputKind::Bitcode => lto.push((path.display().to_string(), Lto::Bitcode)),
+            InputKind::Objects => readable.push(path.clone()),
+        }
+    }
+    let gcc_by_plugin = plugin && linker != Linker::Lld;
+    let mut objects = Vec::new();
+    for o in read_objects_of(&readable)? {
+        match o.lto {
+            Some(kind @ Lto::Bitcode) => lto.push((o.display_name(), kind)),
+            Some(kind @ Lto::Gcc { .. }) if gcc_by_plugin => lto.push((o.display_name(), kind)),
+            _ => objects.push(o),
+        }
+    }
+    Ok(SplitInputs { objects, lto })
+}
+
+/// Whether a linker plugin is loaded (`-plugin FILE`, `--plugin=FILE`; not `-plugin-opt`).
+fn has_plugin(args: &[OsString]) -> bool {
+    args.iter().any(|a| {
+        let b = a.as_bytes();
+        b == b"-plugin"
+            || b == b"--plugin"
+            || b.starts_with(b"-plugin=")
+            || b.starts_with(b"--plugin=")
+    })
+}
+
+/// Why a link with LTO inputs cannot be ordered, if it cannot: GCC's code generation without
+/// `-ffunction-sections` among the link-time options (module documentation).
+fn why_not_after_lto(lto: &[(String, Lto)]) -> Option<String> {
+    let (gcc, _) = lto
+        .iter()
+        .find(|(_, kind)| matches!(kind, Lto::Gcc { .. }))?;
+    let options = std::env::var_os("COLLECT_GCC_OPTIONS");
+    if gcc_function_sections(options.as_deref()) {
+        return None;
+    }
+    Some(format!(
+        "GCC compiles its LTO input ({}) at link time without -ffunction-sections, which it takes from the link flags only, not from the compile flags: add -ffunction-sections to the link flags",
+        sediment_profile::escape(gcc)
+    ))
+}
+
+/// Whether `-ffunction-sections` is in effect in `$COLLECT_GCC_OPTIONS`, the options the gcc
+/// driver hands to collect2, the linker and from there to lto-wrapper: every option in single
+/// quotes, separated by spaces, a quote inside an option written `'\''` (gcc.cc,
+/// `set_collect_gcc_options`). The last of `-ffunction-sections` and `-fno-function-sections`
+/// wins, as on a command line. Unset (the linker not run by gcc) is `false`.
+fn gcc_function_sections(options: Option<&OsStr>) -> bool {
+    let Some(options) = options else {
+        return false;
+    };
+    let mut on = false;
+    let mut word = Vec::new();
+    let mut quoted = false;
+    let mut escaped = false;
+    let mut end_word = |word: &mut Vec<u8>| {
+        match word.as_slice() {
+            b"-ffunction-sections" => on = true,
+            b"-fno-function-sections" => on = false,
+            _ => {}
+        }
+        word.clear();
+    };
+    for &b in options.as_bytes() {
+        match b {
+            _ if escaped => {
+                word.push(b);
+                escaped = false;
+            }
+            b'\'' => quoted = !quoted,
+            b'\\' if !quoted => escaped = true,
+            b' ' if !quoted => end_word(&mut word),
+            _ => word.push(b),
+        }
+    }
+    end_word(&mut word);
+    on
 }
 
 /// The options that make `linker` read `file`.
@@ -385,12 +624,22 @@ fn is_script_option(b: &[u8]) -> bool {
         || b.starts_with(b"--default-script")
 }
 
-/// Arguments that name ELF relocatable objects or static archives (by their first bytes).
-fn relocatable_inputs(args: &[OsString]) -> Vec<PathBuf> {
+/// What an input argument of the link is, by its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InputKind {
+    /// An ELF relocatable object (GCC LTO objects included) or a static archive: read whole.
+    Objects,
+    /// LLVM bitcode: LTO input, not read further.
+    Bitcode,
+}
+
+/// Arguments that name ELF relocatable objects, static archives or LLVM bitcode files (by
+/// their first bytes), with which they are.
+fn link_inputs(args: &[OsString]) -> Vec<(PathBuf, InputKind)> {
     args.iter()
         .filter(|a| !a.as_bytes().starts_with(b"-"))
         .map(PathBuf::from)
-        .filter(|p| is_relocatable_or_archive(p))
+        .filter_map(|p| input_kind(&p).map(|k| (p, k)))
         .collect()
 }
 
@@ -501,24 +750,36 @@ fn unreadable_inputs(args: &[OsString]) -> Vec<(PathBuf, std::io::Error)> {
     out
 }
 
-fn is_relocatable_or_archive(p: &Path) -> bool {
+/// The kind of the file at `p` from its first 18 bytes; `None` for anything else (shared
+/// objects, linker scripts, files that cannot be opened).
+fn input_kind(p: &Path) -> Option<InputKind> {
     use std::io::Read as _;
     let mut head = [0u8; 18];
-    let Ok(mut f) = std::fs::File::open(p) else {
-        return false;
-    };
-    let n = f.read(&mut head).unwrap_or(0);
-    if n >= 8 && &head[..8] == b"!<arch>\n" {
-        return true;
+    let mut f = std::fs::File::open(p).ok()?;
+    let mut n = 0;
+    // A short read is not the end of the file: read until the 18 bytes or the end.
+    while n < head.len() {
+        match f.read(&mut head[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    let head = &head[..n];
+    if head.starts_with(b"!<arch>\n") {
+        return Some(InputKind::Objects);
+    }
+    if sediment_elf::objects::is_bitcode(head) {
+        return Some(InputKind::Bitcode);
     }
     // ELF, e_type at offset 16 (little or big endian): ET_REL = 1.
-    n >= 18
-        && &head[..4] == b"\x7fELF"
+    let relocatable = n >= 18
+        && head.starts_with(b"\x7fELF")
         && match head[5] {
             1 => head[16] == 1 && head[17] == 0,
             2 => head[16] == 0 && head[17] == 1,
             _ => false,
-        }
+        };
+    relocatable.then_some(InputKind::Objects)
 }
 
 /// Which linker `real` is, from the first line of `real --version`.
@@ -623,6 +884,68 @@ mod tests {
             .map(|(p, _)| p)
             .collect();
         assert_eq!(found, [PathBuf::from("/nonexistent/gone.o")]);
+    }
+
+    // $COLLECT_GCC_OPTIONS as gcc 12 sets it: the last of -ffunction-sections and
+    // -fno-function-sections wins; the text inside another option (a macro's value, with its
+    // quotes written '\'') is not an option.
+    #[test]
+    fn function_sections_from_collect_gcc_options() {
+        let on = |s: &str| gcc_function_sections(Some(OsStr::new(s)));
+        assert!(on(
+            "'-O2' '-flto=auto' '-ffunction-sections' '-fuse-ld=gold' '-B' '/tmp/w/' '-o' 'x' '-mtune=generic' '-march=x86-64' '-dumpdir' 'x.'"
+        ));
+        assert!(!on("'-O2' '-flto=auto' '-fuse-ld=gold' '-o' 'x'"));
+        assert!(!on("'-ffunction-sections' '-fno-function-sections'"));
+        assert!(on("'-fno-function-sections' '-ffunction-sections'"));
+        assert!(!on(r"'-DX='\''-ffunction-sections'\'''"));
+        assert!(on(r"'-DX='\''a b'\''' '-ffunction-sections'"));
+        assert!(!gcc_function_sections(None));
+    }
+
+    // gcc's `-plugin FILE` loads a plugin; `-plugin-opt=...` alone does not.
+    #[test]
+    fn plugin_on_the_command_line() {
+        assert!(has_plugin(&args(&[
+            "-plugin",
+            "/x/liblto_plugin.so",
+            "-o",
+            "a"
+        ])));
+        assert!(has_plugin(&args(&["--plugin=/x/LLVMgold.so"])));
+        assert!(!has_plugin(&args(&["-plugin-opt=O2", "-o", "a"])));
+    }
+
+    // Inputs are told by their first bytes: bitcode (raw or wrapped), ELF relocatables and
+    // archives are looked into; shared objects, scripts and short files are not.
+    #[test]
+    fn input_kinds_by_first_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let p = tmp.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            input_kind(&p)
+        };
+        let elf = |e_type: u8| {
+            let mut h = b"\x7fELF\x02\x01\x01".to_vec();
+            h.resize(16, 0);
+            h.extend_from_slice(&[e_type, 0, 0x3e, 0]);
+            h
+        };
+        assert_eq!(
+            file("a.bc", b"BC\xC0\xDE\x35\x14"),
+            Some(InputKind::Bitcode)
+        );
+        assert_eq!(
+            file("w.bc", b"\xDE\xC0\x17\x0B\0\0\0\0"),
+            Some(InputKind::Bitcode)
+        );
+        assert_eq!(file("a.o", &elf(1)), Some(InputKind::Objects));
+        assert_eq!(file("l.a", b"!<arch>\n"), Some(InputKind::Objects));
+        assert_eq!(file("l.so", &elf(3)), None);
+        assert_eq!(file("s.ld", b"INPUT(a.o)\n"), None);
+        assert_eq!(file("short", b"BC"), None);
+        assert_eq!(input_kind(&tmp.path().join("missing")), None);
     }
 
     #[test]

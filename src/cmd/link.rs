@@ -52,6 +52,18 @@ pub fn run(args: Args) -> Result<()> {
     let order = FunctionOrder::from_text(&order_text)
         .map_err(|e| anyhow!("{}: {e}", args.order.display()))?;
     let objects = read_inventory(&args.objects)?;
+    let lto: Vec<String> = objects
+        .iter()
+        .filter(|o| o.lto.is_some())
+        .map(|o| o.display_name())
+        .collect();
+    if let Some(first) = lto.first() {
+        eprintln!(
+            "sediment link: warning: {} inputs are LTO objects (first: {}): the code the linker places for them is generated at link time, which this file cannot order; order LTO links through `sediment wrappers` (docs/packaging.md)",
+            lto.len(),
+            sediment_profile::escape(first)
+        );
+    }
     let res = sediment_link::resolve(&order, &objects)
         .map_err(|e| anyhow!("{}: {e}", args.order.display()))?;
     let bfd = if linker == Linker::Bfd {
@@ -117,6 +129,13 @@ pub fn run_flags(args: FlagsArgs) -> Result<()> {
 /// inputs, when none of them defines a function (an empty archive, say): matching an order
 /// against nothing would blame the order.
 pub(crate) fn read_inventory(paths: &[PathBuf]) -> Result<Vec<sediment_elf::objects::ObjectFile>> {
+    let all = read_objects_of(paths)?;
+    check_defines_functions(paths, &all)?;
+    Ok(all)
+}
+
+/// Reads every object and archive (LTO inputs included, marked), in command-line order.
+pub(crate) fn read_objects_of(paths: &[PathBuf]) -> Result<Vec<sediment_elf::objects::ObjectFile>> {
     let mut all = Vec::new();
     for p in paths {
         let bytes = fsio::read_bytes(p)?;
@@ -125,19 +144,33 @@ pub(crate) fn read_inventory(paths: &[PathBuf]) -> Result<Vec<sediment_elf::obje
             .ok_or_else(|| anyhow!("{}: path is not UTF-8", p.display()))?;
         all.extend(sediment_elf::objects::read_objects(label, &bytes)?);
     }
+    Ok(all)
+}
+
+/// Fails, naming the inputs, when none of `all` (read from `paths`) defines a function.
+pub(crate) fn check_defines_functions(
+    paths: &[PathBuf],
+    all: &[sediment_elf::objects::ObjectFile],
+) -> Result<()> {
     if let [first, rest @ ..] = paths {
         if all.iter().all(|o| o.functions.is_empty()) {
             let others = match rest.len() {
                 0 => String::new(),
                 n => format!(" (and the {n} other inputs)"),
             };
+            let lto = all.iter().filter(|o| o.lto.is_some()).count();
+            let why = if lto > 0 {
+                format!("LTO inputs among them: {lto}, whose functions only exist once the linker has run code generation; order such links through `sediment wrappers`, docs/packaging.md")
+            } else {
+                "an empty archive, or no code?".to_string()
+            };
             bail!(
-                "{}{others}: no object defines a function (an empty archive, or no code?)",
+                "{}{others}: no object defines a function ({why})",
                 first.display()
             );
         }
     }
-    Ok(all)
+    Ok(())
 }
 
 /// GNU ld >= 2.43 reads a section-ordering fragment; older ones get a full script made from

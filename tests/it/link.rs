@@ -243,6 +243,78 @@ fn inventory_of_gcc_objects() {
     assert!(lib[1].function_sections);
 }
 
+// LTO inputs as gcc 12 and clang 14 write them are recognised, alone and in archives: a slim
+// GCC object (GCC's default) by its `.gnu.lto_*` sections and `__gnu_lto_slim`, a fat one by
+// the sections alone (its ordinary code still read), LLVM bitcode by its magic.
+#[test]
+fn inventory_recognises_lto_inputs() {
+    use sediment_elf::objects::Lto;
+    if !have_tool("clang") || !have_tool("llvm-ar") || !have_tool("gcc-ar") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("a.c"), A_C).unwrap();
+    gcc(
+        d,
+        &[
+            "-O2",
+            "-flto",
+            "-ffunction-sections",
+            "-c",
+            "a.c",
+            "-o",
+            "slim.o",
+        ],
+    );
+    gcc(
+        d,
+        &[
+            "-O2",
+            "-flto",
+            "-ffat-lto-objects",
+            "-ffunction-sections",
+            "-c",
+            "a.c",
+            "-o",
+            "fat.o",
+        ],
+    );
+    let clang = Command::new("clang")
+        .args(["-O2", "-flto", "-c", "a.c", "-o", "bc.o"])
+        .current_dir(d)
+        .status()
+        .unwrap();
+    assert!(clang.success());
+    let read = |name: &str| read_objects(name, &std::fs::read(d.join(name)).unwrap()).unwrap();
+    let slim = read("slim.o");
+    assert_eq!(slim[0].lto, Some(Lto::Gcc { slim: true }));
+    assert!(slim[0].functions.is_empty(), "no code of its own");
+    let fat = read("fat.o");
+    assert_eq!(fat[0].lto, Some(Lto::Gcc { slim: false }));
+    assert!(fat[0]
+        .functions
+        .iter()
+        .any(|f| f.section == ".text.hot.hotfn"));
+    let bc = read("bc.o");
+    assert_eq!(bc[0].lto, Some(Lto::Bitcode));
+    for (ar, lib, member) in [
+        ("gcc-ar", "libg.a", "slim.o"),
+        ("llvm-ar", "libb.a", "bc.o"),
+    ] {
+        let ok = Command::new(ar)
+            .args(["rcs", lib, member])
+            .current_dir(d)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let objs = read(lib);
+        assert_eq!(objs.len(), 1, "{lib}");
+        assert_eq!(objs[0].member.as_deref(), Some(member));
+        assert!(objs[0].lto.is_some(), "{lib}");
+    }
+}
+
 // GNU ld gets a file-qualified script: the exact order holds, same-named statics apart.
 #[test]
 fn bfd_places_exact_order() {

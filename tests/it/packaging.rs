@@ -4,6 +4,12 @@
 //! names; the profile directory holds a profile for `alpha` only. `alpha` must come out with its
 //! profiled functions together in the order `sediment order` computes; `beta` (no profile)
 //! must be byte-identical to a build without the wrappers: the safe default.
+//!
+//! LTO builds (clang full and thin LTO with lld and gold, gcc's with gold and GNU ld, mixed
+//! with ordinary objects and archives, through CMake and the RPM macros) must come out ordered
+//! too, with the output checked after the link; a GCC LTO link without -ffunction-sections at
+//! link time links unchanged with one line, and a profile of another program fails the link
+//! and leaves no output.
 
 use crate::common::{fails_one_line, have_tool, sediment, sediment_bin};
 use sediment_elf::Binary;
@@ -200,6 +206,39 @@ fn cmake_module_orders_through_the_wrappers() {
     assert!(!p.is_ordered(&p.path().join("build/beta")));
 }
 
+// CMake's LTO (INTERPROCEDURAL_OPTIMIZATION: gcc -flto=auto -fno-fat-lto-objects, archives
+// made with gcc-ar) through the module, which passes -ffunction-sections at link time too.
+#[test]
+fn cmake_module_orders_an_lto_build() {
+    if !have_tool("cmake") {
+        return;
+    }
+    let p = Project::new();
+    std::fs::write(
+        p.path().join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.13)\nproject(p C)\ninclude(Sediment)\nadd_executable(alpha prog.c)\nadd_executable(beta prog.c)\n",
+    )
+    .unwrap();
+    let module_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("integrations/cmake");
+    let prof = p.path().join("prof");
+    run(Command::new("cmake")
+        .current_dir(p.path())
+        .env("PATH", path_with_sediment())
+        .args(["-S", ".", "-B", "build", "-DCMAKE_C_COMPILER=gcc"])
+        .args([
+            "-DCMAKE_C_FLAGS=-O2",
+            "-DCMAKE_INTERPROCEDURAL_OPTIMIZATION=ON",
+        ])
+        .arg(format!("-DCMAKE_MODULE_PATH={}", module_dir.display()))
+        .arg(format!("-DSEDIMENT_PROF_DIR={}", prof.display()))
+        .arg("-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=gold"));
+    run(Command::new("cmake")
+        .current_dir(p.path())
+        .args(["--build", "build"]));
+    assert!(p.is_ordered(&p.path().join("build/alpha")));
+    assert!(!p.is_ordered(&p.path().join("build/beta")));
+}
+
 #[test]
 fn meson_link_args_order_through_the_wrappers() {
     if !have_tool("meson") || !have_tool("ninja") {
@@ -234,15 +273,19 @@ fn rpm_macros_order_through_the_wrappers() {
     let sources = top.join("SOURCES");
     std::fs::create_dir_all(sources.join("sediment-profiles")).unwrap();
     std::fs::copy(p.path().join("prog.c"), sources.join("prog.c")).unwrap();
-    std::fs::copy(
-        p.path().join("prof/alpha.sprof"),
-        sources.join("sediment-profiles/alpha.sprof"),
-    )
-    .unwrap();
+    for name in ["alpha", "alpha_lto"] {
+        std::fs::copy(
+            p.path().join("prof/alpha.sprof"),
+            sources.join(format!("sediment-profiles/{name}.sprof")),
+        )
+        .unwrap();
+    }
+    // alpha_lto: Fedora's LTO, compiled and linked in two steps, as a package's make does;
+    // the macros' link flags carry the -ffunction-sections GCC's LTO needs at link time.
     let spec = top.join("t.spec");
     std::fs::write(
         &spec,
-        "Name: sedtest\nVersion: 1\nRelease: 1\nSummary: t\nLicense: MIT\n%description\nt\n%build\n%sediment_setup\nfor p in alpha beta; do gcc -O1 %{sediment_cflags} -fuse-ld=bfd -o $p %{_sourcedir}/prog.c %{sediment_ldflags}; done\n",
+        "Name: sedtest\nVersion: 1\nRelease: 1\nSummary: t\nLicense: MIT\n%description\nt\n%build\n%sediment_setup\nfor p in alpha beta; do gcc -O1 %{sediment_cflags} -fuse-ld=bfd -o $p %{_sourcedir}/prog.c %{sediment_ldflags}; done\ngcc -O2 -flto=auto %{sediment_cflags} -c -o prog.o %{_sourcedir}/prog.c\ngcc -O2 -flto=auto -fuse-ld=bfd -o alpha_lto prog.o %{sediment_ldflags}\n",
     )
     .unwrap();
     let macros: PathBuf =
@@ -259,6 +302,7 @@ fn rpm_macros_order_through_the_wrappers() {
     let build = top.join("BUILD");
     assert!(p.is_ordered(&build.join("alpha")));
     assert!(!p.is_ordered(&build.join("beta")));
+    assert!(p.is_ordered(&build.join("alpha_lto")), "LTO build ordered");
 }
 
 #[test]
@@ -505,4 +549,287 @@ fn regress_a_directory_where_the_profile_belongs_fails_the_link() {
         let _ = std::fs::remove_dir(&profile);
         let _ = std::fs::remove_file(&profile);
     }
+}
+
+/// The lines of `out`'s standard error that Sediment wrote, asserting it succeeded.
+fn succeeded_with(out: &std::process::Output) -> Vec<String> {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    err.lines()
+        .filter(|l| l.starts_with("sediment"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `cc args` in the project directory (no assertion).
+fn cc(p: &Project, cc: &str, args: &[&str]) -> std::process::Output {
+    Command::new(cc)
+        .current_dir(p.path())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `flags` split on spaces, then `rest`.
+fn argv<'a>(flags: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    flags
+        .split(' ')
+        .filter(|f| !f.is_empty())
+        .chain(rest.iter().copied())
+        .collect()
+}
+
+/// The LTO builds distributions use (Debian `-flto=auto -ffat-lto-objects`, Fedora
+/// `-flto=auto`, clang's full and thin LTO) with each linker that orders them.
+const LTO_CASES: [(&str, &str, &str); 5] = [
+    ("clang", "-flto", "lld"),
+    ("clang", "-flto=thin", "lld"),
+    ("clang", "-flto", "gold"),
+    ("gcc", "-flto=auto -ffat-lto-objects", "gold"),
+    ("gcc", "-flto=auto", "bfd"),
+];
+
+// Regression: with LTO the objects are LLVM bitcode or GCC LTO objects, whose functions only
+// exist once the linker has run code generation; the wrappers found none of the profile's
+// functions in them and failed the link ("order/profile does not match these objects"), so a
+// distribution build with profiles broke. Now every linker orders the code LTO generates (lld
+// by symbol name, gold and GNU ld by the section names GCC and LLVM give it), the summary line
+// counts what the output shows, and a link without a profile is still untouched.
+#[test]
+fn regress_lto_links_are_ordered_with_every_linker() {
+    if !have_tool("gcc") || !have_tool("clang") {
+        return;
+    }
+    let p = Project::new();
+    let b = p.wrappers();
+    for (compiler, lto, linker) in LTO_CASES {
+        let what = format!("{compiler} {lto} + {linker}");
+        let fuse = format!("-fuse-ld={linker}");
+        let flags = format!("-O2 {lto} -ffunction-sections {fuse}");
+        let compile = cc(
+            &p,
+            compiler,
+            &argv(&flags, &["-c", "prog.c", "-o", "prog.o"]),
+        );
+        assert!(compile.status.success(), "{what}: {compile:?}");
+        for out in ["alpha", "beta"] {
+            let _ = std::fs::remove_file(p.path().join(out));
+        }
+        let alpha = cc(&p, compiler, &argv(&flags, &[&b, "-o", "alpha", "prog.o"]));
+        let ours = succeeded_with(&alpha);
+        assert_eq!(ours.len(), 1, "{what}: {ours:?}");
+        assert!(
+            ours[0].starts_with(
+                "sediment ld: alpha: ordered after LTO: 4 of 4 profiled functions found in order in the output (4 found; "
+            ),
+            "{what}: {ours:?}"
+        );
+        assert!(p.is_ordered(&p.path().join("alpha")), "{what}: ordered");
+
+        let plain = cc(
+            &p,
+            compiler,
+            &argv(&flags, &["-o", "alpha.plain", "prog.o"]),
+        );
+        assert!(plain.status.success(), "{what}: {plain:?}");
+        assert!(
+            !p.is_ordered(&p.path().join("alpha.plain")),
+            "{what}: premise: LTO alone does not give the order"
+        );
+        let beta = cc(&p, compiler, &argv(&flags, &[&b, "-o", "beta", "prog.o"]));
+        assert_eq!(succeeded_with(&beta), Vec::<String>::new(), "{what}");
+        assert_eq!(
+            std::fs::read(p.path().join("beta")).unwrap(),
+            std::fs::read(p.path().join("alpha.plain")).unwrap(),
+            "{what}: an LTO link without a profile is untouched"
+        );
+    }
+}
+
+// GCC's LTO code generation takes -ffunction-sections from the link-time options only
+// (lto-wrapper reads them from $COLLECT_GCC_OPTIONS); given at compile time alone it is
+// dropped and every function lands in one `.text`, which no linker can reorder. Then gold and
+// GNU ld link unchanged (byte-identical output) with one line saying why and what to add.
+#[test]
+fn gcc_lto_without_link_time_function_sections_links_unchanged_with_a_note() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let p = Project::new();
+    let b = p.wrappers();
+    let compile = cc(
+        &p,
+        "gcc",
+        &["-O2", "-flto=auto", "-ffunction-sections", "-c", "prog.c"],
+    );
+    assert!(compile.status.success(), "{compile:?}");
+    for linker in ["gold", "bfd"] {
+        let fuse = format!("-fuse-ld={linker}");
+        let link = |extra: &[&str], out: &str| {
+            let mut args = vec!["-O2", "-flto=auto", fuse.as_str()];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["-o", out, "prog.o"]);
+            cc(&p, "gcc", &args)
+        };
+        let ours = succeeded_with(&link(&[&b], "alpha"));
+        assert_eq!(ours.len(), 1, "{linker}: {ours:?}");
+        assert!(
+            ours[0].starts_with("sediment ld: alpha: not ordered: GCC compiles its LTO input"),
+            "{linker}: {ours:?}"
+        );
+        assert!(
+            ours[0].contains("add -ffunction-sections to the link flags"),
+            "{ours:?}"
+        );
+        assert!(succeeded_with(&link(&[], "alpha.plain")).is_empty());
+        assert_eq!(
+            std::fs::read(p.path().join("alpha")).unwrap(),
+            std::fs::read(p.path().join("alpha.plain")).unwrap(),
+            "{linker}: linked unchanged"
+        );
+        // The same link with -ffunction-sections among the link flags is ordered.
+        let ours = succeeded_with(&link(&[&b, "-ffunction-sections"], "alpha"));
+        assert!(ours[0].contains("ordered after LTO: 4 of 4"), "{ours:?}");
+        assert!(p.is_ordered(&p.path().join("alpha")), "{linker}");
+    }
+}
+
+/// PROG split in two: `lto.c` (f0..f3 and main) and `plain.c` (f4..f7).
+fn split_program(p: &Project) {
+    let defs = "F(4, 13) F(5, 17) F(6, 19) F(7, 23)";
+    assert!(PROG.contains(defs), "premise");
+    let decls = "unsigned f4(unsigned), f5(unsigned), f6(unsigned), f7(unsigned);";
+    std::fs::write(p.path().join("lto.c"), PROG.replace(defs, decls)).unwrap();
+    let head = &PROG[..PROG.find("F(0, 3)").unwrap()];
+    std::fs::write(p.path().join("plain.c"), format!("{head}{defs}\n")).unwrap();
+}
+
+// A link of ordinary objects and LTO input (here in a static archive, as gcc-ar and llvm-ar
+// make them): the ordinary objects are checked and placed exactly, the LTO functions by name,
+// and the profiled functions of both (f6 and f5 ordinary, f2 and main from bitcode) come out
+// interleaved in the computed order.
+#[test]
+fn mixed_lto_and_ordinary_objects_are_ordered_together() {
+    if !have_tool("gcc") || !have_tool("clang") || !have_tool("llvm-ar") || !have_tool("gcc-ar") {
+        return;
+    }
+    let p = Project::new();
+    split_program(&p);
+    let b = p.wrappers();
+    for (compiler, ar, linker) in [
+        ("clang", "llvm-ar", "lld"),
+        ("gcc", "gcc-ar", "gold"),
+        ("gcc", "gcc-ar", "bfd"),
+    ] {
+        let fuse = format!("-fuse-ld={linker}");
+        let ok = |out: std::process::Output| assert!(out.status.success(), "{out:?}");
+        ok(cc(
+            &p,
+            compiler,
+            &["-O2", "-ffunction-sections", "-c", "plain.c"],
+        ));
+        ok(cc(
+            &p,
+            compiler,
+            &["-O2", "-flto", "-ffunction-sections", "-c", "lto.c"],
+        ));
+        let _ = std::fs::remove_file(p.path().join("liblto.a"));
+        ok(Command::new(ar)
+            .current_dir(p.path())
+            .args(["rcs", "liblto.a", "lto.o"])
+            .output()
+            .unwrap());
+        let link = cc(
+            &p,
+            compiler,
+            &[
+                "-O2",
+                "-flto",
+                "-ffunction-sections",
+                &fuse,
+                &b,
+                "-o",
+                "alpha",
+                "plain.o",
+                "liblto.a",
+            ],
+        );
+        let ours = succeeded_with(&link);
+        assert_eq!(ours.len(), 1, "{linker}: {ours:?}");
+        assert!(
+            ours[0].contains("ordered after LTO: 4 of 4 profiled functions found in order"),
+            "{linker}: {ours:?}"
+        );
+        assert!(p.is_ordered(&p.path().join("alpha")), "{linker}: ordered");
+    }
+}
+
+// The non-LTO path fails the link on a profile that matches none of the objects; with LTO that
+// can only be seen in the output, so there: a profile none of whose functions is in the linked
+// program fails the link with one line naming it, and the output (here replacing a stale one)
+// is removed, so that no build goes on with an unchecked binary.
+#[test]
+fn lto_link_with_a_profile_of_another_program_fails_and_leaves_no_output() {
+    if !have_tool("gcc") || !have_tool("clang") {
+        return;
+    }
+    let p = Project::new();
+    let b = p.wrappers();
+    let mut pb = ProfileBuilder::new(Meta {
+        binary: "other".into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    pb.add_self(&FuncKey::global("only_elsewhere"), 100);
+    pb.add_self(&FuncKey::global("nor_here"), 50);
+    std::fs::write(p.path().join("prof/alpha.sprof"), pb.build().to_text()).unwrap();
+    for (compiler, lto, linker) in [LTO_CASES[0], LTO_CASES[3], LTO_CASES[4]] {
+        let alpha = p.path().join("alpha");
+        std::fs::write(&alpha, "stale output of an earlier build\n").unwrap();
+        let flags = format!("-O2 {lto} -ffunction-sections -fuse-ld={linker}");
+        let out = cc(&p, compiler, &argv(&flags, &[&b, "-o", "alpha", "prog.c"]));
+        let ours = failed_with(&out);
+        assert_eq!(ours.len(), 1, "{linker}: {ours:?}");
+        assert!(
+            ours[0].starts_with("sediment: ") && ours[0].contains("prof/alpha.sprof: "),
+            "{ours:?}"
+        );
+        assert!(
+            ours[0].contains("does not match alpha after LTO (0 of 2 functions"),
+            "{ours:?}"
+        );
+        assert!(!alpha.exists(), "{linker}: no output left behind");
+    }
+}
+
+// An LTO link whose output has no symbol table (`-s`) cannot be checked: it links, ordered,
+// and the summary says it was not checked.
+#[test]
+fn lto_output_without_symbols_is_not_checked() {
+    if !have_tool("clang") {
+        return;
+    }
+    let p = Project::new();
+    let b = p.wrappers();
+    let out = cc(
+        &p,
+        "clang",
+        &[
+            "-O2",
+            "-flto",
+            "-fuse-ld=lld",
+            "-s",
+            &b,
+            "-o",
+            "alpha",
+            "prog.c",
+        ],
+    );
+    let ours = succeeded_with(&out);
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert!(
+        ours[0].starts_with("sediment ld: alpha: ordered after LTO, not checked: "),
+        "{ours:?}"
+    );
+    assert!(p.path().join("alpha").exists());
 }

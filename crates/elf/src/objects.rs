@@ -35,10 +35,22 @@
 //! file). A plain `.o` has one; an `ld -r` output can have several, so the file is tracked per
 //! symbol, reduced to its base name as in [`sediment_profile::FuncKey`].
 //!
-//! Non-goals: COFF/Mach-O, LTO bitcode objects (GCC's `.gnu.lto_*` sections hold no machine
-//! code yet; such an object simply has no functions here), thin archives (their members live in
-//! other files: they are rejected with a clear error rather than read from paths a stranger
-//! chose). This module does no I/O: callers pass the bytes.
+//! LTO inputs are recognised, not read: their functions only exist after the code generation
+//! the linker runs (docs/packaging.md, "LTO"). An [`ObjectFile`] with [`ObjectFile::lto`] set
+//! is one of
+//!
+//! | input                                   | how it is told                                        |
+//! |-----------------------------------------|-------------------------------------------------------|
+//! | LLVM bitcode (`clang -flto`)            | the magic `BC\xC0\xDE`, or the bitcode wrapper `\xDE\xC0\x17\x0B` ([`is_bitcode`]) |
+//! | GCC LTO object, slim (GCC's default)    | ELF relocatable with `.gnu.lto_*` sections and the symbol `__gnu_lto_slim`; no code of its own |
+//! | GCC LTO object, fat (`-ffat-lto-objects`) | the same without `__gnu_lto_slim`; its code is read as usual, for a link without the LTO plugin |
+//!
+//! and the same objects as archive members. A bitcode object has no functions here.
+//!
+//! Non-goals: COFF/Mach-O, the symbol tables inside LTO inputs (LLVM's is a bitcode block, and
+//! neither lists the `static` functions that a profile names), thin archives (their members
+//! live in other files: they are rejected with a clear error rather than read from paths a
+//! stranger chose). This module does no I/O: callers pass the bytes.
 
 use crate::Error;
 use object::read::archive::ArchiveFile;
@@ -103,6 +115,47 @@ pub struct ObjectFile {
     /// Static references from the code, from the relocations of its executable sections:
     /// `(function index, callee, sites)`, sorted, one entry per pair (see [`read_object`]).
     pub references: Vec<(usize, Callee, u32)>,
+    /// Set when the object is LTO input: the code the linker places is generated at link time.
+    pub lto: Option<Lto>,
+}
+
+/// The kind of an LTO input (see the module documentation for how each is recognised).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lto {
+    /// LLVM bitcode: linked by lld itself, by gold and GNU ld through LLVMgold.so.
+    Bitcode,
+    /// A GCC LTO object: linked by gold and GNU ld through GCC's `liblto_plugin.so`.
+    Gcc {
+        /// True for a slim object (no machine code; GCC's default); false for a fat one
+        /// (`-ffat-lto-objects`), whose ordinary code a link without the plugin uses.
+        slim: bool,
+    },
+}
+
+/// True when `head` (the first bytes of a file or archive member) starts with LLVM bitcode:
+/// the raw magic `BC\xC0\xDE` or the bitcode wrapper header's magic `0x0B17C0DE`, which is
+/// little-endian on disk (LLVM `BitcodeReader`, `isBitcodeWrapper`). Four bytes are enough.
+pub fn is_bitcode(head: &[u8]) -> bool {
+    head.starts_with(b"BC\xC0\xDE") || head.starts_with(b"\xDE\xC0\x17\x0B")
+}
+
+/// Prefix of the sections GCC writes its LTO bytecode to (`.gnu.lto_.symtab.…`,
+/// `.gnu.lto_main.…`; `.gnu.lto_.lto.…` holds the version).
+const GCC_LTO_SECTION_PREFIX: &[u8] = b".gnu.lto_";
+/// The symbol GCC defines in a slim LTO object (one without machine code).
+const GCC_LTO_SLIM_SYMBOL: &[u8] = b"__gnu_lto_slim";
+
+/// An LTO input as an object without functions; `path` and `member` as in [`ObjectFile`].
+fn lto_object(path: &str, member: Option<String>, lto: Lto) -> ObjectFile {
+    ObjectFile {
+        path: path.to_string(),
+        member,
+        file_symbol: None,
+        functions: Vec::new(),
+        function_sections: true,
+        references: Vec::new(),
+        lto: Some(lto),
+    }
 }
 
 impl ObjectFile {
@@ -116,10 +169,13 @@ impl ObjectFile {
     }
 }
 
-/// Reads a relocatable ELF object or a static archive of them. `path` is only used to label
-/// the result and errors. Archive members that are not ELF objects (the symbol index, LTO-only
-/// members of another format) are skipped; an ELF member that is corrupt is an error.
+/// Reads a relocatable ELF object, an LLVM bitcode file or a static archive of them. `path` is
+/// only used to label the result and errors. Archive members that are neither ELF objects nor
+/// bitcode are skipped; an ELF member that is corrupt is an error.
 pub fn read_objects(path: &str, data: &[u8]) -> Result<Vec<ObjectFile>, Error> {
+    if is_bitcode(data) {
+        return Ok(vec![lto_object(path, None, Lto::Bitcode)]);
+    }
     if data.starts_with(b"!<thin>\n") {
         return Err(bad(
             path,
@@ -139,6 +195,10 @@ pub fn read_objects(path: &str, data: &[u8]) -> Result<Vec<ObjectFile>, Error> {
                     &format!("archive member {}: {e}", sediment_profile::quote(&name)),
                 )
             })?;
+            if is_bitcode(bytes) {
+                out.push(lto_object(path, Some(name), Lto::Bitcode));
+                continue;
+            }
             if !bytes.starts_with(b"\x7fELF") {
                 continue;
             }
@@ -222,6 +282,17 @@ pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
             "not a relocatable object (an executable or shared library? pass the .o files)",
         ));
     }
+    let lto = file
+        .sections()
+        .any(|s| {
+            s.name_bytes()
+                .is_ok_and(|n| n.starts_with(GCC_LTO_SECTION_PREFIX))
+        })
+        .then(|| Lto::Gcc {
+            slim: file
+                .symbols()
+                .any(|s| s.name_bytes().is_ok_and(|n| n == GCC_LTO_SLIM_SYMBOL)),
+        });
     let mut file_symbol = None;
     let mut current_file: Option<String> = None;
     let mut functions = Vec::new();
@@ -311,6 +382,7 @@ pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
         functions,
         function_sections,
         references,
+        lto,
     })
 }
 
@@ -410,6 +482,39 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("t.a: archive"), "{e}");
+    }
+
+    // LLVM bitcode, raw or in its wrapper, is an LTO input with no functions, alone or as an
+    // archive member; other non-ELF members are still skipped.
+    #[test]
+    fn bitcode_is_an_lto_input() {
+        for data in [&b"BC\xC0\xDE\x35\x14\0\0"[..], b"\xDE\xC0\x17\x0B\0\0\0\0"] {
+            assert_eq!(
+                read_objects("a.o", data).unwrap(),
+                vec![lto_object("a.o", None, Lto::Bitcode)]
+            );
+        }
+        assert!(!is_bitcode(b"BC\xC0"));
+        assert!(!is_bitcode(b"\x7fELF\x02\x01\x01"));
+        let member = |name: &str, data: &[u8]| {
+            let mut m = format!(
+                "{name:<16}0           0     0     644     {:<10}`\n",
+                data.len()
+            )
+            .into_bytes();
+            m.extend_from_slice(data);
+            if data.len() % 2 == 1 {
+                m.push(b'\n');
+            }
+            m
+        };
+        let mut ar = b"!<arch>\n".to_vec();
+        ar.extend(member("b.o/", b"BC\xC0\xDE\x35\x14\0\0"));
+        ar.extend(member("notes.txt/", b"hello"));
+        assert_eq!(
+            read_objects("lib.a", &ar).unwrap(),
+            vec![lto_object("lib.a", Some("b.o".into()), Lto::Bitcode)]
+        );
     }
 
     // Regression: an archive cut inside a member (`head -c 75 liba.a`: the symbol index

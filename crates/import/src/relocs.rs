@@ -93,6 +93,7 @@ mod tests {
             functions: Vec::new(),
             function_sections: true,
             references: Vec::new(),
+            lto: None,
         };
         let e = read(&[empty], "prog").unwrap_err().to_string();
         assert_eq!(e, "lib.a(x%1B.o): no object defines a function");

@@ -21,8 +21,16 @@
 //! Sections that hold several functions (objects built without `-ffunction-sections`) are not
 //! written for gold, bfd and mold: moving `.text` of an object would move everything in it. lld
 //! gets the name anyway; it moves the section at the position of its hottest symbol.
+//!
+//! Entries left for after LTO code generation ([`Step::AfterLto`]) cannot be looked up: their
+//! code does not exist yet. They are written from the profile's name, which must be a safe
+//! symbol (lld) or section-name part (gold, bfd; [`crate::safe`]), so a hostile name is skipped
+//! exactly like a hostile name found in an object: lld gets the name; gold gets the section
+//! names and globs code generation may give the function ([`lto_sections`]); GNU ld gets the
+//! same patterns unqualified, `*(...)`, since the objects code generation writes are temporary
+//! files whose names nobody knows before the link. mold is refused (it has no LTO route here).
 
-use crate::resolve::{Resolution, SymRef};
+use crate::resolve::{Resolution, Step, SymRef};
 use crate::safe::{is_safe_path, is_safe_section, is_safe_symbol};
 use crate::{list_some, Error, Linker};
 use sediment_elf::objects::ObjectFile;
@@ -86,7 +94,7 @@ pub fn emit(
     bfd: &BfdFlavor,
 ) -> Result<Emitted, Error> {
     let mut warnings = res.warnings.clone();
-    let matched = res.placed.len();
+    let matched = res.placed.len() + res.lto.len();
     let mut first_skip = None;
     let (text, written) = match linker {
         Linker::Lld => {
@@ -116,6 +124,11 @@ pub fn emit(
             (text, n)
         }
         Linker::Mold => {
+            if !res.lto.is_empty() {
+                return Err(Error::Mold(
+                    "the ld -r pre-link route cannot place functions that LTO generates at link time".into(),
+                ));
+            }
             let mut inputs: Vec<&str> = Vec::new();
             for o in objects {
                 if o.member.is_some() {
@@ -174,6 +187,47 @@ fn note_skip(
     }
 }
 
+/// Records why the after-LTO entry `key` was skipped, when it is the first skip.
+fn note_skip_lto(first: &mut Option<String>, key: &FuncKey, why: &str) {
+    if first.is_none() {
+        *first = Some(format!("{} (after LTO): {why}", list_some([key], 1)));
+    }
+}
+
+/// The input-section names and globs (the same text is a gold section-ordering line and a GNU
+/// ld input-section pattern) under which LTO code generation with function sections may put
+/// function `name`, hottest variants first. `name` must be safe ([`is_safe_section`]); the
+/// wildcards are ours. What the compilers were seen to write (`-flto -ffunction-sections`, the
+/// temporary objects kept with `-save-temps` or read back from the output's symbols):
+///
+/// | compiler, LTO mode         | function                                   | section                         |
+/// |----------------------------|--------------------------------------------|---------------------------------|
+/// | gcc 12, clang 14           | `f`                                        | `.text.f`                       |
+/// | gcc 12 `-O2`               | `main`, run once                           | `.text.startup.main`            |
+/// | gcc 12                     | hot (`__attribute__((hot))`, profile use)  | `.text.hot.f`                   |
+/// | gcc 12                     | `static s`, made global across partitions or clashing with another `s` | `.text.s.lto_priv.0` |
+/// | clang 14 full LTO          | `static s` clashing with another `s`       | `.text.s.1`                     |
+/// | clang 14 ThinLTO           | `static s` imported into another module    | `.text.s.llvm.1002628665616604530` |
+///
+/// Left out: `.text.unlikely.f`, which also holds the split-off cold part of `f`; ordering `f`
+/// must not drag that along (docs/linkers.md); and the catch-all names of objects built without
+/// `-ffunction-sections` (`.text.hot` for a function named `hot`), which would move those
+/// objects' code. A renamed static matches the globs of every static of its name: like lld and
+/// gold without LTO, same-named statics are placed together, at the hottest position.
+pub fn lto_sections(name: &str) -> Vec<String> {
+    [
+        format!(".text.{name}"),
+        format!(".text.hot.{name}"),
+        format!(".text.startup.{name}"),
+        format!(".text.{name}.lto_priv.*"),
+        format!(".text.{name}.llvm.*"),
+        format!(".text.{name}.[0-9]*"),
+    ]
+    .into_iter()
+    .filter(|s| !is_generic_section(s))
+    .collect()
+}
+
 /// Why a function in a section shared with other functions is skipped.
 const SHARED_SECTION: &str =
     "its section holds other functions too (object not built with -ffunction-sections)";
@@ -196,7 +250,35 @@ fn by_name(
     let mut merged: Vec<FuncKey> = Vec::new();
     let mut unsafe_keys: Vec<FuncKey> = Vec::new();
     let mut shared: usize = 0;
-    for (key, refs) in &res.placed {
+    for step in res.steps() {
+        let (key, refs) = match step {
+            Step::Placed(key, refs) => (key, refs),
+            Step::AfterLto(key) => {
+                let safe = if sections {
+                    is_safe_section(&key.name)
+                } else {
+                    is_safe_symbol(&key.name)
+                };
+                if !safe {
+                    if !unsafe_keys.contains(key) {
+                        unsafe_keys.push(key.clone());
+                    }
+                    note_skip_lto(first_skip, key, UNSAFE_NAME);
+                    continue;
+                }
+                let units = if sections {
+                    lto_sections(&key.name)
+                } else {
+                    vec![key.name.clone()]
+                };
+                for u in units {
+                    if seen.insert(u.clone()) {
+                        out.push(u);
+                    }
+                }
+                continue;
+            }
+        };
         let mut wrote = false;
         let mut dup = false;
         for r in refs {
@@ -288,7 +370,22 @@ fn qualified_lines(
     let mut seen: HashSet<(usize, &str)> = HashSet::new();
     let mut unsafe_keys: Vec<FuncKey> = Vec::new();
     let mut shared = 0usize;
-    for (key, refs) in &res.placed {
+    let mut lto_seen: HashSet<&str> = HashSet::new();
+    for step in res.steps() {
+        let (key, refs) = match step {
+            Step::Placed(key, refs) => (key, refs),
+            Step::AfterLto(key) => {
+                if !is_safe_section(&key.name) {
+                    if !unsafe_keys.contains(key) {
+                        unsafe_keys.push(key.clone());
+                    }
+                    note_skip_lto(first_skip, key, UNSAFE_NAME);
+                } else if lto_seen.insert(&key.name) {
+                    out.push(format!("*({})", lto_sections(&key.name).join(" ")));
+                }
+                continue;
+            }
+        };
         for r in refs {
             let f = &objects[r.object].functions[r.function];
             if f.shared_section {
@@ -615,6 +712,82 @@ mod tests {
         assert!(mold.text.starts_with(&format!(
             "{MOLD_PRELINK_HEADER}\nINPUT(a.o b.o)\nSECTIONS\n"
         )));
+    }
+
+    // After-LTO entries are written in their place in the order, by name for lld and as
+    // section names and globs for gold and GNU ld (unqualified: LTO's objects are temporary
+    // files); names found in the objects keep their exact, file-qualified form.
+    #[test]
+    fn after_lto_entries_per_linker() {
+        let objs = two_objects();
+        let res = crate::resolve::resolve_lto(
+            &order(&[
+                FuncKey::global("hot"),
+                FuncKey::global("main"),
+                FuncKey::local("s", "c.c"),
+            ]),
+            &objs,
+        );
+        let lld = emit(Linker::Lld, &res, &objs, &BfdFlavor::OrderingFile).unwrap();
+        assert_eq!(lld.text, "hot\nmain\ns\n");
+        let gold = emit(Linker::Gold, &res, &objs, &BfdFlavor::OrderingFile).unwrap();
+        // No `.text.hot` for `hot`: that is every object's catch-all section.
+        assert_eq!(
+            gold.text,
+            ".text.hot.hot\n.text.startup.hot\n.text.hot.lto_priv.*\n\
+             .text.hot.llvm.*\n.text.hot.[0-9]*\n\
+             .text.startup.main\n\
+             .text.s\n.text.hot.s\n.text.startup.s\n.text.s.lto_priv.*\n.text.s.llvm.*\n.text.s.[0-9]*\n"
+        );
+        let frag = emit(Linker::Bfd, &res, &objs, &BfdFlavor::OrderingFile).unwrap();
+        assert_eq!(
+            frag.text,
+            format!(
+                "{BFD_FRAGMENT_HEADER}\nSECTIONS\n{{\n  .text :\n  {{\n\
+                 \x20   *(.text.hot.hot .text.startup.hot .text.hot.lto_priv.* .text.hot.llvm.* .text.hot.[0-9]*)\n\
+                 \x20   */a.o(.text.startup.main) [a].o(.text.startup.main)\n\
+                 \x20   *(.text.s .text.hot.s .text.startup.s .text.s.lto_priv.* .text.s.llvm.* .text.s.[0-9]*)\n\
+                 \x20 }}\n}}\n"
+            )
+        );
+        assert!(emit(Linker::Mold, &res, &objs, &BfdFlavor::OrderingFile).is_err());
+    }
+
+    // A profile comes from a stranger: after-LTO names that could inject linker syntax are
+    // skipped with the same counted warning as names read from objects, for every linker.
+    #[test]
+    fn after_lto_injection_is_skipped() {
+        let evil = [
+            "x)INCLUDE/etc/passwd",
+            "y}SECTIONS{",
+            "z*",
+            "a b",
+            "c\nd",
+            "w/*c*/",
+        ];
+        let mut keys: Vec<FuncKey> = evil.iter().copied().map(FuncKey::global).collect();
+        keys.push(FuncKey::global("fine"));
+        let objs = two_objects();
+        let res = crate::resolve::resolve_lto(&order(&keys), &objs);
+        for linker in [Linker::Lld, Linker::Gold, Linker::Bfd] {
+            let out = emit(linker, &res, &objs, &BfdFlavor::OrderingFile).unwrap();
+            for e in evil {
+                assert!(!out.text.contains(e), "{linker}: {e:?} in {}", out.text);
+            }
+            assert!(out.text.contains("fine"), "{linker}");
+            assert!(
+                out.warnings
+                    .iter()
+                    .any(|w| w.starts_with("6 order entries skipped: their name")),
+                "{linker}: {:?}",
+                out.warnings
+            );
+        }
+        let only_evil = crate::resolve::resolve_lto(&order(&keys[..1]), &objs);
+        let e = emit(Linker::Gold, &only_evil, &objs, &BfdFlavor::OrderingFile)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(after LTO): its name"), "{e}");
     }
 
     // Linker-script syntax smuggled in a symbol or section name never reaches the output.

@@ -24,6 +24,12 @@
 //!      script that concatenates the ordered sections into the `.text` section of one
 //!      relocatable object, which mold then links as it is.
 //!
+//! 3. With LTO, the functions in bitcode exist only after the code generation the linker runs.
+//!    [`resolve_lto`] keeps the entries found in no object in their place, the emitters write
+//!    them by name (lld) or as the section names LTO gives them (gold, GNU ld:
+//!    [`emit::lto_sections`]), and [`verify`] checks the linked output afterwards: how many of
+//!    the order's functions are there, and how many in the intended relative order.
+//!
 //! Safety: anything that reaches a linker script or order file must match a conservative
 //! character set ([`safe`]); anything else is skipped with one counted warning. Outputs are
 //! deterministic: they follow the order file, duplicates are dropped keeping the first (the
@@ -31,14 +37,16 @@
 //! (the order of the object files on the command line).
 //!
 //! This crate does no I/O: the caller reads the files, runs `ld --verbose` when a bfd script
-//! is wanted, and writes the result.
+//! is wanted, writes the result, and reads the linked output's symbols for [`verify`].
 
 pub mod emit;
 pub mod resolve;
 pub mod safe;
+pub mod verify;
 
-pub use emit::{check_output, emit, flags, BfdFlavor, Emitted, PieMode};
-pub use resolve::{resolve, Resolution, SymRef};
+pub use emit::{check_output, emit, flags, lto_sections, BfdFlavor, Emitted, PieMode};
+pub use resolve::{resolve, resolve_lto, Resolution, Step, SymRef};
+pub use verify::{check_order, OrderCheck};
 
 use sediment_profile::{FuncKey, FunctionOrder};
 use std::fmt;

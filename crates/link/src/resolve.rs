@@ -9,6 +9,12 @@
 //!
 //! Matches of one key are listed in inventory order (objects in command-line order, symbols in
 //! symbol-table order), which makes the result deterministic.
+//!
+//! With LTO inputs in the link ([`resolve_lto`]) an entry found in no object is not missing: it
+//! may be defined by the bitcode, whose functions only exist once the linker has run code
+//! generation. Such entries are kept, in their place in the order, for the emitters to write
+//! by name ([`Step::AfterLto`]); whether they were there is checked on the linked output
+//! ([`crate::verify`]).
 
 use crate::{list_some, Error};
 use sediment_elf::objects::{Binding, ObjectFile};
@@ -37,10 +43,56 @@ pub struct Resolution {
     pub total: usize,
     /// One line per problem worth telling the user (counted, never one line per name).
     pub warnings: Vec<String>,
+    /// With LTO inputs in the link ([`resolve_lto`]): the entries found in no object, left for
+    /// the linker to find by name in the code LTO generates, each with its place: it comes just
+    /// before `placed[place]` (after all of `placed` when `place == placed.len()`). Empty
+    /// after [`resolve`].
+    pub lto: Vec<(usize, FuncKey)>,
+}
+
+/// One entry of a [`Resolution`], in order: see [`Resolution::steps`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
+    /// An entry found in the objects, with its matches (never empty).
+    Placed(&'a FuncKey, &'a [SymRef]),
+    /// An entry for the linker to find by name after LTO code generation.
+    AfterLto(&'a FuncKey),
+}
+
+impl Resolution {
+    /// The placed and the after-LTO entries merged back into the order, hottest first.
+    pub fn steps(&self) -> impl Iterator<Item = Step<'_>> {
+        let mut lto = self.lto.iter().peekable();
+        let mut next = 0;
+        std::iter::from_fn(move || {
+            if let Some((_, key)) = lto.next_if(|(place, _)| *place <= next) {
+                return Some(Step::AfterLto(key));
+            }
+            let (key, refs) = self.placed.get(next)?;
+            next += 1;
+            Some(Step::Placed(key, refs))
+        })
+    }
 }
 
 /// Matches every entry of `order` against `objects`. Fails when nothing matches.
 pub fn resolve(order: &FunctionOrder, objects: &[ObjectFile]) -> Result<Resolution, Error> {
+    let res = match_entries(order, objects, false);
+    if res.placed.is_empty() {
+        return Err(Error::NothingMatches { total: res.total });
+    }
+    Ok(res)
+}
+
+/// Matches `order` against the ordinary objects of a link that also has LTO inputs. Never
+/// fails: an entry found in no object goes to [`Resolution::lto`] instead of
+/// [`Resolution::missing`], and no warning counts them (the linked output tells).
+pub fn resolve_lto(order: &FunctionOrder, objects: &[ObjectFile]) -> Resolution {
+    match_entries(order, objects, true)
+}
+
+/// The matching behind [`resolve`] and [`resolve_lto`].
+fn match_entries(order: &FunctionOrder, objects: &[ObjectFile], lto: bool) -> Resolution {
     let mut by_name: HashMap<&str, Vec<SymRef>> = HashMap::new();
     for (oi, obj) in objects.iter().enumerate() {
         for (fi, f) in obj.functions.iter().enumerate() {
@@ -84,14 +136,13 @@ pub fn resolve(order: &FunctionOrder, objects: &[ObjectFile]) -> Result<Resoluti
                 }
             }
         };
-        if matches.is_empty() {
-            res.missing.push(key.clone());
-        } else {
+        if !matches.is_empty() {
             res.placed.push((key.clone(), matches));
+        } else if lto {
+            res.lto.push((res.placed.len(), key.clone()));
+        } else {
+            res.missing.push(key.clone());
         }
-    }
-    if res.placed.is_empty() {
-        return Err(Error::NothingMatches { total: res.total });
     }
     if !res.missing.is_empty() {
         res.warnings.push(format!(
@@ -126,7 +177,7 @@ pub fn resolve(order: &FunctionOrder, objects: &[ObjectFile]) -> Result<Resoluti
             if no_fs.len() > shown.len() { " ..." } else { "" }
         ));
     }
-    Ok(res)
+    res
 }
 
 #[cfg(test)]
@@ -159,6 +210,7 @@ pub(crate) mod tests {
             functions,
             function_sections: true,
             references: Vec::new(),
+            lto: None,
         }
     }
 
@@ -234,6 +286,43 @@ pub(crate) mod tests {
                 "1 order entries skipped as ambiguous (no file given, several static functions of that name): helper".to_string(),
             ]
         );
+    }
+
+    // With LTO inputs, entries found in no object stay in their place in the order, for the
+    // linker to find after code generation; nothing is counted missing and nothing fails.
+    #[test]
+    fn lto_keeps_unfound_entries_in_place() {
+        let objs = two_objects();
+        let o = order(&[
+            FuncKey::global("hot_in_bitcode"),
+            FuncKey::global("work"),
+            FuncKey::local("helper", "c.c"),
+            FuncKey::global("main"),
+            FuncKey::global("cold_in_bitcode"),
+        ]);
+        let r = resolve_lto(&o, &objs);
+        assert!(r.missing.is_empty());
+        let steps: Vec<String> = r
+            .steps()
+            .map(|s| match s {
+                Step::Placed(k, _) => format!("placed {k}"),
+                Step::AfterLto(k) => format!("lto {k}"),
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "lto hot_in_bitcode",
+                "placed work",
+                "lto helper (c.c)",
+                "placed main",
+                "lto cold_in_bitcode"
+            ]
+        );
+        let nothing = resolve_lto(&order(&[FuncKey::global("x")]), &objs);
+        assert!(nothing.placed.is_empty());
+        assert_eq!(nothing.lto, [(0, FuncKey::global("x"))]);
+        assert!(resolve(&o, &objs).unwrap().lto.is_empty());
     }
 
     // An order of which nothing exists in the objects is an error with the exact message.
