@@ -50,6 +50,23 @@ pub fn has_section(data: &[u8], name: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// How many of `addresses`, taken in their order, can stay where they are while the rest move:
+/// the length of the longest non-decreasing subsequence (patience sorting, O(n log n)). Used
+/// to count the functions of a list laid out in the list's order (equal addresses, aliases of
+/// one function, count as in order).
+pub fn longest_in_address_order(addresses: impl IntoIterator<Item = u64>) -> usize {
+    let mut tails: Vec<u64> = Vec::new();
+    for v in addresses {
+        let at = tails.partition_point(|&t| t <= v);
+        if at == tails.len() {
+            tails.push(v);
+        } else {
+            tails[at] = v;
+        }
+    }
+    tails.len()
+}
+
 /// Errors of this crate. Each names the file it is about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -72,6 +89,17 @@ pub enum Error {
 
 #[cfg(test)]
 mod tests {
+    // One function out of place costs one; aliases (equal addresses) stay in order; the
+    // reverse of a list keeps one.
+    #[test]
+    fn longest_in_address_order_counts_what_stays() {
+        assert_eq!(super::longest_in_address_order([10, 20, 5, 30, 40]), 4);
+        assert_eq!(super::longest_in_address_order([10, 10, 20]), 3);
+        assert_eq!(super::longest_in_address_order([40, 30, 20, 10]), 1);
+        assert_eq!(super::longest_in_address_order([]), 0);
+        assert_eq!(super::longest_in_address_order([3, 1, 2, 5, 4, 6]), 4);
+    }
+
     // Clang's split parts are recognised; other dotted names (GCC clones) are not parts.
     #[test]
     fn split_part_names() {

@@ -245,7 +245,8 @@ pub fn diff(old: &[Placed], new: &[Placed]) -> LayoutDiff {
         matched: pairs.len(),
         only_old: unpaired_names(old, &old_side.paired),
         only_new: unpaired_names(new, &new_side.paired),
-        reordered: pairs.len() - longest_increasing(pairs.iter().map(|&(_, n)| new[n].address)),
+        reordered: pairs.len()
+            - sediment_elf::longest_in_address_order(pairs.iter().map(|&(_, n)| new[n].address)),
         segments,
         size_changes,
         span_changes,
@@ -381,21 +382,6 @@ fn unpaired_names(fs: &[Placed], paired: &[bool]) -> Vec<String> {
         .filter(|&i| !paired[i])
         .map(|i| fs[i].name.clone())
         .collect()
-}
-
-/// Length of the longest non-decreasing subsequence (patience sorting, O(n log n)); aliases
-/// at one address keep their relative order.
-fn longest_increasing(values: impl Iterator<Item = u64>) -> usize {
-    let mut tails: Vec<u64> = Vec::new();
-    for v in values {
-        let at = tails.partition_point(|&t| t <= v);
-        if at == tails.len() {
-            tails.push(v);
-        } else {
-            tails[at] = v;
-        }
-    }
-    tails.len()
 }
 
 /// Cache lines a function covers (a size of 0 counts as one byte).

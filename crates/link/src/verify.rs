@@ -50,7 +50,7 @@ pub fn check_order(order: &[&str], functions: &[(&str, u64)]) -> OrderCheck {
     OrderCheck {
         total: order.len(),
         found: addresses.len(),
-        in_order: longest_non_decreasing(&addresses),
+        in_order: sediment_elf::longest_in_address_order(addresses),
     }
 }
 
@@ -72,20 +72,6 @@ pub fn lto_base(name: &str) -> &str {
         }
     }
     name
-}
-
-/// Length of the longest non-decreasing subsequence (patience sorting, O(n log n)).
-fn longest_non_decreasing(values: &[u64]) -> usize {
-    let mut tails: Vec<u64> = Vec::new();
-    for &v in values {
-        let at = tails.partition_point(|&t| t <= v);
-        if at == tails.len() {
-            tails.push(v);
-        } else {
-            tails[at] = v;
-        }
-    }
-    tails.len()
 }
 
 #[cfg(test)]
