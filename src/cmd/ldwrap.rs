@@ -730,7 +730,7 @@ const SEPARATE_VALUE: &[&str] = &[
 ];
 
 /// The arguments in input position (neither an option nor the value of one) that cannot be
-/// opened, with the reason: the inputs [`relocatable_inputs`] could not look at.
+/// opened, with the reason: the inputs [`link_inputs`] could not look at.
 fn unreadable_inputs(args: &[OsString]) -> Vec<(PathBuf, std::io::Error)> {
     let mut out = Vec::new();
     let mut it = args.iter();
