@@ -6,7 +6,7 @@
 //! length; [`Interner::into_sorted`] turns the ids into [`FuncId`]s at the end, where the order
 //! is needed.
 
-use crate::{FuncId, FuncKey};
+use crate::{Edge, FuncId, FuncKey, Function, Meta, Profile};
 use std::collections::HashMap;
 
 /// Distinct keys and their ids (the order of first sight, `0..len`).
@@ -54,16 +54,49 @@ impl Interner {
         self.key_bytes
     }
 
-    /// The keys in canonical (sorted) order, each with its id, and every id's position in that
-    /// order (`rank[id]`, its [`FuncId`]). Keys are distinct, so the unstable sort is
-    /// deterministic whatever the hash map's iteration order.
-    pub(crate) fn into_sorted(self) -> (Vec<(FuncKey, u32)>, Vec<FuncId>) {
+    /// The canonical profile of these keys: `function(id)` gives each key's self weight and
+    /// size, `edges` the calls by (caller, callee) id, each pair at most once; calls of weight
+    /// zero are dropped (their functions stay). The keys are moved, not copied.
+    ///
+    /// The keys are sorted once; an id's rank in that order is its [`FuncId`], so sorting the
+    /// edges by the pair of ranks sorts them by key pair. Keys and pairs are distinct, so the
+    /// unstable sorts are deterministic whatever the hash maps' iteration order.
+    pub(crate) fn into_profile(
+        self,
+        meta: Meta,
+        function: impl Fn(u32) -> (u64, Option<u64>),
+        edges: impl Iterator<Item = ((u32, u32), u64)>,
+    ) -> Profile {
         let mut keys: Vec<(FuncKey, u32)> = self.ids.into_iter().collect();
         keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut rank = vec![0 as FuncId; keys.len()];
         for (i, (_, id)) in keys.iter().enumerate() {
             rank[*id as usize] = i as FuncId;
         }
-        (keys, rank)
+        let functions = keys
+            .into_iter()
+            .map(|(key, id)| {
+                let (self_weight, size) = function(id);
+                Function {
+                    key,
+                    self_weight,
+                    size,
+                }
+            })
+            .collect();
+        let mut edges: Vec<Edge> = edges
+            .filter(|&(_, weight)| weight > 0)
+            .map(|((a, c), weight)| Edge {
+                caller: rank[a as usize],
+                callee: rank[c as usize],
+                weight,
+            })
+            .collect();
+        edges.sort_unstable_by_key(|e| (e.caller, e.callee));
+        Profile {
+            meta,
+            functions,
+            edges,
+        }
     }
 }

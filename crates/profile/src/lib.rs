@@ -335,36 +335,12 @@ impl ProfileBuilder {
 
     /// The canonical profile.
     pub fn build(self) -> Profile {
-        // Sort the keys once; a builder id's rank in key order is its FuncId.
-        let (keys, rank) = self.ids.into_sorted();
-        let functions = keys
-            .into_iter()
-            .map(|(key, id)| {
-                let (self_weight, size) = self.functions[id as usize];
-                Function {
-                    key,
-                    self_weight,
-                    size,
-                }
-            })
-            .collect();
-        // Ranks follow key order, so sorting by (caller, callee) rank is sorting by key pair;
-        // pairs are distinct (map keys), so again the unstable sort is deterministic.
-        let mut edges: Vec<Edge> = self
-            .edges
-            .into_iter()
-            .map(|((a, c), weight)| Edge {
-                caller: rank[a as usize],
-                callee: rank[c as usize],
-                weight,
-            })
-            .collect();
-        edges.sort_unstable_by_key(|e| (e.caller, e.callee));
-        Profile {
-            meta: self.meta,
-            functions,
-            edges,
-        }
+        let functions = self.functions;
+        self.ids.into_profile(
+            self.meta,
+            |id| functions[id as usize],
+            self.edges.into_iter(),
+        )
     }
 }
 

@@ -53,7 +53,7 @@
 //! which are exact but need unbounded integers for thousands of inputs with unrelated totals.
 
 use crate::intern::Interner;
-use crate::{base_name, Edge, Error, Function, Meta, Profile};
+use crate::{base_name, Error, Meta, Profile};
 use std::collections::{BTreeMap, HashMap};
 
 /// Every input's total self weight is scaled to this before its weight is applied. Large enough
@@ -223,40 +223,16 @@ impl Merger {
     /// Checks the metadata and rounds the sums into a canonical profile.
     pub fn finish(self, options: MergeOptions) -> Result<Profile, Error> {
         let meta = merged_meta(&self.metas, options)?;
-        // Functions in key order (a FuncId is its key's rank); edges by the pair of ranks,
-        // which is the order of their key pairs. Pairs are distinct, so the unstable sort is
-        // deterministic.
-        let (keys, rank) = self.ids.into_sorted();
-        let functions = keys
-            .into_iter()
-            .map(|(key, id)| {
-                let (w, size) = self.functions[id as usize];
-                Function {
-                    key,
-                    self_weight: round_fixed(w),
-                    size,
-                }
-            })
-            .collect();
-        let mut edges: Vec<Edge> = self
-            .edges
-            .into_iter()
-            // An edge whose weight rounds to zero is dropped; its functions stay.
-            .filter_map(|((a, c), w)| {
-                let weight = round_fixed(w);
-                (weight > 0).then(|| Edge {
-                    caller: rank[a as usize],
-                    callee: rank[c as usize],
-                    weight,
-                })
-            })
-            .collect();
-        edges.sort_unstable_by_key(|e| (e.caller, e.callee));
-        let mut p = Profile {
+        // Each sum rounded once; an edge whose weight rounds to zero is dropped.
+        let functions = self.functions;
+        let mut p = self.ids.into_profile(
             meta,
-            functions,
-            edges,
-        };
+            |id| {
+                let (w, size) = functions[id as usize];
+                (round_fixed(w), size)
+            },
+            self.edges.into_iter().map(|(ids, w)| (ids, round_fixed(w))),
+        );
         // Rounding each function separately can make the self weights add up to slightly more
         // than the once-rounded total; keep the documented `total >= sum of self weights`.
         let self_sum = p
