@@ -4,7 +4,7 @@
 Reads compare.json (every variant at every layout), compare-heldout.json (first layout of every
 variant on the held-out workload, when there is one), variants.txt ("label layouts" per line, in
 the order of compare.json's columns), steps/stat-V.json (`sediment stat --json` of default-bfd
-against variant V), sim-phases.json (step 5c: every function order at the eight iTLB page
+against variant V), sim-phases.json (step 5c: every function order at the sixteen iTLB page
 phases, when there is one) and steps/times.tsv. With --throughput (postgres), the stat runs are a fixed
 number of `pgbench` transactions against a server of each binary, and the tables show the
 throughput ratio instead of wall and CPU time (see throughput_cell). Writes the section between `<!-- BEGIN SECTION -->` and
@@ -232,16 +232,16 @@ def order_check(path):
 
 
 def phase_table(path, step, test):
-    """Step 5c's table: every function order's iTLB and I1 32K misses over the 8 page phases."""
+    """Step 5c's table: every function order's iTLB and I1 32K misses over the 16 page phases."""
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
         cols = json.load(f)["columns"]
     keys = ("itlb_misses_64", "itlb_misses_128", "i1_misses_32k_8way")
     base = cols[0]["metrics"]
-    out = [f"Every function order at all eight page phases of the iTLBs (step 5c: one `sediment sim "
-           f"--shifts 8 --shift-step {step}` of `{test}` on the default lld link, each order "
-           "replayed as lld places it; median [min-max] over the eight layouts, ratio to the "
+    out = [f"Every function order at all sixteen page phases of the iTLBs (step 5c: one `sediment "
+           f"sim --shifts 16 --shift-step {step}` of `{test}` on the default lld link, each order "
+           "replayed as lld places it; median [min-max] over the sixteen layouts, ratio to the "
            "default link's median). The relinked columns above see only the first SHIFTS phases:",
            "", "| layout | iTLB miss 64 | iTLB miss 128 | I1 miss 32K |", "|---|---:|---:|---:|"]
     for c in cols:

@@ -96,8 +96,9 @@ pub struct Args {
     /// bytes: `run`, the recorded run alone; or `profile`, the recorded run and also the
     /// profile's weight of each function put on the run's shape of it (four more targets,
     /// counted after the run's eight: a short recorded run then also counts the functions
-    /// as the profile's longer workload does). The cache and iTLB misses are always the
-    /// recorded run's.
+    /// as the profile's longer workload does), and the density tiers cut by the mean of each
+    /// function's share of the run and of the profile. The cache and iTLB misses are always
+    /// the recorded run's.
     #[arg(long, value_enum, value_name = "FROM", default_value_t = RefineWeights::Run, requires = "refine")]
     pub refine_weights: RefineWeights,
     /// With `--refine`: threads replaying each layout (default: the number of cores); the
@@ -528,7 +529,12 @@ fn refine_table(
     let hot = if cuts.is_empty() {
         String::new()
     } else {
-        format!(" in density tiers cut at {}", cuts.join(" and "))
+        let phased = if r.phased {
+            ", the later tiers in first-fetch order"
+        } else {
+            ""
+        };
+        format!(" in density tiers cut at {}{phased}", cuts.join(" and "))
     };
     let _ = writeln!(
         table,

@@ -321,6 +321,20 @@ impl Recording {
         ExecProfile::new(&records)
     }
 
+    /// Where each unit is first fetched: the index of its first kept event (`u64::MAX` for a
+    /// unit no kept window fetches). The order in which the run first reached its functions,
+    /// to the resolution of the kept windows (a unit first run in a dropped window counts
+    /// from its next fetch in a kept one).
+    pub fn first_fetches(&self) -> Vec<u64> {
+        let mut first = vec![u64::MAX; self.starts.len()];
+        for (k, e) in self.events.iter().enumerate() {
+            if let Some(f) = first.get_mut(e.unit as usize).filter(|f| **f == u64::MAX) {
+                *f = k as u64;
+            }
+        }
+        first
+    }
+
     /// Executed bytes (count x length, summed) of every unit over the whole run.
     pub fn unit_weights(&self) -> Vec<u128> {
         let mut w = vec![0u128; self.starts.len()];
@@ -615,6 +629,34 @@ mod tests {
         r.push(0, 2 * MAX_RANGE_LEN + 1);
         let lens: Vec<u64> = r.events.iter().map(|e| u64::from(e.len)).collect();
         assert_eq!(lens, vec![MAX_RANGE_LEN, MAX_RANGE_LEN, 1]);
+    }
+
+    // Units in the order the run first reached them; a unit never fetched, or fetched only in
+    // a dropped window, has none (or a later one).
+    #[test]
+    fn first_fetches_follow_the_kept_stream() {
+        let cap = 2 * WINDOW as usize;
+        let mut r = Recording::new(vec![0x1000, 0x2000, 0x3000], vec![0x40; 3], cap).unwrap();
+        r.push(0x500, 0x510);
+        r.push(0x2000, 0x2010);
+        r.push(0x1000, 0x1010);
+        r.push(0x2000, 0x2010);
+        assert_eq!(r.first_fetches(), vec![2, 1, u64::MAX]);
+        // Unit 2 first runs at the start of the second window...
+        for _ in 4..WINDOW {
+            r.push(0x1000, 0x1010);
+        }
+        r.push(0x3000, 0x3010);
+        assert_eq!(r.first_fetches()[2], WINDOW);
+        // ... which is dropped when the third window passes the cap: unit 2 then counts from
+        // its fetch in the third, after one of unit 0.
+        for _ in 1..WINDOW {
+            r.push(0x1000, 0x1010);
+        }
+        r.push(0x1000, 0x1010);
+        r.push(0x3000, 0x3010);
+        assert_eq!(r.period(), 2);
+        assert_eq!(r.first_fetches(), vec![2, 1, WINDOW + 1]);
     }
 
     // Replayed with the functions swapped, the misses follow the new addresses: two
