@@ -557,6 +557,10 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
             "hot{i} missing: {text}"
         );
     }
+    // The default weighs the footprint by the profile too: twelve columns.
+    let header = log.lines().find(|l| l.starts_with("| layout")).unwrap();
+    assert_eq!(header.matches("(profile)").count(), 4, "{header}");
+    assert!(text.contains("weights=profile"), "{text}");
     let (refined, best_candidate) = worst_ratios(&log);
     assert!(
         refined <= best_candidate,
@@ -572,25 +576,21 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     let log = String::from_utf8_lossy(&reused.stderr);
     assert!(log.contains("the run recorded in run.srec"), "{log}");
     assert_eq!(std::fs::read(d.join("r.order")).unwrap(), text.as_bytes());
-    // The profile's weights as four more footprint targets (on the same kept run): twelve
-    // columns, and the refined layout still no worse than the best candidate over all twelve.
-    let both = refine(
+    // The run's weights alone (on the same kept run): the eight columns of the run, and the
+    // refined layout still no worse than the best candidate over them.
+    let run_only = refine(
         "w.order",
-        &[
-            "--refine-recording",
-            "run.srec",
-            "--refine-weights",
-            "profile",
-        ],
+        &["--refine-recording", "run.srec", "--refine-weights", "run"],
     );
-    let log = String::from_utf8_lossy(&both.stderr).to_string();
-    assert!(both.status.success(), "{log}");
+    let log = String::from_utf8_lossy(&run_only.stderr).to_string();
+    assert!(run_only.status.success(), "{log}");
     let header = log.lines().find(|l| l.starts_with("| layout")).unwrap();
-    assert_eq!(header.matches("(profile)").count(), 4, "{header}");
+    assert_eq!(header.matches("(profile)").count(), 0, "{header}");
+    assert_eq!(header.matches(" | ").count(), 8, "{header}");
     let (refined, best_candidate) = worst_ratios(&log);
     assert!(refined <= best_candidate, "{log}");
     let text_w = std::fs::read_to_string(d.join("w.order")).unwrap();
-    assert!(text_w.contains("weights=profile"), "{text_w}");
+    assert!(text_w.contains("weights=run"), "{text_w}");
     // A run of other arguments, or a file that is not a recording: one-line errors, no order.
     for (file, more) in [("run.srec", vec!["--", "x"]), ("r.c", vec![])] {
         let args: Vec<&str> = ["--refine-recording", file]
