@@ -93,8 +93,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "refine")]
     pub refine_recording: Option<PathBuf>,
     /// With `--refine`: what weighs the pages and lines holding 99% (99.9%) of the executed
-    /// bytes: `run`, the recorded run alone; or `profile` (the default), the recorded run and also the
-    /// profile's weight of each function put on the run's shape of it (four more targets,
+    /// bytes: `run`, the recorded run alone; or `profile` (the default), the recorded run and
+    /// also the profile's weight of each function put on the run's shape of it (four more targets,
     /// counted after the run's eight: a short recorded run then also counts the functions
     /// as the profile's longer workload does), and the density tiers cut by the mean of each
     /// function's share of the run and of the profile. The cache and iTLB misses are always
