@@ -69,6 +69,7 @@
 //! Deterministic: no randomness, a fixed move sequence, ties kept by the earlier layout.
 
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use crate::{layout_from_order, Error, Recording, SetAssocLru};
 
@@ -348,9 +349,9 @@ struct Layout {
     tiers: Vec<u64>,
     /// Whether the tiers after the first are in first-fetch order.
     phased: bool,
-    /// The tier of every item when `tiers` is not empty: the climb moves an item only inside
-    /// its tier's block.
-    tier: Option<Vec<usize>>,
+    /// The tier of every item when `tiers` is not empty (shared by the plain and the phased
+    /// start of one cut): the climb moves an item only inside its tier's block.
+    tier: Option<Rc<[usize]>>,
     /// Moves kept since then: (item, from position, to position).
     moves: Vec<(u32, usize, usize)>,
 }
@@ -429,7 +430,10 @@ pub fn refine(
     let first = item_first_fetches(rec, items);
     for (ci, c) in candidates.iter().enumerate() {
         for cuts in &params.tiers {
-            let tier = tier_of(&density_rank, &tier_weights, tier_total, cuts);
+            if ev.count >= params.budget {
+                break;
+            }
+            let tier: Rc<[usize]> = tier_of(&density_rank, &tier_weights, tier_total, cuts).into();
             let mut plain = c.clone();
             // Stable: each tier keeps the candidate's order.
             plain.sort_by_key(|&i| tier[i as usize]);
@@ -453,7 +457,7 @@ pub fn refine(
                     start: ci,
                     tiers: cuts.clone(),
                     phased: is_phased,
-                    tier: Some(tier.clone()),
+                    tier: Some(Rc::clone(&tier)),
                     moves: Vec::new(),
                 });
             }
