@@ -58,6 +58,7 @@
 
 use crate::large::for_each_call_path;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};
+use crate::score::edge_score;
 use crate::{check_graph, seen_nodes, EdgeCount, Error, ExtTspParams, LargeGraph};
 
 /// LLVM's `ext-tsp-max-chain-size`: the largest chain, in nodes, that merging may create.
@@ -99,29 +100,6 @@ impl ExtTspLayoutParams {
             self.max_chain_size
         )
     }
-}
-
-/// The ExtTSP value of one edge whose caller ends at `from` and whose callee starts at `to`:
-/// the same formula as [`crate::ext_tsp_score`], term for term.
-pub(crate) fn edge_score(from: u64, to: u64, count: u64, p: &ExtTspParams) -> f64 {
-    let weight = if from == to {
-        p.fallthrough_weight
-    } else if from < to {
-        let d = to - from;
-        if d <= p.forward_distance && p.forward_distance > 0 {
-            p.forward_weight * (1.0 - d as f64 / p.forward_distance as f64)
-        } else {
-            0.0
-        }
-    } else {
-        let d = from - to;
-        if d <= p.backward_distance && p.backward_distance > 0 {
-            p.backward_weight * (1.0 - d as f64 / p.backward_distance as f64)
-        } else {
-            0.0
-        }
-    };
-    weight * count as f64
 }
 
 /// ExtTSP gain of concatenating two chains: the score of the jumps between them, for the better
@@ -265,29 +243,6 @@ mod tests {
         let p = ExtTspLayoutParams::default();
         assert!(ext_tsp_layout(&[1], &[1, 2], &[], &p).is_err());
         assert!(ext_tsp_layout(&[1], &[1], &[e(0, 1, 1)], &p).is_err());
-    }
-
-    // The per-edge score used for gains is the one `ext_tsp_score` sums, term for term.
-    #[test]
-    fn edge_score_matches_the_score_function() {
-        let sizes = [100u64, 512, 0, 1000, 7];
-        let edges = [e(0, 1, 10), e(0, 2, 3), e(3, 0, 9), e(2, 1, 64), e(4, 3, 5)];
-        let order = [4u32, 0, 2, 1, 3];
-        let p = ExtTspParams::default();
-        let mut addr = [0u64; 5];
-        let mut at = 0;
-        for &v in &order {
-            addr[v as usize] = at;
-            at += sizes[v as usize];
-        }
-        let sum: f64 = edges
-            .iter()
-            .map(|j| {
-                let from = addr[j.src as usize] + sizes[j.src as usize];
-                edge_score(from, addr[j.dst as usize], j.count, &p)
-            })
-            .sum();
-        assert_eq!(ext_tsp_score(&sizes, &edges, &order, &p).unwrap(), sum);
     }
 
     proptest! {

@@ -99,27 +99,32 @@ pub fn ext_tsp_score(
     for e in edges.iter().filter(|e| e.src != e.dst) {
         let from = addr[e.src as usize].saturating_add(sizes[e.src as usize]);
         let to = addr[e.dst as usize];
-        let count = e.count as f64;
-        let gain = if from == to {
-            params.fallthrough_weight
-        } else if from < to {
-            let d = to - from;
-            if d <= params.forward_distance && params.forward_distance > 0 {
-                params.forward_weight * (1.0 - d as f64 / params.forward_distance as f64)
-            } else {
-                0.0
-            }
-        } else {
-            let d = from - to;
-            if d <= params.backward_distance && params.backward_distance > 0 {
-                params.backward_weight * (1.0 - d as f64 / params.backward_distance as f64)
-            } else {
-                0.0
-            }
-        };
-        score += gain * count;
+        score += edge_score(from, to, e.count, params);
     }
     Ok(score)
+}
+
+/// The ExtTSP value of one edge whose caller ends at `from` and whose callee starts at `to`:
+/// the term [`ext_tsp_score`] sums for it, and the one the merging gains are made of.
+pub(crate) fn edge_score(from: u64, to: u64, count: u64, p: &ExtTspParams) -> f64 {
+    let weight = if from == to {
+        p.fallthrough_weight
+    } else if from < to {
+        let d = to - from;
+        if d <= p.forward_distance && p.forward_distance > 0 {
+            p.forward_weight * (1.0 - d as f64 / p.forward_distance as f64)
+        } else {
+            0.0
+        }
+    } else {
+        let d = from - to;
+        if d <= p.backward_distance && p.backward_distance > 0 {
+            p.backward_weight * (1.0 - d as f64 / p.backward_distance as f64)
+        } else {
+            0.0
+        }
+    };
+    weight * count as f64
 }
 
 /// Blocks of `block` bytes that hold `share = (num, den)` of the self weight when `layout`
