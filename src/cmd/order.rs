@@ -101,6 +101,16 @@ pub struct Args {
     /// the recorded run's.
     #[arg(long, value_enum, value_name = "FROM", default_value_t = RefineWeights::Profile, requires = "refine")]
     pub refine_weights: RefineWeights,
+    /// With `--refine`: how the iTLB misses over the page phases make one count: `median`, or
+    /// `mean`, the expected count when address randomisation draws the phase (a layout that
+    /// thrashes at a few phases has a low median and a higher mean).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = RefineItlb::Median, requires = "refine")]
+    pub refine_itlb: RefineItlb,
+    /// With `--refine`: where the pages and lines holding 99% (99.9%) are counted: `placed`,
+    /// with the code where the link puts it, or `shifted`, the median over the shifted
+    /// layouts (what the order holds wherever its code starts).
+    #[arg(long, value_enum, value_name = "WHERE", default_value_t = RefineFootprint::Placed, requires = "refine")]
+    pub refine_footprint: RefineFootprint,
     /// With `--refine`: threads replaying each layout (default: the number of cores); the
     /// order does not depend on it.
     #[arg(long, short = 'j', value_name = "N", requires = "refine")]
@@ -125,6 +135,24 @@ pub enum RefineWeights {
     Profile,
     /// The recorded run alone.
     Run,
+}
+
+/// `--refine-itlb`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RefineItlb {
+    /// The median over the phases.
+    Median,
+    /// The mean over the phases.
+    Mean,
+}
+
+/// `--refine-footprint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RefineFootprint {
+    /// Where the link puts the code.
+    Placed,
+    /// The median over the shifted layouts.
+    Shifted,
 }
 
 fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
@@ -363,6 +391,8 @@ fn refine(
     let params = sediment_sim::RefineParams {
         budget: args.refine_budget,
         item_weights,
+        tlb_mean: args.refine_itlb == RefineItlb::Mean,
+        footprint_median: args.refine_footprint == RefineFootprint::Shifted,
         threads: args
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -386,7 +416,7 @@ fn refine(
     order.meta.insert(
         "parameters".into(),
         format!(
-            "budget={} events={} shifts={:?} tlb-shifts={:?} align={} weights={}",
+            "budget={} events={} shifts={:?} tlb-shifts={:?} align={} weights={} itlb={} footprint={}",
             params.budget,
             args.refine_events,
             params.shifts,
@@ -395,7 +425,13 @@ fn refine(
             match args.refine_weights {
                 RefineWeights::Profile => "profile",
                 RefineWeights::Run => "run",
-            }
+            },
+            if params.tlb_mean { "mean" } else { "median" },
+            if params.footprint_median {
+                "shifted"
+            } else {
+                "placed"
+            },
         ),
     );
     Ok(order)
@@ -488,14 +524,20 @@ fn refine_table(
         None => sediment_sim::refine::RUN_METRICS,
     };
     let mut table = format!(
-        "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 and iTLB medians over shifts {:?}, iTLB also over {:?}\n| layout | {} |\n|---|{}\n",
+        "sediment order --refine: {} functions, {} of {} fetches kept (1 window in {}), {} layouts replayed; I1 medians and iTLB {} over shifts {:?}, iTLB also over {:?}; pages and lines {}\n| layout | {} |\n|---|{}\n",
         functions,
         rec.kept(),
         rec.offered(),
         rec.period(),
         r.evaluations,
+        if params.tlb_mean { "means" } else { "medians" },
         params.shifts,
         params.tlb_shifts,
+        if params.footprint_median {
+            "the median over all shifts"
+        } else {
+            "where placed"
+        },
         sediment_sim::LayoutMetrics::NAMES[..columns].join(" | "),
         "---:|".repeat(columns)
     );

@@ -591,6 +591,36 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     assert!(refined <= best_candidate, "{log}");
     let text_w = std::fs::read_to_string(d.join("w.order")).unwrap();
     assert!(text_w.contains("weights=run"), "{text_w}");
+    // iTLB means and footprints over the shifts (on the same kept run): said in the table's
+    // first line and the order's parameters, and still no worse than the best candidate.
+    let other = refine(
+        "m.order",
+        &[
+            "--refine-recording",
+            "run.srec",
+            "--refine-itlb",
+            "mean",
+            "--refine-footprint",
+            "shifted",
+        ],
+    );
+    let log = String::from_utf8_lossy(&other.stderr).to_string();
+    assert!(other.status.success(), "{log}");
+    assert!(
+        log.contains("iTLB means") && log.contains("the median over all shifts"),
+        "{log}"
+    );
+    let (refined, best_candidate) = worst_ratios(&log);
+    assert!(refined <= best_candidate, "{log}");
+    let text_m = std::fs::read_to_string(d.join("m.order")).unwrap();
+    assert!(
+        text_m.contains("itlb=mean") && text_m.contains("footprint=shifted"),
+        "{text_m}"
+    );
+    assert!(
+        text.contains("itlb=median") && text.contains("footprint=placed"),
+        "{text}"
+    );
     // A run of other arguments, or a file that is not a recording: one-line errors, no order.
     for (file, more) in [("run.srec", vec!["--", "x"]), ("r.c", vec![])] {
         let args: Vec<&str> = ["--refine-recording", file]

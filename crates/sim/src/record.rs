@@ -18,7 +18,11 @@
 //!   carries each window's cache state into the next instead of the state the skipped part
 //!   would have left; with windows of 65,536 fetches and caches of 512 lines the difference
 //!   is a warm-up of a few hundred misses per window, the same for every layout compared.
-//!   (Sampled simulation in this sense: Wunderlich et al., "SMARTS", ISCA 2003.)
+//!   (Sampled simulation in this sense: Wunderlich et al., "SMARTS", ISCA 2003.) What the
+//!   sample cannot keep is a miss count made in short stretches of the run that the dropped
+//!   windows hold: on SQLite's `--size 2` run, one window in four ranked two orders' iTLB
+//!   misses the other way round from the whole run (`docs/algorithms.md`, "What the
+//!   remaining losses are made of"); a larger cap keeps more, up to the whole run.
 //! - **Exact counts beside the sample.** Per distinct function-relative range, how often it
 //!   ran, over the whole run (bounded by the program's distinct straight-line runs, as
 //!   [`crate::Capture`]'s footprint map): the footprint rows (pages and lines for 99%) are

@@ -47,7 +47,14 @@
 //! library pages, and nearly all 64-entry misses are that set's; which three of the program's
 //! pages join it decides the count. Over three phases that is a draw the climb learns to win
 //! (or a published order wins by luck); address randomisation draws it afresh for every run
-//! of the real program, so the search counts every phase.
+//! of the real program, so the search counts every phase. With [`RefineParams::tlb_mean`] the
+//! count is the mean over the phases instead: the expected count under a random phase, which
+//! a layout that thrashes at a few phases cannot hide behind a low median. The pages and
+//! lines are counted where the layout places the code: a linked program runs there (address
+//! randomisation moves whole pages, never a line or page boundary within the code), and
+//! the bench's relinked columns count them there too. With
+//! [`RefineParams::footprint_median`] each is the median over all the shifts instead, what the
+//! order holds wherever its code starts (step 5c of the bench counts them so).
 //!
 //! The run the search replays is usually a shorter one than the profile's workload (lackey
 //! is slow), and which functions make up its 99% differs: on SQLite the search had one page
@@ -101,6 +108,17 @@ pub struct RefineParams {
     /// the run's. The cache and iTLB metrics are always the replayed run's. See the module
     /// documentation.
     pub item_weights: Option<Vec<u64>>,
+    /// How the iTLB misses over the shifts make one count: the median (the default) or the
+    /// mean, the expected count when the code's page phase against the libraries is drawn at
+    /// random, as address randomisation draws it for every run (a layout good at most phases
+    /// and bad at a few has a low median and a higher mean). See the module documentation.
+    pub tlb_mean: bool,
+    /// Whether the pages and lines are counted at every shift and their median kept, rather
+    /// than with the code where it is placed (the default). A linked program runs where it
+    /// was placed (address randomisation moves whole pages), so the default counts what the
+    /// link will hold; the median counts what any link of the same order holds wherever its
+    /// code starts. See the module documentation.
+    pub footprint_median: bool,
     /// Threads replaying each layout, the shifts split among them
     /// ([`Recording::replay_parallel`]); the result does not depend on it.
     pub threads: usize,
@@ -115,6 +133,8 @@ impl Default for RefineParams {
             budget: 300,
             tiers: vec![vec![990], vec![995], vec![999], vec![990, 999]],
             item_weights: None,
+            tlb_mean: false,
+            footprint_median: false,
             threads: 1,
         }
     }
@@ -130,11 +150,13 @@ pub struct LayoutMetrics {
     pub i1_32k: u64,
     /// I1 16 KiB 4-way misses, median over the shifts.
     pub i1_16k: u64,
-    /// 64-entry 8-way iTLB misses, median over the shifts and the iTLB shifts.
+    /// 64-entry 8-way iTLB misses, median (or mean: [`RefineParams::tlb_mean`]) over the
+    /// shifts and the iTLB shifts.
     pub itlb_64: u64,
-    /// 128-entry 8-way iTLB misses, median over the shifts and the iTLB shifts.
+    /// 128-entry 8-way iTLB misses, as `itlb_64`.
     pub itlb_128: u64,
-    /// 4 KiB pages holding 99% of the executed bytes.
+    /// 4 KiB pages holding 99% of the executed bytes, where the layout places the code (or
+    /// the median over the shifts: [`RefineParams::footprint_median`]); so are the rest.
     pub pages_99: u64,
     /// 4 KiB pages holding 99.9%.
     pub pages_999: u64,
@@ -307,35 +329,63 @@ impl Evaluator<'_> {
         self.rec
             .replay_parallel(&starts, &self.shifts, &mut arrays, self.params.threads)?;
         // Array `a` of the full sets, counted from the end so the iTLBs are found in both.
-        let median = |a: usize, sets: &[Vec<SetAssocLru>]| {
-            let mut v: Vec<u64> = sets
-                .iter()
+        let misses = |a: usize, sets: &[Vec<SetAssocLru>]| -> Vec<u64> {
+            sets.iter()
                 .map(|s| s[s.len() + a - 4].stats().misses)
-                .collect();
-            v.sort_unstable();
-            v[v.len() / 2]
+                .collect()
         };
-        let profile = self.rec.exec_profile(&starts)?;
-        let pages = profile.footprint(4096)?;
-        let lines = profile.footprint(64)?;
-        let mut weighted = [0; 4];
-        if let Some(scale) = &self.scale {
-            let profile = self.rec.exec_profile_scaled(&starts, Some(scale))?;
-            let (p, l) = (profile.footprint(4096)?, profile.footprint(64)?);
-            weighted = [p.p99, p.p999, l.p99, l.p999];
+        let tlb = |a: usize| {
+            let v = misses(a, &arrays);
+            if self.params.tlb_mean {
+                let n = v.len() as u64;
+                (v.iter().sum::<u64>() + n / 2) / n
+            } else {
+                median(v)
+            }
+        };
+        // Pages and lines for 99% and 99.9%, the run's then the profile's, at each place the
+        // code is counted at; each the median over them.
+        let places: &[u64] = if self.params.footprint_median {
+            &self.shifts
+        } else {
+            &[0]
+        };
+        let mut counts: Vec<[u64; 8]> = Vec::with_capacity(places.len());
+        for &d in places {
+            let at: Vec<u64> = starts.iter().map(|s| s.saturating_add(d)).collect();
+            let mut row = [0; 8];
+            row[..4].copy_from_slice(&footprints(&self.rec.exec_profile(&at)?)?);
+            if let Some(scale) = &self.scale {
+                let weighted = self.rec.exec_profile_scaled(&at, Some(scale))?;
+                row[4..].copy_from_slice(&footprints(&weighted)?);
+            }
+            counts.push(row);
         }
+        let fp = |k: usize| median(counts.iter().map(|r| r[k]).collect());
         Ok(LayoutMetrics {
-            i1_32k: median(0, &arrays[..full]),
-            i1_16k: median(1, &arrays[..full]),
-            itlb_64: median(2, &arrays),
-            itlb_128: median(3, &arrays),
-            pages_99: pages.p99,
-            pages_999: pages.p999,
-            lines_99: lines.p99,
-            lines_999: lines.p999,
-            weighted,
+            i1_32k: median(misses(0, &arrays[..full])),
+            i1_16k: median(misses(1, &arrays[..full])),
+            itlb_64: tlb(2),
+            itlb_128: tlb(3),
+            pages_99: fp(0),
+            pages_999: fp(1),
+            lines_99: fp(2),
+            lines_999: fp(3),
+            weighted: [fp(4), fp(5), fp(6), fp(7)],
         })
     }
+}
+
+/// The middle of `v` (the upper one of an even count); 0 for none.
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Pages for 99% and 99.9% of a profile's executed bytes, then lines.
+fn footprints(profile: &crate::ExecProfile) -> Result<[u64; 4], Error> {
+    let (p, l) = (profile.footprint(4096)?, profile.footprint(64)?);
+    Ok([p.p99, p.p999, l.p99, l.p999])
 }
 
 /// One layout of the search with what the simulator said of it.
@@ -1079,6 +1129,32 @@ mod tests {
         };
         assert_eq!(itlb(three), vec![909, 18]);
         assert_eq!(itlb(RefineParams::default()), vec![18, 18]);
+        // The mean counts the two bad phases of eight: (2 x 909 + 6 x 18) / 8, rounded.
+        let mean = RefineParams {
+            tlb_mean: true,
+            ..RefineParams::default()
+        };
+        assert_eq!(itlb(mean), vec![241, 241]);
+    }
+
+    // Footprints where the code is placed, or the median over the shifts: a 64-byte function
+    // run whole, placed at a line's start, fills one line; each shift of a page and 80 bytes
+    // moves it 16 bytes further across a line, and at six of the eight it straddles two.
+    #[test]
+    fn footprint_median_counts_every_shift() {
+        let mut rec = Recording::new(vec![0x10_0000], vec![64], 1 << 20).unwrap();
+        rec.push(0x10_0000, 0x10_0040);
+        let lines = |footprint_median: bool| {
+            let params = RefineParams {
+                budget: 1,
+                footprint_median,
+                ..RefineParams::default()
+            };
+            let r = refine(&rec, &[vec![0]], &[vec![0]], &[true], &params).unwrap();
+            (r.metrics.lines_99, r.metrics.pages_99)
+        };
+        assert_eq!(lines(false), (1, 1));
+        assert_eq!(lines(true), (2, 1));
     }
 
     // The cost counts the metrics above their targets first: one metric 50% above beats two
