@@ -422,19 +422,18 @@ fn refine(
             params.shifts,
             params.tlb_shifts,
             params.align,
-            match args.refine_weights {
-                RefineWeights::Profile => "profile",
-                RefineWeights::Run => "run",
-            },
-            if params.tlb_mean { "mean" } else { "median" },
-            if params.footprint_median {
-                "shifted"
-            } else {
-                "placed"
-            },
+            value_name(args.refine_weights),
+            value_name(args.refine_itlb),
+            value_name(args.refine_footprint),
         ),
     );
     Ok(order)
+}
+
+/// An option value as the command line spells it.
+fn value_name(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_owned())
 }
 
 /// `--refine`'s lackey run of `binary`, with the as-linked I1 32K and iTLB 64 misses: recorded,
