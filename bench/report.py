@@ -4,8 +4,9 @@
 Reads compare.json (every variant at every layout), compare-heldout.json (first layout of every
 variant on the held-out workload, when there is one), variants.txt ("label layouts" per line, in
 the order of compare.json's columns), steps/stat-V.json (`sediment stat --json` of default-bfd
-against variant V), sim-phases.json (step 5c: every function order at the sixteen iTLB page
-phases, when there is one) and steps/times.tsv. With --throughput (postgres), the stat runs are a fixed
+against variant V), sim-phases.json and sim-phases-heldout.json (step 5c: every function order at
+the sixteen iTLB page phases of the measured and the held-out workload, when there are) and
+steps/times.tsv. With --throughput (postgres), the stat runs are a fixed
 number of `pgbench` transactions against a server of each binary, and the tables show the
 throughput ratio instead of wall and CPU time (see throughput_cell). Writes the section between `<!-- BEGIN SECTION -->` and
 `<!-- END SECTION -->`, leaving the other sections as they are, and one SVG bar chart per metric,
@@ -231,8 +232,9 @@ def order_check(path):
     return out
 
 
-def phase_table(path, step, test):
-    """Step 5c's table: every function order's iTLB and I1 32K misses over the 16 page phases."""
+def phase_table(path, step, workload, against):
+    """Step 5c's tables: every function order's iTLB and I1 32K misses over the 16 page phases
+    of one workload; `against` says which one-phase table above it reads against."""
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
@@ -240,9 +242,9 @@ def phase_table(path, step, test):
     keys = ("itlb_misses_64", "itlb_misses_128", "i1_misses_32k_8way")
     base = cols[0]["metrics"]
     out = [f"Every function order at all sixteen page phases of the iTLBs (step 5c: one `sediment "
-           f"sim --shifts 16 --shift-step {step}` of `{test}` on the default lld link, each order "
-           "replayed as lld places it; median [min-max] over the sixteen layouts, ratio to the "
-           "default link's median). The relinked columns above see only the first SHIFTS phases:",
+           f"sim --shifts 16 --shift-step {step}` of `{workload}` on the default lld link, each "
+           "order replayed as lld places it; median [min-max] over the sixteen layouts, ratio to "
+           f"the default link's median). {against}:",
            "", "| layout | iTLB miss 64 | iTLB miss 128 | I1 miss 32K |", "|---|---:|---:|---:|"]
     for c in cols:
         label = c["label"].split("@", 1)[1].removesuffix(".order") if "@" in c["label"] \
@@ -486,7 +488,11 @@ def main():
                            svg_chart(f"{sec}, held-out: {titles[f].replace(' (median)', '')}",
                                      names, rs)))
 
-    out += phase_table(os.path.join(work, "sim-phases.json"), a.step, show(a.test))
+    out += phase_table(os.path.join(work, "sim-phases.json"), a.step, show(a.test),
+                       "The relinked columns above see only the first SHIFTS phases")
+    if a.heldout:
+        out += phase_table(os.path.join(work, "sim-phases-heldout.json"), a.step, show(a.heldout),
+                           "The held-out table above sees the first phase only")
 
     if os.path.exists(os.path.join(work, "compare-train.json")):
         tvariants, tcols = read_measured(work, "compare-train.txt", "compare-train.json")
