@@ -352,7 +352,11 @@ impl Evaluator<'_> {
         };
         let mut counts: Vec<[u64; 8]> = Vec::with_capacity(places.len());
         for &d in places {
-            let at: Vec<u64> = starts.iter().map(|s| s.saturating_add(d)).collect();
+            let at: std::borrow::Cow<[u64]> = if d == 0 {
+                (&starts[..]).into()
+            } else {
+                starts.iter().map(|s| s.saturating_add(d)).collect()
+            };
             let mut row = [0; 8];
             row[..4].copy_from_slice(&footprints(&self.rec.exec_profile(&at)?)?);
             if let Some(scale) = &self.scale {
