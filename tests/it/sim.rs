@@ -591,8 +591,9 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     assert!(refined <= best_candidate, "{log}");
     let text_w = std::fs::read_to_string(d.join("w.order")).unwrap();
     assert!(text_w.contains("weights=run"), "{text_w}");
-    // iTLB means and footprints over the shifts (on the same kept run): said in the table's
-    // first line and the order's parameters, and still no worse than the best candidate.
+    // iTLB and I1 means over the phases and footprints over the shifts (on the same kept run):
+    // said in the table's first line and the order's parameters, and still no worse than the
+    // best candidate.
     let other = refine(
         "m.order",
         &[
@@ -602,23 +603,31 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
             "mean",
             "--refine-footprint",
             "shifted",
+            "--refine-i1",
+            "mean",
         ],
     );
     let log = String::from_utf8_lossy(&other.stderr).to_string();
     assert!(other.status.success(), "{log}");
     assert!(
-        log.contains("iTLB means") && log.contains("the median over all shifts"),
+        log.contains("iTLB means")
+            && log.contains("the median over all shifts")
+            && log.contains("I1 means over shifts [0, 4176, 8352] and the iTLB's"),
         "{log}"
     );
     let (refined, best_candidate) = worst_ratios(&log);
     assert!(refined <= best_candidate, "{log}");
     let text_m = std::fs::read_to_string(d.join("m.order")).unwrap();
     assert!(
-        text_m.contains("itlb=mean") && text_m.contains("footprint=shifted"),
+        text_m.contains("itlb=mean")
+            && text_m.contains("footprint=shifted")
+            && text_m.contains("i1=mean"),
         "{text_m}"
     );
     assert!(
-        text.contains("itlb=median") && text.contains("footprint=placed"),
+        text.contains("itlb=median")
+            && text.contains("footprint=placed")
+            && text.contains("i1=shifts"),
         "{text}"
     );
     // A run of other arguments, or a file that is not a recording: one-line errors, no order.

@@ -60,7 +60,7 @@ pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
 pub use record::{Recording, Saved};
-pub use refine::{refine, LayoutMetrics, RefineParams, Refined};
+pub use refine::{refine, I1Over, LayoutMetrics, RefineParams, Refined};
 pub use trace::{TraceEvent, TraceReader};
 
 /// Default step in bytes between shifted layouts when their iTLB figures count: one 4 KiB
