@@ -54,9 +54,9 @@
 //! every iTLB shift too, their median or mean: on SQLite's measured workload replayed at all
 //! sixteen phases, the search counting the mean over eight had 15% fewer 32 KiB I1 misses
 //! than the one counting three shifts (`docs/algorithms.md`, "I1 over every page phase").
-//! The pages and lines are counted where the layout places the code: a linked program runs there (address
-//! randomisation moves whole pages, never a line or page boundary within the code), and
-//! the bench's relinked columns count them there too. With
+//! The pages and lines are counted where the layout places the code: a linked program runs
+//! there (address randomisation moves whole pages, never a line or page boundary within the
+//! code), and the bench's relinked columns count them there too. With
 //! [`RefineParams::footprint_median`] each is the median over all the shifts instead, what the
 //! order holds wherever its code starts (step 5c of the bench counts them so).
 //!
