@@ -118,6 +118,12 @@ pub struct Args {
     /// share changes with it).
     #[arg(long, value_enum, value_name = "OVER", default_value_t = RefineI1::Shifts, requires = "refine")]
     pub refine_i1: RefineI1,
+    /// With `--refine`: climb from this algorithm's order (or its density tiers) instead of
+    /// the cheapest of all; the targets stay every published algorithm's best. On SQLite,
+    /// `c3` gave the best search on the measured workload (`docs/algorithms.md`,
+    /// "--refine-start").
+    #[arg(long, value_name = "ALGORITHM", requires = "refine")]
+    pub refine_start: Option<String>,
     /// With `--refine`: threads replaying each layout (default: the number of cores); the
     /// order does not depend on it.
     #[arg(long, short = 'j', value_name = "N", requires = "refine")]
@@ -333,6 +339,19 @@ fn refine(
         crate::cmd::matching::binary_share(profile, &defined),
         crate::cmd::matching::DEFAULT_MIN_SHARE,
     )?;
+    // Checked before the (slow) recording, as the profile is.
+    let start =
+        match &args.refine_start {
+            Some(name) => Some(Algorithm::NAMES.iter().position(|n| n == name).ok_or_else(
+                || {
+                    anyhow!(
+                        "--refine-start: unknown algorithm `{name}` (known: {})",
+                        Algorithm::NAMES.join(", ")
+                    )
+                },
+            )?),
+            None => None,
+        };
     let mut orders = Vec::new();
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)
@@ -416,6 +435,7 @@ fn refine(
             RefineI1::Median => sediment_sim::I1Over::PhaseMedian,
             RefineI1::Mean => sediment_sim::I1Over::PhaseMean,
         },
+        start,
         threads: args
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -439,7 +459,7 @@ fn refine(
     order.meta.insert(
         "parameters".into(),
         format!(
-            "budget={} events={} shifts={:?} tlb-shifts={:?} align={} weights={} itlb={} footprint={} i1={}",
+            "budget={} events={} shifts={:?} tlb-shifts={:?} align={} weights={} itlb={} footprint={} i1={} start={}",
             params.budget,
             args.refine_events,
             params.shifts,
@@ -449,6 +469,7 @@ fn refine(
             value_name(args.refine_itlb),
             value_name(args.refine_footprint),
             value_name(args.refine_i1),
+            args.refine_start.as_deref().unwrap_or("cheapest"),
         ),
     );
     Ok(order)

@@ -627,9 +627,28 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     assert!(
         text.contains("itlb=median")
             && text.contains("footprint=placed")
-            && text.contains("i1=shifts"),
+            && text.contains("i1=shifts")
+            && text.contains("start=cheapest"),
         "{text}"
     );
+    // A forced start (on the same kept run): the climb starts from it, said in the log and the
+    // order's parameters; an unknown name is an error before anything is recorded or written.
+    let forced = refine(
+        "s.order",
+        &["--refine-recording", "run.srec", "--refine-start", "bp"],
+    );
+    let log = String::from_utf8_lossy(&forced.stderr).to_string();
+    assert!(forced.status.success(), "{log}");
+    assert!(log.contains("started from bp"), "{log}");
+    let text_s = std::fs::read_to_string(d.join("s.order")).unwrap();
+    assert!(text_s.contains("start=bp"), "{text_s}");
+    let bad = refine("e.order", &["--refine-start", "c4"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("--refine-start") && err.contains("`c4`"),
+        "{err}"
+    );
+    assert!(!d.join("e.order").exists());
     // A run of other arguments, or a file that is not a recording: one-line errors, no order.
     for (file, more) in [("run.srec", vec!["--", "x"]), ("r.c", vec![])] {
         let args: Vec<&str> = ["--refine-recording", file]
