@@ -340,18 +340,21 @@ fn refine(
         crate::cmd::matching::DEFAULT_MIN_SHARE,
     )?;
     // Checked before the (slow) recording, as the profile is.
-    let start =
-        match &args.refine_start {
-            Some(name) => Some(Algorithm::NAMES.iter().position(|n| n == name).ok_or_else(
-                || {
+    let start = args
+        .refine_start
+        .as_deref()
+        .map(|name| {
+            Algorithm::NAMES
+                .iter()
+                .position(|n| *n == name)
+                .ok_or_else(|| {
                     anyhow!(
                         "--refine-start: unknown algorithm `{name}` (known: {})",
                         Algorithm::NAMES.join(", ")
                     )
-                },
-            )?),
-            None => None,
-        };
+                })
+        })
+        .transpose()?;
     let mut orders = Vec::new();
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)
