@@ -120,8 +120,8 @@ pub struct Args {
     pub refine_i1: RefineI1,
     /// With `--refine`: climb from this algorithm's order (or its density tiers) instead of
     /// the cheapest of all; the targets stay every published algorithm's best. On SQLite,
-    /// `c3` gave the best search on the measured workload (`docs/algorithms.md`,
-    /// "--refine-start").
+    /// `c3` with `--refine-i1 mean` gave the refined order that held up best on tests the
+    /// recorded run did not cover (`docs/algorithms.md`, "--refine-start").
     #[arg(long, value_name = "ALGORITHM", requires = "refine")]
     pub refine_start: Option<String>,
     /// With `--refine`: threads replaying each layout (default: the number of cores); the

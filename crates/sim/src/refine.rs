@@ -35,7 +35,8 @@
 //!    with budget left and a metric still above its target, a second climb starts from the
 //!    cheapest layout of steps 1 and 2 that meets that metric, and the cheaper of the two ends
 //!    wins. With [`RefineParams::start`] both climbs start only from that candidate's own
-//!    layouts (on SQLite, C3's gave the best search of the measured workload).
+//!    layouts (on SQLite, C3's, with I1 counted over every page phase, gave the refined order
+//!    that held up best on tests the recorded run did not cover).
 //!
 //! The metrics ([`LayoutMetrics`]): misses of a 32 KiB 8-way and a 16 KiB 4-way L1i and of
 //! 64- and 128-entry 8-way iTLBs (each the median over the layout shifted by every entry of
