@@ -122,8 +122,8 @@ pub struct Args {
     /// the cheapest of all; the targets stay every published algorithm's best. On SQLite,
     /// `c3` with `--refine-i1 mean` gave the refined order that held up best on tests the
     /// recorded run did not cover (`docs/algorithms.md`, "--refine-start").
-    #[arg(long, value_name = "ALGORITHM", requires = "refine")]
-    pub refine_start: Option<String>,
+    #[arg(long, value_name = "ALGORITHM", requires = "refine", value_parser = parse_algorithm)]
+    pub refine_start: Option<Algorithm>,
     /// With `--refine`: threads replaying each layout (default: the number of cores); the
     /// order does not depend on it.
     #[arg(long, short = 'j', value_name = "N", requires = "refine")]
@@ -339,22 +339,6 @@ fn refine(
         crate::cmd::matching::binary_share(profile, &defined),
         crate::cmd::matching::DEFAULT_MIN_SHARE,
     )?;
-    // Checked before the (slow) recording, as the profile is.
-    let start = args
-        .refine_start
-        .as_deref()
-        .map(|name| {
-            Algorithm::NAMES
-                .iter()
-                .position(|n| *n == name)
-                .ok_or_else(|| {
-                    anyhow!(
-                        "--refine-start: unknown algorithm `{name}` (known: {})",
-                        Algorithm::NAMES.join(", ")
-                    )
-                })
-        })
-        .transpose()?;
     let mut orders = Vec::new();
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)
@@ -438,7 +422,12 @@ fn refine(
             RefineI1::Median => sediment_sim::I1Over::PhaseMedian,
             RefineI1::Mean => sediment_sim::I1Over::PhaseMean,
         },
-        start,
+        start: args.refine_start.map(|a| {
+            Algorithm::NAMES
+                .iter()
+                .position(|n| *n == a.name())
+                .expect("every algorithm is among the candidates")
+        }),
         threads: args
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -472,7 +461,7 @@ fn refine(
             value_name(args.refine_itlb),
             value_name(args.refine_footprint),
             value_name(args.refine_i1),
-            args.refine_start.as_deref().unwrap_or("cheapest"),
+            args.refine_start.map_or("cheapest", Algorithm::name),
         ),
     );
     Ok(order)

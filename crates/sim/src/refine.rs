@@ -571,7 +571,8 @@ pub fn refine(
     }
 
     // Step 3: hill climbing from the cheapest start.
-    let first = cheapest(&starts, |l| startable(l.start)).expect("at least one candidate");
+    let startable_layout = |l: &Layout| startable(l.start);
+    let first = cheapest(&starts, startable_layout).expect("at least one candidate");
     let mut climb = Climb {
         ev: &mut ev,
         seen: &mut seen,
@@ -584,8 +585,9 @@ pub fn refine(
     // A climb that converged with budget left and a metric still above its target: climb
     // again from the cheapest start that meets that metric.
     if climb.ev.count < params.budget {
-        let from = |l: &Layout| startable(l.start);
-        if let Some(second) = second_start(&starts, first, &best.metrics, &targets, from) {
+        if let Some(second) =
+            second_start(&starts, first, &best.metrics, &targets, startable_layout)
+        {
             let mut other = starts[second].clone();
             climb.run(&mut other)?;
             if cheaper(other.cost, best.cost) {
