@@ -58,7 +58,7 @@ struct PlanArgs {
     #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_share)]
     hot_coverage: f64,
     /// Function-level algorithm ordering the hot parts (as in `sediment order`).
-    #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
+    #[arg(long, value_name = "NAME", default_value = "c3", value_parser = super::order::parse_algorithm)]
     algorithm: Algorithm,
     /// Keep the labels build's block order inside each cluster instead of ExtTSP's (for a
     /// build whose compiler already placed blocks from a profile, e.g. `-fprofile-sample-use`).
@@ -84,10 +84,6 @@ fn parse_share(text: &str) -> Result<f64, String> {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
         _ => Err(format!("'{text}' is not a share between 0 and 1")),
     }
-}
-
-fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
-    Algorithm::from_name(name).map_err(|e| e.to_string())
 }
 
 /// Runs `sediment blocks`.

@@ -73,8 +73,8 @@ pub struct Args {
     #[arg(long, value_name = "BIN")]
     pub simulate: Option<PathBuf>,
     /// Sediment's own, simulation-guided: replay every algorithm's order on one lackey run of
-    /// `--simulate BIN -- ARGS`, start from the one closest to the best published value of
-    /// every metric, and keep the reorderings the simulator says improve it
+    /// `--simulate BIN -- ARGS`, start from C3's (`--refine-start`), and keep the reorderings
+    /// the simulator says bring it closer to the best published value of every metric
     /// (`docs/algorithms.md`, "refine"). Writes the refined order to `-o`; the search's
     /// table goes to stderr. BIN is best linked by the linker that will link the order: the
     /// refined layout starts where BIN's code starts, and pages and cache sets depend on it.
@@ -113,17 +113,17 @@ pub struct Args {
     pub refine_footprint: RefineFootprint,
     /// With `--refine`: which layouts the I1 misses are counted over: `shifts`, the median
     /// over the three shifted layouts; or over every page phase the iTLB counts too (eight),
-    /// their `median` or `mean` (the expected count when address randomisation draws the
-    /// phase: the libraries' code does not move with the program's, so which L1i sets the two
-    /// share changes with it).
-    #[arg(long, value_enum, value_name = "OVER", default_value_t = RefineI1::Shifts, requires = "refine")]
+    /// their `median` or `mean` (the default; the expected count when address randomisation
+    /// draws the phase: the libraries' code does not move with the program's, so which L1i
+    /// sets the two share changes with it).
+    #[arg(long, value_enum, value_name = "OVER", default_value_t = RefineI1::Mean, requires = "refine")]
     pub refine_i1: RefineI1,
-    /// With `--refine`: climb from this algorithm's order (or its density tiers) instead of
-    /// the cheapest of all; the targets stay every published algorithm's best. On SQLite,
-    /// `c3` with `--refine-i1 mean` gave the refined order that held up best on tests the
-    /// recorded run did not cover (`docs/algorithms.md`, "--refine-start").
-    #[arg(long, value_name = "ALGORITHM", requires = "refine", value_parser = parse_algorithm)]
-    pub refine_start: Option<Algorithm>,
+    /// With `--refine`: climb from this algorithm's order (or its density tiers), or from the
+    /// `cheapest` candidate on the recorded run; the targets stay every published algorithm's
+    /// best. `c3` (the default) with `--refine-i1 mean` gave the refined order that held up
+    /// best on tests the recorded run did not cover (`docs/algorithms.md`, "--refine-start").
+    #[arg(long, value_name = "ALGORITHM", default_value = "c3", requires = "refine", value_parser = parse_refine_start)]
+    pub refine_start: RefineStart,
     /// With `--refine`: threads replaying each layout (default: the number of cores); the
     /// order does not depend on it.
     #[arg(long, short = 'j', value_name = "N", requires = "refine")]
@@ -170,6 +170,35 @@ pub enum RefineI1 {
     Mean,
 }
 
+/// `--refine-start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefineStart {
+    /// The candidate closest to every target on the recorded run.
+    Cheapest,
+    /// One algorithm's order or its density tiers.
+    From(Algorithm),
+}
+
+impl RefineStart {
+    /// The command-line name.
+    fn name(self) -> &'static str {
+        match self {
+            RefineStart::Cheapest => "cheapest",
+            RefineStart::From(a) => a.name(),
+        }
+    }
+}
+
+/// `--refine-start`'s value: `cheapest` or an algorithm's name.
+fn parse_refine_start(name: &str) -> Result<RefineStart, String> {
+    if name == "cheapest" {
+        return Ok(RefineStart::Cheapest);
+    }
+    parse_algorithm(name)
+        .map(RefineStart::From)
+        .map_err(|e| format!("{e}, or cheapest"))
+}
+
 /// `--refine-footprint`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RefineFootprint {
@@ -179,7 +208,8 @@ pub enum RefineFootprint {
     Shifted,
 }
 
-fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
+/// `--algorithm`'s value (also `blocks plan --algorithm`'s).
+pub(crate) fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
     Algorithm::from_name(name).map_err(|e| e.to_string())
 }
 
@@ -422,12 +452,15 @@ fn refine(
             RefineI1::Median => sediment_sim::I1Over::PhaseMedian,
             RefineI1::Mean => sediment_sim::I1Over::PhaseMean,
         },
-        start: args.refine_start.map(|a| {
-            Algorithm::NAMES
-                .iter()
-                .position(|n| *n == a.name())
-                .expect("every algorithm is among the candidates")
-        }),
+        start: match args.refine_start {
+            RefineStart::Cheapest => None,
+            RefineStart::From(a) => Some(
+                Algorithm::NAMES
+                    .iter()
+                    .position(|n| *n == a.name())
+                    .expect("every algorithm is among the candidates"),
+            ),
+        },
         threads: args
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -461,7 +494,7 @@ fn refine(
             value_name(args.refine_itlb),
             value_name(args.refine_footprint),
             value_name(args.refine_i1),
-            args.refine_start.map_or("cheapest", Algorithm::name),
+            args.refine_start.name(),
         ),
     );
     Ok(order)
@@ -622,12 +655,19 @@ fn refine_table(
         };
         format!(" in density tiers cut at {}{phased}", cuts.join(" and "))
     };
-    let _ = writeln!(
-        table,
-        "started from {}{hot}; {} moves kept",
-        orders[r.start].0,
-        r.moves.len()
-    );
+    let name = orders[r.start].0;
+    let _ = match params.start.filter(|&s| s != r.start) {
+        Some(s) => writeln!(
+            table,
+            "the climbs from {} ended costlier than {name}{hot}: kept that",
+            orders[s].0
+        ),
+        None => writeln!(
+            table,
+            "started from {name}{hot}; {} moves kept",
+            r.moves.len()
+        ),
+    };
     table
 }
 

@@ -36,7 +36,9 @@
 //!    cheapest layout of steps 1 and 2 that meets that metric, and the cheaper of the two ends
 //!    wins. With [`RefineParams::start`] both climbs start only from that candidate's own
 //!    layouts (on SQLite, C3's, with I1 counted over every page phase, gave the refined order
-//!    that held up best on tests the recorded run did not cover).
+//!    that held up best on tests the recorded run did not cover); if they end costlier than
+//!    the cheapest layout of steps 1 and 2, that layout is the result, so the refined layout
+//!    is never costlier than any candidate.
 //!
 //! The metrics ([`LayoutMetrics`]): misses of a 32 KiB 8-way and a 16 KiB 4-way L1i and of
 //! 64- and 128-entry 8-way iTLBs (each the median over the layout shifted by every entry of
@@ -130,7 +132,8 @@ pub struct RefineParams {
     pub i1_over: I1Over,
     /// The candidate every climb starts from (its own order or one of its tiered layouts), or
     /// `None` for the cheapest of all. The targets are still the reference candidates' best
-    /// values; only this candidate is tried in tiers. See the module documentation.
+    /// values; only this candidate is tried in tiers, and the cheapest layout of all is the
+    /// result when the climbs end costlier. See the module documentation.
     pub start: Option<usize>,
     /// Threads replaying each layout, the shifts split among them
     /// ([`Recording::replay_parallel`]); the result does not depend on it.
@@ -595,6 +598,12 @@ pub fn refine(
             }
         }
     }
+    // A forced start's climbs can end costlier than a layout they could not start from: the
+    // refined layout is never costlier than the cheapest of steps 1 and 2.
+    let fallback = cheapest(&starts, |_| true).expect("at least one candidate");
+    if cheaper(starts[fallback].cost, best.cost) {
+        best = starts[fallback].clone();
+    }
     Ok(Refined {
         order: best.order,
         metrics: best.metrics,
@@ -1034,6 +1043,20 @@ mod tests {
         // The targets are still every candidate's best.
         assert_eq!(forced.targets, free.targets);
         assert!(matches!(run(Some(2)), Err(Error::Geometry(_))));
+        // With no budget left to tier or climb, the forced start is costlier than the other
+        // candidate: that one is the result.
+        let params = RefineParams {
+            budget: 2,
+            start: Some(0),
+            ..RefineParams::default()
+        };
+        let spent = refine(&rec, &items(), &cands, &[true, true], &params).unwrap();
+        assert_eq!(
+            (spent.start, spent.metrics.pages_99, spent.evaluations),
+            (1, 1, 2),
+            "{spent:?}"
+        );
+        assert_eq!(spent.order, cands[1]);
     }
 
     // Tiers: candidate (0, 1, 2) puts the cold item 1 between the hot ones (two pages for
