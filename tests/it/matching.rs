@@ -6,7 +6,7 @@
 
 use crate::common::{fails_one_line, have_tool, record_callgrind, sediment};
 use sediment_elf::Binary;
-use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
+use sediment_profile::{normalize, FuncKey, Meta, Profile, ProfileBuilder};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -394,7 +394,9 @@ __attribute__((noinline)) unsigned run_c(unsigned n) {
 
 // Same-named statics: the profile of v1 keeps `helper (a.c)` and `helper (b.c)` apart, and
 // `match` carries each to the helper of the same source file in v2, although v2 links the files
-// in the other order (other addresses) and has a third `helper` in `c.c`.
+// in the other order (other addresses) and has a third `helper` in `c.c`. The same for v3, v2
+// built with LTO: GCC renames the three statics `helper.lto_priv.N` (numbered by partition)
+// under an empty STT_FILE, and only their DWARF still says which file each came from.
 #[test]
 fn same_named_statics_match_by_source_file() {
     if !have_tool("gcc") || !have_tool("valgrind") {
@@ -408,42 +410,63 @@ fn same_named_statics_match_by_source_file() {
     let gcc = |args: &[&str]| run_ok(Command::new("gcc").current_dir(dir).args(args));
     gcc(&["-O2", "-o", "v1", "a.c", "b.c"]);
     gcc(&["-O2", "-DV2", "-o", "v2", "c.c", "b.c", "a.c"]);
+    gcc(&[
+        "-O2", "-g", "-flto", "-DV2", "-o", "v3", "c.c", "b.c", "a.c",
+    ]);
     let helper = |f: &str| FuncKey::local("helper", f);
-    let v2 = symbols(&dir.join("v2"));
-    for f in ["a.c", "b.c", "c.c"] {
-        assert!(
-            v2.functions.iter().any(|s| s.key == helper(f)),
-            "v2 lacks helper ({f})"
-        );
-    }
     let v1p = record_callgrind(dir, "v1.sprof", "./v1");
-    let calls_to = |p: &Profile, caller: &str, f: &str| {
-        let (a, b) = (p.find(&g(caller)).unwrap(), p.find(&helper(f)).unwrap());
+    let calls_to = |p: &Profile, caller: &FuncKey, callee: &FuncKey| {
+        let (a, b) = (p.find(caller).unwrap(), p.find(callee).unwrap());
         p.edges
             .iter()
             .find(|e| e.caller == a && e.callee == b)
             .map_or(0, |e| e.weight)
     };
-    assert_eq!(calls_to(&v1p, "run_a", "a.c"), 300);
-    assert_eq!(calls_to(&v1p, "run_b", "b.c"), 700);
+    let w = |p: &Profile, k: &FuncKey| p.functions[p.find(k).unwrap() as usize].self_weight;
+    assert_eq!(calls_to(&v1p, &g("run_a"), &helper("a.c")), 300);
+    assert_eq!(calls_to(&v1p, &g("run_b"), &helper("b.c")), 700);
+    assert_ne!(w(&v1p, &helper("a.c")), w(&v1p, &helper("b.c")));
 
-    let out = sediment(
-        dir,
-        &[
-            "match", "-p", "v1.sprof", "--binary", "v2", "-o", "v2.sprof",
-        ],
-    );
-    let report = stdout_of(&out);
-    assert!(report.contains(" 0 by name with another file"), "{report}");
-    assert!(report.contains("\n  helper (c.c)\n"), "{report}");
-    let v2p = Profile::from_text(&std::fs::read_to_string(dir.join("v2.sprof")).unwrap()).unwrap();
-    let w = |p: &Profile, f: &str| p.functions[p.find(&helper(f)).unwrap() as usize].self_weight;
-    assert_eq!(w(&v2p, "a.c"), w(&v1p, "a.c"));
-    assert_eq!(w(&v2p, "b.c"), w(&v1p, "b.c"));
-    assert_ne!(w(&v1p, "a.c"), w(&v1p, "b.c"));
-    assert!(v2p.find(&helper("c.c")).is_none());
-    assert_eq!(calls_to(&v2p, "run_a", "a.c"), 300);
-    assert_eq!(calls_to(&v2p, "run_b", "b.c"), 700);
+    for target in ["v2", "v3"] {
+        // The target's function of that name before any clone or LTO suffix, and that file
+        // (in v3 the helpers are `helper.lto_priv.N`, the callers `run_a.constprop.0`).
+        let bin = symbols(&dir.join(target));
+        let key = |name: &str, file: Option<&str>| -> FuncKey {
+            let found: Vec<&FuncKey> = bin
+                .functions
+                .iter()
+                .map(|s| &s.key)
+                .filter(|k| k.file.as_deref() == file && normalize(&k.name).base == name)
+                .collect();
+            assert_eq!(found.len(), 1, "{target}: {name} ({file:?}): {found:?}");
+            found[0].clone()
+        };
+        let in_target = |f: &str| key("helper", Some(f));
+        let keys: BTreeSet<FuncKey> = ["a.c", "b.c", "c.c"].map(in_target).into();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+        if target == "v3" {
+            assert!(keys.iter().all(|k| k.name.starts_with("helper.lto_priv.")));
+        }
+
+        let out_name = format!("{target}.sprof");
+        let out = sediment(
+            dir,
+            &[
+                "match", "-p", "v1.sprof", "--binary", target, "-o", &out_name,
+            ],
+        );
+        let report = stdout_of(&out);
+        assert!(report.contains(" 0 by name with another file"), "{report}");
+        let unmatched = format!("\n  {} (c.c)\n", in_target("c.c").name);
+        assert!(report.contains(&unmatched), "{report}");
+        let p = Profile::from_text(&std::fs::read_to_string(dir.join(&out_name)).unwrap()).unwrap();
+        for (f, caller, calls) in [("a.c", "run_a", 300), ("b.c", "run_b", 700)] {
+            let k = in_target(f);
+            assert_eq!(w(&p, &k), w(&v1p, &helper(f)), "{target}: {k}");
+            assert_eq!(calls_to(&p, &key(caller, None), &k), calls, "{target}: {k}");
+        }
+        assert!(p.find(&in_target("c.c")).is_none());
+    }
 }
 
 // Regression: a profile of another program "matched 0.0%" (or only its `main`), exited 0 and

@@ -15,12 +15,14 @@
 //! - [`types`]: structure layouts from DWARF (`gimli`), for the data-layout report.
 //!
 //! Function identity comes from the symbol table alone (name, plus the `STT_FILE` base name
-//! for local symbols); DWARF line tables and inlining are not read.
+//! for local symbols, or for a static renamed by LTO the compilation unit its DWARF names);
+//! DWARF line tables and inlining are not read.
 //!
 //! References: System V ABI, *Object Files* chapter ("Symbol Table", "Program Header"), and the
 //! GNU build-id note (`NT_GNU_BUILD_ID`, ld's `--build-id`).
 
 pub mod bb_addr_map;
+mod dwarf;
 pub mod objects;
 pub mod symbols;
 pub mod types;

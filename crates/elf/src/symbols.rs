@@ -20,6 +20,11 @@
 //!    (`LOCAL HIDDEN`), whereas GNU ld puts them after an empty `STT_FILE` (so no file either
 //!    way). Keying them by name alone gives one key whichever linker made the binary, the key
 //!    `sediment link` finds as a global in the object files (Lua's `LUAI_FUNC` functions).
+//!    One exception: GCC's LTO renames same-named statics of different files
+//!    (`helper.lto_priv.0`, `helper.lto_priv.1`, numbered by partition, not by file) and puts
+//!    them after an empty `STT_FILE`; such a local gets the file its DWARF names
+//!    (`crate::dwarf`), when the binary has DWARF, so that a profile of a build without LTO
+//!    still tells the two `helper`s apart on an LTO build.
 //!
 //! Only linked files are read: a relocatable object (`.o`) is refused by name, since its symbol
 //! values are section offsets (every function would sit at address 0); object files are read
@@ -45,6 +50,7 @@ use object::{
     Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SegmentFlags, SymbolKind,
 };
 use sediment_profile::{base_name, FuncKey};
+use std::collections::BTreeSet;
 
 /// `p_flags` bit of an executable segment (System V ABI `PF_X`).
 pub const PF_X: u32 = 1;
@@ -187,12 +193,12 @@ impl Binary {
 
         let mut from_dynsym = false;
         let mut functions = match file.symbol_table() {
-            Some(t) => collect_functions(&file, t.symbols()),
+            Some(t) => collect_functions(&file, t.symbols()).map_err(&err)?,
             None => Vec::new(),
         };
         if functions.is_empty() {
             if let Some(t) = file.dynamic_symbol_table() {
-                functions = collect_functions(&file, t.symbols());
+                functions = collect_functions(&file, t.symbols()).map_err(&err)?;
                 from_dynsym = true;
             }
         }
@@ -272,10 +278,12 @@ fn in_code<'d>(obj: &object::File<'d>, sym: &impl ObjectSymbol<'d>) -> bool {
 fn collect_functions<'d, S: ObjectSymbol<'d>>(
     obj: &object::File<'d>,
     symbols: impl Iterator<Item = S>,
-) -> Vec<Symbol> {
+) -> Result<Vec<Symbol>, String> {
     // (address, rank, name, file, size) so that sorting puts the preferred alias first.
     let mut found: Vec<(u64, u8, String, Option<String>, u64)> = Vec::new();
     let mut current_file: Option<String> = None;
+    // Statics renamed by LTO under an empty `STT_FILE`: their file comes from DWARF.
+    let mut lto_statics = BTreeSet::new();
     for sym in symbols {
         let name = match sym.name_bytes() {
             Ok(n) => String::from_utf8_lossy(n).into_owned(),
@@ -292,6 +300,9 @@ fn collect_functions<'d, S: ObjectSymbol<'d>>(
                         || (crate::is_split_part(&name) && in_code(obj, &sym))) =>
             {
                 let file = if sym.is_local() && !was_hidden_global(&sym) {
+                    if current_file.is_none() && is_lto_static(&name) {
+                        lto_statics.insert(sym.address());
+                    }
                     current_file.clone()
                 } else {
                     None
@@ -301,18 +312,32 @@ fn collect_functions<'d, S: ObjectSymbol<'d>>(
             _ => {}
         }
     }
+    let origins = crate::dwarf::origin_files(obj, &lto_statics)?;
     // Ties (same address and rank) go to the smallest name, then file: a total order, so the
     // result does not depend on the table's order.
     found.sort();
     found.dedup_by_key(|f| f.0);
-    found
+    Ok(found
         .into_iter()
-        .map(|(address, _, name, file, size)| Symbol {
-            key: FuncKey { name, file },
-            address,
-            size,
+        .map(|(address, _, name, file, size)| {
+            let file = match file {
+                None if is_lto_static(&name) => origins.get(&address).cloned(),
+                file => file,
+            };
+            Symbol {
+                key: FuncKey { name, file },
+                address,
+                size,
+            }
         })
-        .collect()
+        .collect())
+}
+
+/// True for a name GCC's LTO gave a static it had to rename (`helper.lto_priv.0`).
+fn is_lto_static(name: &str) -> bool {
+    sediment_profile::normalize(name)
+        .suffixes
+        .contains(&sediment_profile::SuffixKind::LtoPriv)
 }
 
 #[cfg(test)]

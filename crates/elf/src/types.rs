@@ -20,15 +20,11 @@
 //! its compressed size). Relocatable objects are not supported (their `.debug_info` needs
 //! relocations applied): read the linked binary.
 
+pub use crate::dwarf::MAX_SECTION_BYTES;
+use crate::dwarf::{Sections, R};
 use crate::Error;
-use gimli::{AttributeValue, EndianSlice, RunTimeEndian, UnitOffset};
-use object::{Object, ObjectSection};
-
-/// Largest accepted debug section after decompression (1 GiB): a compressed section's header
-/// declares its size, and a hostile one must not get an allocation of whatever it declares.
-pub const MAX_SECTION_BYTES: u64 = 1 << 30;
-/// Largest accepted ratio of a compressed section's declared size to its compressed bytes.
-const MAX_INFLATION: u64 = 4096;
+use gimli::{AttributeValue, UnitOffset};
+use object::Object;
 
 /// Steps followed along a type chain (typedef -> const -> atomic -> ...) before giving up.
 pub const MAX_TYPE_DEPTH: usize = 16;
@@ -59,31 +55,6 @@ pub struct StructLayout {
     pub members: Vec<Member>,
 }
 
-type R<'a> = EndianSlice<'a, RunTimeEndian>;
-
-/// A section's bytes, decompressed when `SHF_COMPRESSED` (or a `.zdebug` section) after checking
-/// the declared size against [`MAX_SECTION_BYTES`] and the compression ratio.
-fn section_bytes(section: &object::Section<'_, '_>) -> Result<Vec<u8>, String> {
-    let compressed = section.compressed_data().map_err(|e| e.to_string())?;
-    if compressed.format != object::CompressionFormat::None {
-        let declared = compressed.uncompressed_size;
-        let bound = (compressed.data.len() as u64)
-            .saturating_mul(MAX_INFLATION)
-            .saturating_add(4096)
-            .min(MAX_SECTION_BYTES);
-        if declared > bound {
-            return Err(format!(
-                "compressed section declares {declared} bytes from {} (limit {bound})",
-                compressed.data.len()
-            ));
-        }
-    }
-    Ok(compressed
-        .decompress()
-        .map_err(|e| e.to_string())?
-        .into_owned())
-}
-
 /// Every named, defined structure type of the binary, sorted and deduplicated (one entry for a
 /// structure that several compilation units define identically).
 pub fn read_structs(path: &str, data: &[u8]) -> Result<Vec<StructLayout>, Error> {
@@ -99,47 +70,10 @@ pub fn read_structs(path: &str, data: &[u8]) -> Result<Vec<StructLayout>, Error>
                 .into(),
         ));
     }
-    let endian = if file.is_little_endian() {
-        RunTimeEndian::Little
-    } else {
-        RunTimeEndian::Big
-    };
-    let mut sections: Vec<(gimli::SectionId, Vec<u8>)> = Vec::new();
-    for id in [
-        gimli::SectionId::DebugAbbrev,
-        gimli::SectionId::DebugInfo,
-        gimli::SectionId::DebugStr,
-        gimli::SectionId::DebugLineStr,
-        gimli::SectionId::DebugStrOffsets,
-        gimli::SectionId::DebugAddr,
-        gimli::SectionId::DebugRngLists,
-        gimli::SectionId::DebugLocLists,
-        gimli::SectionId::DebugLine,
-        gimli::SectionId::DebugRanges,
-        gimli::SectionId::DebugLoc,
-        gimli::SectionId::DebugTypes,
-    ] {
-        let bytes = match file.section_by_name(id.name()) {
-            Some(s) => section_bytes(&s).map_err(|e| err(format!("{}: {e}", id.name())))?,
-            None => Vec::new(),
-        };
-        sections.push((id, bytes));
-    }
-    if sections
-        .iter()
-        .any(|(id, b)| *id == gimli::SectionId::DebugInfo && b.is_empty())
-    {
-        return Err(err("no DWARF debug information (build with -g)".into()));
-    }
-    let dwarf = gimli::Dwarf::load(|id| -> Result<R<'_>, gimli::Error> {
-        let bytes = sections
-            .iter()
-            .find(|(s, _)| *s == id)
-            .map(|(_, b)| b.as_slice())
-            .unwrap_or(&[]);
-        Ok(EndianSlice::new(bytes, endian))
-    })
-    .map_err(|e| err(format!("DWARF: {e}")))?;
+    let sections = Sections::read(&file)
+        .map_err(err)?
+        .ok_or_else(|| err("no DWARF debug information (build with -g)".into()))?;
+    let dwarf = sections.dwarf().map_err(err)?;
 
     let mut out = Vec::new();
     let mut units = dwarf.units();
@@ -362,6 +296,7 @@ fn type_info<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use object::ObjectSection;
 
     /// The fuzz corpus's small binary built with `-g`.
     const STRUCTS_ELF: &[u8] = include_bytes!("../../../fuzz/corpus/dwarf_structs/structs.elf");
