@@ -34,29 +34,19 @@ pub(crate) struct Sections {
 }
 
 impl Sections {
-    /// The debug sections of `file`; `None` when it has no `.debug_info`. Errors name the
-    /// section.
-    pub(crate) fn read(file: &object::File<'_>) -> Result<Option<Sections>, String> {
+    /// The sections `ids` of `file` (the others read as empty); `None` when it has no
+    /// `.debug_info`. Errors name the section.
+    pub(crate) fn read(
+        file: &object::File<'_>,
+        ids: &[gimli::SectionId],
+    ) -> Result<Option<Sections>, String> {
         let endian = if file.is_little_endian() {
             RunTimeEndian::Little
         } else {
             RunTimeEndian::Big
         };
         let mut sections = Vec::new();
-        for id in [
-            gimli::SectionId::DebugAbbrev,
-            gimli::SectionId::DebugInfo,
-            gimli::SectionId::DebugStr,
-            gimli::SectionId::DebugLineStr,
-            gimli::SectionId::DebugStrOffsets,
-            gimli::SectionId::DebugAddr,
-            gimli::SectionId::DebugRngLists,
-            gimli::SectionId::DebugLocLists,
-            gimli::SectionId::DebugLine,
-            gimli::SectionId::DebugRanges,
-            gimli::SectionId::DebugLoc,
-            gimli::SectionId::DebugTypes,
-        ] {
+        for &id in ids {
             let bytes = match file.section_by_name(id.name()) {
                 Some(s) => section_bytes(&s).map_err(|e| format!("{}: {e}", id.name()))?,
                 None => Vec::new(),
@@ -107,6 +97,18 @@ fn section_bytes(section: &object::Section<'_, '_>) -> Result<Vec<u8>, String> {
         .into_owned())
 }
 
+/// What [`origin_files`] reads: the entries, their strings and `DW_FORM_addrx` addresses, and
+/// `.debug_line`, whose header `gimli` parses with each unit.
+const ORIGIN_SECTIONS: [gimli::SectionId; 7] = [
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugStr,
+    gimli::SectionId::DebugLineStr,
+    gimli::SectionId::DebugStrOffsets,
+    gimli::SectionId::DebugAddr,
+    gimli::SectionId::DebugLine,
+];
+
 /// For each address of `wanted` where a `DW_TAG_subprogram` starts (`DW_AT_low_pc`), the base
 /// name of the compilation unit holding its origin: the unit its `DW_AT_abstract_origin` (or
 /// else `DW_AT_specification`) points into, or its own unit without either. Units named
@@ -120,7 +122,7 @@ pub(crate) fn origin_files(
     if wanted.is_empty() {
         return Ok(found);
     }
-    let Some(sections) = Sections::read(file)? else {
+    let Some(sections) = Sections::read(file, &ORIGIN_SECTIONS)? else {
         return Ok(found);
     };
     let dwarf = sections.dwarf()?;

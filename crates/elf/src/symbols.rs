@@ -321,7 +321,9 @@ fn collect_functions<'d, S: ObjectSymbol<'d>>(
         .into_iter()
         .map(|(address, _, name, file, size)| {
             let file = match file {
-                None if is_lto_static(&name) => origins.get(&address).cloned(),
+                None if !origins.is_empty() && is_lto_static(&name) => {
+                    origins.get(&address).cloned()
+                }
                 file => file,
             };
             Symbol {

@@ -70,7 +70,22 @@ pub fn read_structs(path: &str, data: &[u8]) -> Result<Vec<StructLayout>, Error>
                 .into(),
         ));
     }
-    let sections = Sections::read(&file)
+    use gimli::SectionId as S;
+    let all = [
+        S::DebugAbbrev,
+        S::DebugInfo,
+        S::DebugStr,
+        S::DebugLineStr,
+        S::DebugStrOffsets,
+        S::DebugAddr,
+        S::DebugRngLists,
+        S::DebugLocLists,
+        S::DebugLine,
+        S::DebugRanges,
+        S::DebugLoc,
+        S::DebugTypes,
+    ];
+    let sections = Sections::read(&file, &all)
         .map_err(err)?
         .ok_or_else(|| err("no DWARF debug information (build with -g)".into()))?;
     let dwarf = sections.dwarf().map_err(err)?;
