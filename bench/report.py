@@ -126,6 +126,22 @@ def ci_cell(m):
     return f"{m['ratio']:.3f} [{m['ratio_ci_low']:.3f}, {m['ratio_ci_high']:.3f}]"
 
 
+def pair_cell(m):
+    """`ratio [low, high]` of one `sediment stat` metric's paired view (the geometric mean of the
+    per-pair ratios, run i of A beside run i of B, with the paired t-test's interval); the ratio
+    of means from a stat that predates it."""
+    if m.get("paired_ratio") is None or m.get("paired_ratio_ci_low") is None:
+        return ci_cell(m)
+    return f"{m['paired_ratio']:.3f} [{m['paired_ratio_ci_low']:.3f}, {m['paired_ratio_ci_high']:.3f}]"
+
+
+def pair_ratio(m):
+    """(ratio, (low, high)) of the paired view, or of the means when stat has no pairs."""
+    if m.get("paired_ratio") is None or m.get("paired_ratio_ci_low") is None:
+        return m["ratio"], (m["ratio_ci_low"], m["ratio_ci_high"])
+    return m["paired_ratio"], (m["paired_ratio_ci_low"], m["paired_ratio_ci_high"])
+
+
 def throughput_cell(m):
     """`ratio [low, high]` of throughput variant/default from a `sediment stat` wall-time metric
     of a fixed transaction count: TPS_B / TPS_A = mean_a / mean_b, the inverse of stat's ratio
@@ -382,7 +398,8 @@ def main():
                 "interleaved (ABBA), on "
                 + (f"`{show(a.timed)}` (a longer run of the same program than the measured workload)"
                    if a.timed and a.timed != a.test else "the measured workload")
-                + ": ratio of means with its 95% "
+                + ": the geometric mean of the per-pair ratios (run i of the default beside run i "
+                "of the variant, so the machine's drift cancels) with the paired t-test's 95% "
                 "confidence interval (an interval that contains 1 shows no difference).")
     out.append(f"Each cell: value, and in parentheses the ratio to `{names[0]}`. Pages and "
                f"lines are from the unshifted link; " + (
@@ -410,7 +427,7 @@ def main():
         if tput:
             cells.append(throughput_cell(stats[v]["wall_s"]) if v in stats else "1 (baseline)")
         for m, _ in ([] if tput else STAT_METRICS):
-            cells.append(ci_cell(stats[v][m]) if v in stats else "1 (baseline)")
+            cells.append(pair_cell(stats[v][m]) if v in stats else "1 (baseline)")
         lab = v if layouts[v] == shifts else f"{v} ({layouts[v]} layout)"
         out.append(f"| {lab} | " + " | ".join(cells) + " |")
     out.append("")
@@ -427,12 +444,14 @@ def main():
         charts.append((f"{sec}-tps.svg", svg_chart(f"{sec}: pgbench -S throughput, ratio, 95% CI",
                                                    names, rs, cis, better="longer")))
     for m, title in ([] if tput else STAT_METRICS):
-        rs = [1.0] + [stats[v][m]["ratio"] for v in names[1:]]
-        cis = [None] + [(stats[v][m]["ratio_ci_low"], stats[v][m]["ratio_ci_high"]) for v in names[1:]]
+        pairs = [pair_ratio(stats[v][m]) for v in names[1:]]
+        rs = [1.0] + [r for r, _ in pairs]
+        cis = [None] + [ci for _, ci in pairs]
         charts.append((f"{sec}-{m.replace('_s', '')}.svg",
-                       svg_chart(f"{sec}: {title}, mean ratio, 95% CI", names, rs, cis)))
+                       svg_chart(f"{sec}: {title}, paired ratio, 95% CI", names, rs, cis)))
 
     fmt_p = lambda m: "-" if m["p_value"] is None else f"{m['p_value']:.2g}"
+    fmt_pp = lambda m: "-" if m.get("paired_p") is None else f"{m['paired_p']:.2g}"
     if tput:
         tx = transactions(tput)
         out.append(f"Throughput in detail (`sediment stat -n {a.stat_runs} --json` of `{tput}`, one "
@@ -459,14 +478,18 @@ def main():
     else:
         out.append(f"Wall and CPU time in detail (`sediment stat -n {a.stat_runs} --json`, one pair of "
                    "commands per row; CPU time is user+system from `wait4`, usually the steadier of "
-                   "the two on a shared machine; p is Welch's t-test):")
+                   "the two on a shared machine; *means*: ratio of means with its delta-method "
+                   "interval and Welch's t-test, which count the machine's drift as noise on both "
+                   "sides; *pairs*: the paired view of the table above and its paired t-test):")
         out.append("")
-        out.append("| variant | wall median A / B (s) | wall B/A [95% CI] | p | CPU B/A [95% CI] | p |")
-        out.append("|---|---:|---:|---:|---:|---:|")
+        out.append("| variant | wall median A / B (s) | wall B/A means [95% CI] | p | wall B/A pairs [95% CI] "
+                   "| p | CPU B/A means [95% CI] | p | CPU B/A pairs [95% CI] | p |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for v in names[1:]:
             w, c = stats[v]["wall_s"], stats[v]["cpu_s"]
             out.append(f"| {v} | {w['median_a']:.4f} / {w['median_b']:.4f} | {ci_cell(w)} | {fmt_p(w)} "
-                       f"| {ci_cell(c)} | {fmt_p(c)} |")
+                       f"| {pair_cell(w)} | {fmt_pp(w)} | {ci_cell(c)} | {fmt_p(c)} "
+                       f"| {pair_cell(c)} | {fmt_pp(c)} |")
     out.append("")
 
     titles = {f: t for f, t, _, _ in METRICS}

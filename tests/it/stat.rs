@@ -75,6 +75,10 @@ fn stat_detects_fourfold_loop() {
         "median_ratio",
         "median_ratio_ci_low",
         "median_ratio_ci_high",
+        "paired_ratio",
+        "paired_ratio_ci_low",
+        "paired_ratio_ci_high",
+        "paired_p",
         "welch_t",
         "welch_df",
         "p_value",
@@ -96,6 +100,14 @@ fn stat_detects_fourfold_loop() {
         "cpu_s: ratio {r} [{lo}, {hi}] not above 1"
     );
     assert!(cpu["sigmas"].as_f64().unwrap() > 0.0);
+    let (plo, pr) = (
+        cpu["paired_ratio_ci_low"].as_f64().unwrap(),
+        cpu["paired_ratio"].as_f64().unwrap(),
+    );
+    assert!(
+        1.0 < plo && plo <= pr && pr <= cpu["paired_ratio_ci_high"].as_f64().unwrap(),
+        "cpu_s: paired {pr} [{plo}, ..] not above 1"
+    );
     let wall = metrics.iter().find(|m| m["metric"] == "wall_s").unwrap();
     assert!(wall["median_ratio"].as_f64().unwrap() > 1.0, "{wall}");
 }

@@ -3,7 +3,8 @@
 //!
 //! The table has one row per metric, in [`Metric`] declaration order: the two medians, the
 //! ratio of means B/A with its 95% interval, the bootstrap interval of the ratio of medians,
-//! the difference in pooled standard deviations, and Welch's two-sided p-value. Numbers are
+//! the paired ratio (geometric mean of the per-pair ratios) with its interval and p-value, the
+//! difference in pooled standard deviations, and Welch's two-sided p-value. Numbers are
 //! printed with four significant digits, `-` where a statistic is undefined (no variance, a
 //! zero mean). The JSON carries every number at full precision with `null` for undefined ones,
 //! and lists the metrics that could not be measured on this machine.
@@ -44,6 +45,15 @@ pub struct MetricSummary {
     pub median_ratio_ci_low: Option<f64>,
     /// Upper end of that interval.
     pub median_ratio_ci_high: Option<f64>,
+    /// Geometric mean of the per-pair ratios `b_i / a_i` (run `i` of each side ran next to
+    /// each other), the ratio the pairs see once the machine's drift cancels.
+    pub paired_ratio: Option<f64>,
+    /// Lower end of its 95% CI (paired t on the log-ratios).
+    pub paired_ratio_ci_low: Option<f64>,
+    /// Upper end of that interval.
+    pub paired_ratio_ci_high: Option<f64>,
+    /// Two-sided p-value of the paired t-test.
+    pub paired_p: Option<f64>,
     /// Welch's t statistic (positive when B is larger).
     pub welch_t: Option<f64>,
     /// Welch–Satterthwaite degrees of freedom.
@@ -85,6 +95,7 @@ pub fn summarize_metric(metric: Metric, a: &[f64], b: &[f64], seed: u64) -> Metr
     let ci = stats::ratio_ci(a, b);
     let boot = stats::bootstrap_median_ratio(a, b, seed);
     let welch = stats::welch(a, b);
+    let paired = stats::paired_ratio(a, b);
     let (median_a, median_b) = (stats::median(a), stats::median(b));
     MetricSummary {
         metric: metric.name(),
@@ -105,6 +116,10 @@ pub fn summarize_metric(metric: Metric, a: &[f64], b: &[f64], seed: u64) -> Metr
         median_ratio: boot.map(|c| c.ratio),
         median_ratio_ci_low: boot.map(|c| c.low),
         median_ratio_ci_high: boot.map(|c| c.high),
+        paired_ratio: paired.map(|p| p.ratio.ratio),
+        paired_ratio_ci_low: paired.map(|p| p.ratio.low),
+        paired_ratio_ci_high: paired.map(|p| p.ratio.high),
+        paired_p: paired.and_then(|p| p.p),
         welch_t: welch.map(|w| w.t),
         welch_df: welch.map(|w| w.df),
         p_value: welch.map(|w| w.p),
@@ -185,6 +200,8 @@ pub fn format_table(report: &Report) -> String {
         "median B",
         "B/A means [95% CI]",
         "B/A medians [bootstrap 95%]",
+        "B/A pairs [95% CI]",
+        "p pairs",
         "sigmas",
         "p",
     ]
@@ -202,6 +219,12 @@ pub fn format_table(report: &Report) -> String {
                 m.median_ratio_ci_low,
                 m.median_ratio_ci_high,
             ),
+            ratio_cell(
+                m.paired_ratio,
+                m.paired_ratio_ci_low,
+                m.paired_ratio_ci_high,
+            ),
+            num(m.paired_p),
             m.sigmas.map_or("-".into(), |s| format!("{s:+.2}")),
             num(m.p_value),
         ]);

@@ -18,6 +18,13 @@
 //!   quantile with Welch–Satterthwaite degrees of freedom on those relative variances. Unlike
 //!   Fieller's theorem it always gives a finite interval, and unlike a bootstrap it needs no seed;
 //!   it assumes positive means, which every metric here has (a zero mean gives no ratio);
+//! - the paired view: [`paired_ratio`]. The runner interleaves A and B, so run `i` of A and run
+//!   `i` of B ran next to each other and share whatever the machine was doing then (another
+//!   tenant, a frequency step). On a shared machine that slow drift is most of the run-to-run
+//!   spread, and the unpaired interval above counts it twice. The paired t-test (Student, 1908)
+//!   on the log-ratios `d_i = ln(b_i / a_i)` cancels it: the ratio is `exp(mean d)`, the
+//!   geometric mean of the per-pair ratios, with the interval `exp(mean d ± t·s_d/√n)`, `t` the
+//!   Student-t quantile with `n - 1` degrees of freedom;
 //! - a robust cross-check: [`bootstrap_median_ratio`], a seeded percentile bootstrap of the
 //!   ratio of medians (Efron & Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 13),
 //!   for when a few outlier runs make the mean misleading;
@@ -153,6 +160,49 @@ pub fn ratio_ci(a: &[f64], b: &[f64]) -> Option<RatioCi> {
         ratio,
         low: ratio * (-q * se).exp(),
         high: ratio * (q * se).exp(),
+    })
+}
+
+/// The paired comparison: the geometric mean of the per-pair ratios `b_i / a_i` with its 95%
+/// interval and two-sided p-value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Paired {
+    /// `exp(mean(ln b_i - ln a_i))` with its interval.
+    pub ratio: RatioCi,
+    /// Two-sided p-value of the paired t-test on the log-ratios; `None` when every pair has
+    /// the same ratio (no spread to test against).
+    pub p: Option<f64>,
+}
+
+/// The paired t-test on log-ratios (module docs): run `i` of A and run `i` of B are a pair,
+/// adjacent in time. `None` when the sides differ in length, with fewer than 2 pairs, or when
+/// a value is not positive.
+pub fn paired_ratio(a: &[f64], b: &[f64]) -> Option<Paired> {
+    if a.len() != b.len() || a.iter().chain(b).any(|&x| x <= 0.0 || !x.is_finite()) {
+        return None;
+    }
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| (y / x).ln()).collect();
+    let (md, vd) = (mean(&d)?, sample_variance(&d)?);
+    let ratio = md.exp();
+    let n = d.len() as f64;
+    let se = (vd / n).sqrt();
+    if se == 0.0 {
+        let ratio = RatioCi {
+            ratio,
+            low: ratio,
+            high: ratio,
+        };
+        return Some(Paired { ratio, p: None });
+    }
+    let q = student_t_quantile(0.975, n - 1.0);
+    let p = 2.0 * (1.0 - student_t_cdf((md / se).abs(), n - 1.0));
+    Some(Paired {
+        ratio: RatioCi {
+            ratio,
+            low: (md - q * se).exp(),
+            high: (md + q * se).exp(),
+        },
+        p: Some(p),
     })
 }
 
@@ -467,6 +517,40 @@ mod tests {
         close(c.low, 1.014_153_806_956_325_8, 1e-6);
         close(c.high, 1.201_950_882_274_710_7, 1e-6);
         assert_eq!(ratio_ci(&[0.0, 0.0], &[1.0, 2.0]), None);
+    }
+
+    // Log-ratios 0.1, 0.2, 0.3: mean 0.2, sd 0.1, n = 3, t(0.975, 2) = 4.302652729911275; the
+    // statistic 0.2 / (0.1 / sqrt 3) = sqrt 12, whose df = 2 p-value is 1 - t / sqrt(2 + t²).
+    #[test]
+    fn paired_ratio_of_example() {
+        let a = [1.0, 2.0, 4.0];
+        let b: Vec<f64> = a
+            .iter()
+            .zip([0.1f64, 0.2, 0.3])
+            .map(|(x, d)| x * d.exp())
+            .collect();
+        let p = paired_ratio(&a, &b).unwrap();
+        let half = 4.302_652_729_911_275 * 0.1 / 3f64.sqrt();
+        close(p.ratio.ratio, 0.2f64.exp(), 1e-12);
+        close(p.ratio.low, (0.2 - half).exp(), 1e-6);
+        close(p.ratio.high, (0.2 + half).exp(), 1e-6);
+        close(p.p.unwrap(), 1.0 - 12f64.sqrt() / 14f64.sqrt(), 1e-9);
+        assert_eq!(paired_ratio(&a, &b[..2]), None);
+        assert_eq!(paired_ratio(&[1.0, 0.0], &[1.0, 1.0]), None);
+    }
+
+    // B 5% slower than A in every pair while the machine's speed drifts threefold: the
+    // pairs see exactly 1.05, the unpaired interval cannot tell B from A.
+    #[test]
+    fn pairing_cancels_drift() {
+        let a = [1.0, 3.0, 2.0, 5.0, 1.5, 4.0];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.05).collect();
+        let p = paired_ratio(&a, &b).unwrap();
+        close(p.ratio.low, 1.05, 1e-12);
+        close(p.ratio.high, 1.05, 1e-12);
+        assert_eq!(p.p, None);
+        let c = ratio_ci(&a, &b).unwrap();
+        assert!(c.low < 1.0 && c.high > 1.05, "{c:?}");
     }
 
     // Same seed, same interval; another seed, another interval; both bracket the point value.
