@@ -124,9 +124,9 @@ pub struct Args {
     /// best on tests the recorded run did not cover (`docs/algorithms.md`, "--refine-start").
     #[arg(long, value_name = "ALGORITHM", default_value = "c3", requires = "refine", value_parser = parse_refine_start)]
     pub refine_start: RefineStart,
-    /// With `--refine`: threads replaying each layout (default: the number of cores); the
-    /// order does not depend on it.
-    #[arg(long, short = 'j', value_name = "N", requires = "refine")]
+    /// With `--refine` or `--simulate`: threads replaying each layout (default: the number of
+    /// cores); neither the order nor the table depends on it.
+    #[arg(long, short = 'j', value_name = "N", requires = "simulate")]
     pub jobs: Option<usize>,
     /// The workload's arguments for `--simulate` (after `--`).
     #[arg(last = true, value_name = "ARGS")]
@@ -256,7 +256,7 @@ pub fn run(args: Args) -> Result<()> {
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
         write_stdout(table.as_bytes())?;
         if let Some(binary) = &args.simulate {
-            let table = simulate_table(&profile, &graph, binary, &args.args)?;
+            let table = simulate_table(&profile, &graph, binary, &args.args, jobs(&args))?;
             write_stdout(table.as_bytes())?;
         }
     }
@@ -325,8 +325,12 @@ fn simulate_table(
     graph: &CallGraph,
     binary: &std::path::Path,
     workload: &[std::ffi::OsString],
+    threads: usize,
 ) -> Result<String> {
-    let mut plan = crate::cmd::sim::Plan::as_linked();
+    let mut plan = crate::cmd::sim::Plan {
+        threads,
+        ..crate::cmd::sim::Plan::as_linked()
+    };
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)?;
         plan.orders.push((name.to_string(), order));
@@ -342,6 +346,13 @@ fn simulate_table(
         binary.display(),
         crate::cmd::sim::format_table(&columns, None)
     ))
+}
+
+/// `-j`, or the number of cores.
+fn jobs(args: &Args) -> usize {
+    args.jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
 }
 
 /// Algorithms that are Sediment's own, not published: `--refine` takes its targets from the
@@ -461,10 +472,7 @@ fn refine(
                     .expect("every algorithm is among the candidates"),
             ),
         },
-        threads: args
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1),
+        threads: jobs(args),
         ..Default::default()
     };
     let r = sediment_sim::refine(rec, &items, &candidates, &reference, &params)

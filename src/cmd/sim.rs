@@ -68,7 +68,8 @@ pub struct Args {
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Binaries simulated at once (default: the number of cores).
+    /// Threads (default: the number of cores): binaries simulated at once, and those left
+    /// over with fewer binaries feed each run's shifted and reordered layouts.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// The `valgrind` executable.
@@ -158,6 +159,9 @@ pub struct Plan {
     /// Also keep the run for later replays ([`sediment_sim::Recording`]), at most this many
     /// fetches; see [`record`].
     pub record: Option<usize>,
+    /// Threads feeding the run's other layouts (shifts and orders) their fetches
+    /// ([`sediment_sim::Capture::set_threads`]); [`simulate_all`] sets it from its jobs.
+    pub threads: usize,
 }
 
 impl Plan {
@@ -169,6 +173,7 @@ impl Plan {
             first_order: false,
             align: 16,
             record: None,
+            threads: 1,
         }
     }
 
@@ -327,7 +332,8 @@ pub fn run(args: Args) -> Result<()> {
 /// The metrics of one binary: per layout (as linked, then each order of the plan), per shift.
 pub type Layouts = Vec<Vec<SimMetrics>>;
 
-/// Simulates every binary, `jobs` at a time. Each result lands in its binary's slot, so the
+/// Simulates every binary, `jobs` at a time; with fewer binaries than jobs, the rest share the
+/// feeding of each run's layouts ([`Plan::threads`]). Each result lands in its binary's slot, so the
 /// output does not depend on scheduling; on failure the error of the first failing binary (in
 /// argument order) is returned. Every run reads `stdin` (a file, opened afresh) or nothing.
 pub fn simulate_all(
@@ -338,6 +344,11 @@ pub fn simulate_all(
     plan: &Plan,
     stdin: Option<&Path>,
 ) -> Result<Vec<Layouts>> {
+    // Jobs left over once every binary has one feed that binary's layouts.
+    let plan = &Plan {
+        threads: (jobs / binaries.len().max(1)).max(1),
+        ..plan.clone()
+    };
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Result<Layouts>>>> =
         binaries.iter().map(|_| Mutex::new(None)).collect();
@@ -473,7 +484,7 @@ fn run_lackey(
         pid,
         &canon,
         &exec_segments,
-        &plan.shifts,
+        plan,
         &relayouts,
         to_record,
     );
@@ -716,11 +727,13 @@ fn replay(
     pid: u32,
     canon: &Path,
     segments: &[sediment_elf::Segment],
-    shifts: &[u64],
+    plan: &Plan,
     relayouts: &[Placement],
     to_record: Option<(&[u64], &[u64], usize)>,
 ) -> Result<Capture> {
+    let shifts = &plan.shifts;
     let mut capture = Capture::new(new_arrays()?);
+    capture.set_threads(plan.threads);
     let mut reader = BufReader::with_capacity(1 << 20, pipe);
     // Valgrind messages before the first instruction (none with -q, unless it warns): bounded
     // by the line count so that a stream with no instruction cannot grow this buffer forever.

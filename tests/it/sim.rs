@@ -137,6 +137,20 @@ fn sim_agrees_with_cachegrind_and_is_deterministic() {
     let (m1, t1) = sim(dir.path(), "loop", &["1000"]);
     let (_, t1b) = sim(dir.path(), "loop", &["1000"]);
     assert_eq!(t1, t1b, "two runs differ");
+    // Shifted views fed on one thread and on two, over several batches of fetches.
+    let shifted = |jobs: &str| {
+        let a = [
+            "sim", "--json", "--shifts", "4", "-j", jobs, "loop", "--", "100000",
+        ];
+        let out = sediment(dir.path(), &a);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    assert_eq!(shifted("1"), shifted("2"), "-j 1 and -j 2 differ");
     let (m2, _) = sim(dir.path(), "loop", &["2000"]);
     let (m3, _) = sim(dir.path(), "loop", &["3000"]);
 

@@ -231,9 +231,10 @@ fn sim_arrays() -> Vec<SetAssocLru> {
     .collect()
 }
 
-/// Lackey-format replay through `Capture` with 0, 4 and 19 shifted views, and one relayout
-/// view (the 2,000 functions of `skewed` in reverse order): lines parsed per second and array
-/// accesses (over all arrays and views) per second, best of several replays.
+/// Lackey-format replay through `Capture` with 0, 4 and 19 shifted views (the 19 also fed on
+/// two threads), and one relayout view (the 2,000 functions of `skewed` in reverse order):
+/// lines parsed per second and array accesses (over all arrays and views) per second, best of
+/// several replays.
 fn capture_views(trace: &[(u64, u64)]) {
     let mut text = String::with_capacity(trace.len() * 40);
     for &(s, l) in trace {
@@ -257,18 +258,20 @@ fn capture_views(trace: &[(u64, u64)]) {
         "\n{:<28} {:>10} {:>12} {:>14} {:>16}",
         "Capture, 6 arrays per layout", "lines", "accesses", "M lines/s", "M accesses/s"
     );
-    let setups: [(&str, usize, bool); 4] = [
-        ("as linked", 0, false),
-        ("+ 4 shifts (K = 5)", 4, false),
-        ("+ 19 shifts (K = 20)", 19, false),
-        ("+ 1 order", 0, true),
+    let setups: [(&str, usize, bool, usize); 5] = [
+        ("as linked", 0, false, 1),
+        ("+ 4 shifts (K = 5)", 4, false, 1),
+        ("+ 19 shifts (K = 20)", 19, false, 1),
+        ("+ 19 shifts, 2 threads", 19, false, 2),
+        ("+ 1 order", 0, true, 1),
     ];
-    for (label, shifts, order) in setups {
+    for (label, shifts, order, threads) in setups {
         let mut best = f64::INFINITY;
         let mut accesses = 0;
         let t0 = Instant::now();
         while t0.elapsed() < MIN_TIME {
             let mut c = Capture::new(sim_arrays());
+            c.set_threads(threads);
             c.set_text(lo, hi).unwrap();
             for k in 1..=shifts as u64 {
                 c.add_view(TextMap::Shift(80 * k), sim_arrays());
