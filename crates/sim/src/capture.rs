@@ -278,6 +278,8 @@ impl Capture {
                 "empty text range {start:#x}..{end:#x}"
             )));
         }
+        // The views map the ranges flushed so far with the text range of their time.
+        self.drain();
         self.text = Some((start, end));
         Ok(())
     }
