@@ -126,20 +126,21 @@ def ci_cell(m):
     return f"{m['ratio']:.3f} [{m['ratio_ci_low']:.3f}, {m['ratio_ci_high']:.3f}]"
 
 
-def pair_cell(m):
-    """`ratio [low, high]` of one `sediment stat` metric's paired view (the geometric mean of the
-    per-pair ratios, run i of A beside run i of B, with the paired t-test's interval); the ratio
-    of means from a stat that predates it."""
-    if m.get("paired_ratio") is None or m.get("paired_ratio_ci_low") is None:
-        return ci_cell(m)
-    return f"{m['paired_ratio']:.3f} [{m['paired_ratio_ci_low']:.3f}, {m['paired_ratio_ci_high']:.3f}]"
-
-
 def pair_ratio(m):
-    """(ratio, (low, high)) of the paired view, or of the means when stat has no pairs."""
+    """(ratio, (low, high)) of one `sediment stat` metric's paired view (the geometric mean of
+    the per-pair ratios, run i of A beside run i of B, with the paired t-test's interval), or of
+    the means from a stat that predates it."""
     if m.get("paired_ratio") is None or m.get("paired_ratio_ci_low") is None:
         return m["ratio"], (m["ratio_ci_low"], m["ratio_ci_high"])
     return m["paired_ratio"], (m["paired_ratio_ci_low"], m["paired_ratio_ci_high"])
+
+
+def pair_cell(m):
+    """`ratio [low, high]` of [pair_ratio]; `-` where the ratio is undefined."""
+    r, (lo, hi) = pair_ratio(m)
+    if r is None or lo is None:
+        return "-"
+    return f"{r:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def throughput_cell(m):
