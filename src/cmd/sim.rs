@@ -333,9 +333,9 @@ pub fn run(args: Args) -> Result<()> {
 pub type Layouts = Vec<Vec<SimMetrics>>;
 
 /// Simulates every binary, `jobs` at a time; with fewer binaries than jobs, the rest share the
-/// feeding of each run's layouts ([`Plan::threads`]). Each result lands in its binary's slot, so the
-/// output does not depend on scheduling; on failure the error of the first failing binary (in
-/// argument order) is returned. Every run reads `stdin` (a file, opened afresh) or nothing.
+/// feeding of each run's layouts ([`Plan::threads`]). Each result lands in its binary's slot,
+/// so the output does not depend on scheduling; on failure the error of the first failing
+/// binary (in argument order) is returned. Every run reads `stdin` (a file, opened afresh) or nothing.
 pub fn simulate_all(
     binaries: &[PathBuf],
     args: &[OsString],

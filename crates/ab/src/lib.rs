@@ -12,8 +12,8 @@
 //! computes per metric the medians, the ratio of means with a 95% confidence interval, a seeded
 //! bootstrap interval of the ratio of medians, the paired ratio (run `i` of A against run `i`
 //! of B, its neighbour in time, so the machine's drift cancels) with its interval, Welch's
-//! t-test and the difference in pooled standard deviations ([`stats`] module, which documents the methods and their sources).
-//! [`format_table`] and [`format_json`] present the result.
+//! t-test and the difference in pooled standard deviations ([`stats`] module, which documents
+//! the methods and their sources). [`format_table`] and [`format_json`] present the result.
 //!
 //! Design constraints: [`stats`] is pure (slices in, numbers out) and tested against known
 //! values; only [`run`] spawns processes, and only the two commands, `perf` and `taskset`.
