@@ -13,7 +13,8 @@
 //! and `sediment_blocks::plan`; this module only reads the files and writes the outputs
 //! atomically.
 
-use crate::cmd::import::import_callgrind;
+use crate::cli::import::import_callgrind;
+use crate::cli::vocab;
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_blocks::{list_file, part_parent, plan, Params, COLD_SUFFIX};
@@ -58,7 +59,7 @@ struct PlanArgs {
     #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_share)]
     hot_coverage: f64,
     /// Function-level algorithm ordering the hot parts (as in `sediment order`).
-    #[arg(long, value_name = "NAME", default_value = "c3", value_parser = super::order::parse_algorithm)]
+    #[arg(long, value_name = "NAME", default_value = "c3", value_parser = vocab::parse_algorithm)]
     algorithm: Algorithm,
     /// Keep the labels build's block order inside each cluster instead of ExtTSP's (for a
     /// build whose compiler already placed blocks from a profile, e.g. `-fprofile-sample-use`).

@@ -35,7 +35,7 @@
 //! Every file is computed first and written (atomically) after all inputs were read and merged,
 //! so a failure leaves DIR as it was.
 
-use crate::cmd::import::{self, parse_mode};
+use crate::cli::import::{self, parse_mode};
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_import::perf::Mode;

@@ -77,12 +77,12 @@ pub struct Args {
 pub const DEFAULT_MIN_SHARE: f64 = 0.1;
 
 /// Whether every C program defines `name`: `main` and the start-up code of the C runtime's
-/// own objects ([`crate::cmd::blocks::C_RUNTIME`]). Finding them in a binary says nothing
+/// own objects ([`crate::cli::blocks::C_RUNTIME`]). Finding them in a binary says nothing
 /// about which program a profile is of (a profile whose weight sits mostly in `main` would
 /// otherwise fit any program), so [`binary_share`] leaves them out while the profile has
 /// weight elsewhere.
 pub fn generic_name(name: &str) -> bool {
-    name == "main" || crate::cmd::blocks::C_RUNTIME.contains(&name)
+    name == "main" || crate::cli::blocks::C_RUNTIME.contains(&name)
 }
 
 /// How much of a profile's weight lands on a binary's functions (see [`binary_share`]).

@@ -6,7 +6,7 @@
 //! weight names functions of any of the binaries is refused (a profile of another program).
 //! Without a profile every function is grey: the picture then only shows where code is.
 
-use crate::cmd::diff::{placed, read_weights};
+use crate::cli::diff::{placed, read_weights};
 use crate::fsio;
 use anyhow::Result;
 use sediment_elf::Binary;

@@ -19,6 +19,7 @@
 //! user sees why one is chosen; every column is computed from the profile alone, so the table
 //! is the same bytes on every run.
 
+use crate::cli::vocab;
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_order::{
@@ -41,7 +42,7 @@ pub struct Args {
     /// ExtTSP score), `cdsort` (cache-directed sort), `bp` (balanced partitioning for startup),
     /// `tiered` (Sediment's own: CDSort inside density tiers) or `paged` (Sediment's own: C3
     /// without its cold members, hot functions moved off needless page crossings).
-    #[arg(long, value_name = "NAME", default_value = "c3", value_parser = parse_algorithm)]
+    #[arg(long, value_name = "NAME", default_value = "c3", value_parser = vocab::parse_algorithm)]
     pub algorithm: Algorithm,
     /// A static call graph (`import --format gcc-callgraph` or `--format objects`): append the
     /// functions its edges reach from the ordered ones, after them (low confidence; never
@@ -194,7 +195,7 @@ fn parse_refine_start(name: &str) -> Result<RefineStart, String> {
     if name == "cheapest" {
         return Ok(RefineStart::Cheapest);
     }
-    parse_algorithm(name)
+    vocab::parse_algorithm(name)
         .map(RefineStart::From)
         .map_err(|e| format!("{e}, or cheapest"))
 }
@@ -206,11 +207,6 @@ pub enum RefineFootprint {
     Placed,
     /// The median over the shifted layouts.
     Shifted,
-}
-
-/// `--algorithm`'s value (also `blocks plan --algorithm`'s).
-pub(crate) fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
-    Algorithm::from_name(name).map_err(|e| e.to_string())
 }
 
 /// Functions of the startup prefix whose pages the `--compare` startup column counts: the first
@@ -285,7 +281,7 @@ fn write_order(
 
 /// Extends `order` with the functions the static graph at `path` reaches from it. The graph
 /// must describe the profiled program: as for a binary a profile is bound to
-/// ([`crate::cmd::matching::require_share`]), enough of the profile's weight must be in
+/// ([`crate::cli::matching::require_share`]), enough of the profile's weight must be in
 /// functions the graph names. Not its `meta binary`: a static graph read from the objects is
 /// often named after another link of them (the bench's `v01-s0` for a profile of `prog`).
 fn fill(
@@ -297,11 +293,11 @@ fn fill(
     let graph = fsio::read_profile(path)?;
     let named: Vec<sediment_profile::FuncKey> =
         graph.functions.iter().map(|f| f.key.clone()).collect();
-    crate::cmd::matching::require_share(
+    crate::cli::matching::require_share(
         &args.profile,
         &path.display().to_string(),
-        crate::cmd::matching::binary_share(profile, &named),
-        crate::cmd::matching::DEFAULT_MIN_SHARE,
+        crate::cli::matching::binary_share(profile, &named),
+        crate::cli::matching::DEFAULT_MIN_SHARE,
     )?;
     let params = FillParams {
         max_depth: args.fill_depth,
@@ -327,15 +323,15 @@ fn simulate_table(
     workload: &[std::ffi::OsString],
     threads: usize,
 ) -> Result<String> {
-    let mut plan = crate::cmd::sim::Plan {
+    let mut plan = crate::cli::sim::Plan {
         threads,
-        ..crate::cmd::sim::Plan::as_linked()
+        ..crate::cli::sim::Plan::as_linked()
     };
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)?;
         plan.orders.push((name.to_string(), order));
     }
-    let layouts = crate::cmd::sim::simulate(binary, workload, &"valgrind".into(), &plan, None)?;
+    let layouts = crate::cli::sim::simulate(binary, workload, &"valgrind".into(), &plan, None)?;
     let mut columns = Vec::with_capacity(layouts.len());
     let labels = std::iter::once("as linked").chain(Algorithm::NAMES.iter().copied());
     for (label, per_shift) in labels.zip(layouts) {
@@ -344,7 +340,7 @@ fn simulate_table(
     Ok(format!(
         "\nsimulated on {} (one lackey run, no relink; ratios to the binary as linked):\n{}",
         binary.display(),
-        crate::cmd::sim::format_table(&columns, None)
+        crate::cli::sim::format_table(&columns, None)
     ))
 }
 
@@ -374,11 +370,11 @@ fn refine(
     let simulated = fsio::read_binary(binary)?;
     let defined: Vec<sediment_profile::FuncKey> =
         simulated.functions.iter().map(|s| s.key.clone()).collect();
-    crate::cmd::matching::require_share(
+    crate::cli::matching::require_share(
         &args.profile,
         &binary.display().to_string(),
-        crate::cmd::matching::binary_share(profile, &defined),
-        crate::cmd::matching::DEFAULT_MIN_SHARE,
+        crate::cli::matching::binary_share(profile, &defined),
+        crate::cli::matching::DEFAULT_MIN_SHARE,
     )?;
     let mut orders = Vec::new();
     for name in Algorithm::NAMES {
@@ -386,9 +382,9 @@ fn refine(
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
         orders.push((*name, order));
     }
-    let plan = crate::cmd::sim::Plan {
+    let plan = crate::cli::sim::Plan {
         record: Some(args.refine_events),
-        ..crate::cmd::sim::Plan::as_linked()
+        ..crate::cli::sim::Plan::as_linked()
     };
     let (linked, recorded) = recorded_run(binary, args, &plan)?;
     let rec = &recorded.recording;
@@ -520,8 +516,8 @@ fn value_name(v: impl clap::ValueEnum) -> String {
 fn recorded_run(
     binary: &std::path::Path,
     args: &Args,
-    plan: &crate::cmd::sim::Plan,
-) -> Result<([u64; 2], crate::cmd::sim::Recorded)> {
+    plan: &crate::cli::sim::Plan,
+) -> Result<([u64; 2], crate::cli::sim::Recorded)> {
     let file = args.refine_recording.as_deref();
     let key = match file {
         Some(_) => recording_key(binary, args)?,
@@ -546,7 +542,7 @@ fn recorded_run(
         }
         None => {
             let (layouts, recorded) =
-                crate::cmd::sim::record(binary, &args.args, &"valgrind".into(), plan)?;
+                crate::cli::sim::record(binary, &args.args, &"valgrind".into(), plan)?;
             let m = &layouts[0][0].misses;
             let saved = sediment_sim::Saved {
                 key,
@@ -566,7 +562,7 @@ fn recorded_run(
         recording,
         ..
     } = saved;
-    let recorded = crate::cmd::sim::Recorded { recording, names };
+    let recorded = crate::cli::sim::Recorded { recording, names };
     Ok(([numbers[0], numbers[1]], recorded))
 }
 

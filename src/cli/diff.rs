@@ -13,11 +13,11 @@
 //! Profile weights are bound to both builds by symbol key (name, plus source file for locals),
 //! so the profile may come from either build. A profile of another program is refused: when
 //! less than `sediment match`'s default minimum share of its weight names functions of either
-//! build (`crate::cmd::matching::require_share`), the error names the files and the share.
+//! build (`crate::cli::matching::require_share`), the error names the files and the share.
 //! Output is deterministic; the text lists are cut to `--top` rows (segments: the heaviest,
 //! then in address order), JSON lists everything.
 
-use crate::cmd::matching;
+use crate::cli::matching;
 use crate::fsio;
 use anyhow::Result;
 use sediment_elf::Binary;

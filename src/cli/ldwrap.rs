@@ -64,7 +64,7 @@
 //! line, as the driver hands it over, is plain. Also turned down: writing the order file next
 //! to the output (build systems glob their build directories at install time).
 
-use crate::cmd::link::{bfd_flavor, check_defines_functions, read_objects_of};
+use crate::cli::link::{bfd_flavor, check_defines_functions, read_objects_of};
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_elf::objects::{Lto, ObjectFile};
