@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// `perf.data` from `perf record -e cpu-clock -g`, or with LBR branch stacks from
-    /// `perf record -e branches:u -j any_call` (see docs/branch-stacks.md).
+    /// `perf record -e branches:u -j any_call` (see docs/design/branch-stacks.md).
     Perf,
     /// `callgrind.out` from `valgrind --tool=callgrind`.
     Callgrind,
@@ -241,7 +241,7 @@ pub fn import_perf(
     if s.branches > 0 && s.branch_calls == 0 {
         warnings.push(format!(
             "none of the {} branch-stack entries was a call between two functions of one \
-             binary (see docs/branch-stacks.md)",
+             binary (see docs/design/branch-stacks.md)",
             s.branches
         ));
     }

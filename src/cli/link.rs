@@ -1,5 +1,5 @@
 //! `sediment link` and `sediment link-flags`: the order, checked against the object files,
-//! turned into the chosen linker's input (see `docs/linkers.md`).
+//! turned into the chosen linker's input (see `docs/design/linkers.md`).
 //!
 //! The stage: read the order -> read every object and archive into an inventory ->
 //! resolve the order against it -> (GNU ld only) ask `ld` for its version and default script ->
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
         .collect();
     if let Some(first) = lto.first() {
         eprintln!(
-            "sediment link: warning: {} inputs are LTO objects (first: {}): the code the linker places for them is generated at link time, which this file cannot order; order LTO links through `sediment wrappers` (docs/packaging.md)",
+            "sediment link: warning: {} inputs are LTO objects (first: {}): the code the linker places for them is generated at link time, which this file cannot order; order LTO links through `sediment wrappers` (docs/guide/packaging.md)",
             lto.len(),
             sediment_profile::escape(first)
         );
@@ -160,7 +160,7 @@ pub(crate) fn check_defines_functions(
             };
             let lto = all.iter().filter(|o| o.lto.is_some()).count();
             let why = if lto > 0 {
-                format!("LTO inputs among them: {lto}, whose functions only exist once the linker has run code generation; order such links through `sediment wrappers`, docs/packaging.md")
+                format!("LTO inputs among them: {lto}, whose functions only exist once the linker has run code generation; order such links through `sediment wrappers`, docs/guide/packaging.md")
             } else {
                 "an empty archive, or no code?".to_string()
             };
