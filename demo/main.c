@@ -1,4 +1,4 @@
-/* Sediment demo: the driver of the built-in example program (see unit.h and docs/guide/demo.md).
+/* Sediment demo: the driver of the built-in example program (see unit.h and docs/demo.md).
  *
  * Usage: demo [ITERATIONS]   (default 10000). Start-up runs some of every unit's cold code
  * once; then the hot chain u0_hot_a -> ... -> u39_hot_a runs ITERATIONS times. The output is

@@ -10,7 +10,7 @@
  * link, which keeps definition order, scatters the 200 hot functions of the program over
  * roughly 160 pages of 4 KiB. The hot path is a chain through every unit:
  * u0_hot_a -> u1_hot_a -> ... -> u39_hot_a, each also calling its own unit's hot_b, hot_c, mix
- * and fold. See docs/guide/demo.md.
+ * and fold. See docs/demo.md.
  */
 #ifndef UNIT
 #error "define UNIT (0..39) and NEXT (UNIT+1, or -1 for the last unit) before including unit.h"
