@@ -599,7 +599,7 @@ pub fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result
 /// symbols when that file exists.
 pub fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
     let bin = required_binary(&inputs[0], binary, "an object file")?;
-    let objects = crate::cli::link::read_inventory(inputs)?;
+    let objects = crate::pipeline::link::read_inventory(inputs)?;
     let bin_name = bin.display().to_string();
     let profile = sediment_import::relocs::read(&objects, &bin_name)?;
     let mut warnings = Vec::new();
