@@ -229,9 +229,7 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     let expected = labels_trained(dir);
     ok(
         dir,
-        &[
-            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "app1", "cg.out", "-o", "plan"],
     );
     let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
     for f in ["!step\n!!0 ", "!run\n!!0 ", "!main\n!!0 "] {
@@ -242,7 +240,7 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     ok(
         dir,
         &[
-            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan2",
+            "blocks", "plan", "--binary", "app1", "cg.out", "-o", "plan2",
         ],
     );
     for f in ["bb-list.txt", "order.txt"] {
@@ -294,7 +292,7 @@ fn clang_flow_places_very_hot_parts_first() {
     let Some(tmp) = clang_app() else { return };
     let dir = tmp.path();
     let expected = labels_trained(dir);
-    let plan = ["blocks", "plan", "--binary", "app1", "-p", "cg.out"];
+    let plan = ["blocks", "plan", "--binary", "app1", "cg.out"];
     ok(
         dir,
         &[&plan[..], &["--hot-coverage", "0.9", "-o", "plan"]].concat(),
@@ -392,9 +390,7 @@ fn gcc_flow_puts_cold_parts_last() {
     callgrind(dir, "./pgo", "cg.out");
     ok(
         dir,
-        &[
-            "blocks", "plan", "--binary", "pgo", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "pgo", "cg.out", "-o", "plan"],
     );
     assert!(!dir.join("plan/bb-list.txt").exists());
     link_ordered(dir, "gcc", "app.o", "app");
@@ -421,9 +417,7 @@ fn bad_inputs_fail_cleanly() {
     std::fs::write(dir.join("cg.out"), "events: Ir\nfn=x\n0x10 zz\n").unwrap();
     let out = sediment(
         dir,
-        &[
-            "blocks", "plan", "--binary", "bin", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "bin", "cg.out", "-o", "plan"],
     );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -440,6 +434,7 @@ fn bad_inputs_fail_cleanly() {
             "plan",
             "--binary",
             me.to_str().unwrap(),
+            // `-p` is the old spelling of the positional INPUT, a hidden alias.
             "-p",
             "cg.out",
             "-o",
@@ -532,9 +527,7 @@ fn gcc_plan_removes_a_stale_block_list() {
     std::fs::write(dir.join("plan/bb-list.txt"), "v1\nf stale\n!stale\n!!0\n").unwrap();
     ok(
         dir,
-        &[
-            "blocks", "plan", "--binary", "app", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "app", "cg.out", "-o", "plan"],
     );
     assert!(!dir.join("plan/bb-list.txt").exists());
     let order = std::fs::read_to_string(dir.join("plan/order.txt")).unwrap();
@@ -551,9 +544,7 @@ fn plan_changes_nothing_when_an_output_is_in_the_way() {
     std::fs::write(dir.join("plan/order.txt"), "keep").unwrap();
     let out = sediment(
         dir,
-        &[
-            "blocks", "plan", "--binary", "app", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "app", "cg.out", "-o", "plan"],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
