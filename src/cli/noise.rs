@@ -148,7 +148,7 @@ fn plan(args: &Args) -> Result<Vec<Variant>> {
                 .filter(|&b| b <= MAX_PAD_BYTES)
                 .with_context(|| {
                     format!(
-                        "--shift-step {}: variant {i} would need a pad over {MAX_PAD_BYTES} bytes",
+                        "--pad-step {}: variant {i} would need a pad over {MAX_PAD_BYTES} bytes",
                         args.shift_step
                     )
                 })?;

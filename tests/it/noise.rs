@@ -150,6 +150,7 @@ fn link_failure_reports_the_linkers_last_line() {
         .status()
         .unwrap();
     assert!(ok.success());
+    // `--mode` is the old spelling of `--vary`, still accepted.
     let out = sediment(dir.path(), &["noise", "-n", "2", "--mode", "shift", "u.o"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8(out.stderr).unwrap();
