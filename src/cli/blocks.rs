@@ -89,6 +89,17 @@ struct CheckArgs {
     #[arg(long, value_name = "DIR")]
     plan: PathBuf,
     /// The split build.
+    #[arg(
+        long = "binary",
+        value_name = "FILE",
+        required_unless_present = "binary_operand"
+    )]
+    binary_option: Option<PathBuf>,
+    /// The old spelling of `--binary`: the binary as the operand.
+    #[arg(value_name = "BINARY", hide = true, conflicts_with = "binary_option")]
+    binary_operand: Option<PathBuf>,
+    /// The binary, under either spelling ([`CheckArgs::with_binary`] sets it).
+    #[arg(skip)]
     binary: PathBuf,
 }
 
@@ -103,7 +114,19 @@ fn parse_share(text: &str) -> Result<f64, String> {
 pub fn run(args: Args) -> Result<()> {
     match args.command {
         Command::Plan(a) => run_plan(a.with_input()),
-        Command::Check(a) => run_check(a),
+        Command::Check(a) => run_check(a.with_binary()),
+    }
+}
+
+impl CheckArgs {
+    /// The arguments with `binary` set from either spelling.
+    fn with_binary(mut self) -> Self {
+        self.binary = self
+            .binary_option
+            .take()
+            .or(self.binary_operand.take())
+            .unwrap_or_default();
+        self
     }
 }
 

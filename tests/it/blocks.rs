@@ -273,7 +273,10 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
         .min()
         .unwrap();
     assert!(hot_end < cold_start, "{syms:?}");
-    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app2"]);
+    let report = ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app2"],
+    );
     assert!(report.contains("3 found of 3"), "{report}");
     // The labels build itself (no split) has no cold parts to find.
     let unsplit = symbols(&dir.join("app1"));
@@ -345,10 +348,14 @@ fn clang_flow_places_very_hot_parts_first() {
         last(&["main", "run"]) < first(&["run.cold", "step.cold"]),
         "{syms:?}"
     );
-    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app2"]);
+    let report = ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app2"],
+    );
     assert!(report.contains("ok: every hot part"), "{report}");
     // The same objects linked without the order: the check fails.
     sh(dir, "clang-16", &["-fuse-ld=lld", "app2.o", "-o", "app3"]);
+    // The binary as the operand: the old spelling of `--binary`, still accepted.
     let out = sediment(dir, &["blocks", "check", "--plan", "plan", "app3"]);
     assert!(
         !out.status.success(),
@@ -404,7 +411,10 @@ fn gcc_flow_puts_cold_parts_last() {
     for c in &split {
         assert!(address(&syms, c) > hot_end, "{c} before hot code: {syms:?}");
     }
-    ok(dir, &["blocks", "check", "--plan", "plan", "app"]);
+    ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app"],
+    );
 }
 
 // Bad input: a truncated binary and a damaged profile are one-line errors naming the file,
@@ -477,7 +487,10 @@ fn regress_check_fails_when_plan_parts_are_missing() {
     plan("cold", "main -\nhot -\nhot.cold -\n");
     plan("empty", "_start -\n");
 
-    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app"]);
+    let report = ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app"],
+    );
     assert!(report.contains("hot parts: 2 found of 2"), "{report}");
     assert!(report.contains("cold parts: 0 found of 0\n"), "{report}");
     assert!(!report.contains("0xffffffffffffffff"), "{report}");
@@ -489,15 +502,15 @@ fn regress_check_fails_when_plan_parts_are_missing() {
         assert!(!report.contains("0xffffffffffffffff"), "{report}");
     };
     fails(
-        &["blocks", "check", "--plan", "plan", "z"],
+        &["blocks", "check", "--plan", "plan", "--binary", "z"],
         &["z: 1 of the 2 parts in plan/order.txt are not in the binary (first: hot)"],
     );
     fails(
-        &["blocks", "check", "--plan", "cold", "app"],
+        &["blocks", "check", "--plan", "cold", "--binary", "app"],
         &["app: 1 of the 3 parts", "(first: hot.cold)"],
     );
     fails(
-        &["blocks", "check", "--plan", "empty", "app"],
+        &["blocks", "check", "--plan", "empty", "--binary", "app"],
         &["empty/order.txt: lists no parts to check"],
     );
 }
