@@ -276,11 +276,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         }
         Ok(None)
     };
-    let Some((variable, prof_dir)) = ["SEDIMENT_PROF_DIR", "PROF_DIR"]
-        .into_iter()
-        .find_map(|v| std::env::var_os(v).map(|d| (v, d)))
-        .filter(|(_, d)| !d.is_empty())
-    else {
+    let Some((variable, prof_dir)) = crate::cli::vocab::prof_dir_from_env() else {
         return skip("no SEDIMENT_PROF_DIR or PROF_DIR");
     };
     let Some(output) = output_of(&args.args) else {

@@ -35,7 +35,7 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// Profile to order (a `sediment-profile 1` file from `record` or `import`).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: PathBuf,
     /// Ordering algorithm: `c3` (call-chain clustering, hfsort), `hot` (hottest first),
     /// `pettis-hansen` (greedy heaviest-edge chaining), `ext-tsp` (chain merging maximising the
@@ -136,7 +136,7 @@ pub struct Args {
     #[arg(
         short = 'o',
         long = "output",
-        value_name = "ORDER",
+        value_name = "FILE",
         required_unless_present = "compare"
     )]
     pub output: Option<PathBuf>,
