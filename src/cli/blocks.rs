@@ -21,7 +21,7 @@ use sediment_blocks::{list_file, part_parent, plan, Params, COLD_SUFFIX};
 use sediment_elf::{read_bb_addr_map, Binary};
 use sediment_import::callgrind;
 use sediment_order::Algorithm;
-use sediment_profile::FunctionOrder;
+use sediment_profile::{FunctionOrder, C_RUNTIME};
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -278,18 +278,6 @@ fn run_check(args: CheckArgs) -> Result<()> {
     println!("ok: every hot part lies before every cold part");
     Ok(())
 }
-
-/// Start-up code from the C runtime's own objects (`crt1.o`, `crtbegin.o`): it runs, so it is
-/// in the order, but it is not in the user's objects and the linker places it where it likes.
-pub const C_RUNTIME: &[&str] = &[
-    "_start",
-    "_init",
-    "_fini",
-    "__do_global_dtors_aux",
-    "deregister_tm_clones",
-    "register_tm_clones",
-    "frame_dummy",
-];
 
 /// Where the hot and cold parts named by an order ended up in a binary.
 #[derive(Debug, Default)]

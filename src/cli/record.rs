@@ -39,7 +39,7 @@ use crate::cli::import::{self, parse_mode};
 use crate::fsio;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_import::perf::Mode;
-use sediment_profile::{base_name, merge, Error as ProfileError, Profile, META_RECORDINGS};
+use sediment_profile::{base_name, merge, sum, Error as ProfileError, Profile, META_RECORDINGS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -293,27 +293,6 @@ fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
     }
     let set: Vec<(&Path, &Profile)> = files.iter().map(|(path, p)| (path.as_path(), p)).collect();
     fsio::in_dir(dir, || fsio::write_profiles(&set, &warnings))
-}
-
-/// `a` with the weights of `b` (another copy of the same build in the same recording) added.
-fn sum(a: Profile, b: &Profile) -> Profile {
-    let total = a.meta.total.saturating_add(b.meta.total);
-    let mut builder = sediment_profile::ProfileBuilder::from(a);
-    builder.meta_mut().total = total;
-    for f in &b.functions {
-        builder.add_self(&f.key, f.self_weight);
-        if let Some(size) = f.size {
-            builder.set_size(&f.key, size);
-        }
-    }
-    for e in &b.edges {
-        let (caller, callee) = (
-            &b.functions[e.caller as usize],
-            &b.functions[e.callee as usize],
-        );
-        builder.add_call(&caller.key, &callee.key, e.weight);
-    }
-    builder.build()
 }
 
 /// What tells two binaries of one base name apart in a file name: the build-id, else the path.
