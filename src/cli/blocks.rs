@@ -13,9 +13,9 @@
 //! and `sediment_blocks::plan`; this module only reads the files and writes the outputs
 //! atomically.
 
-use crate::cli::import::import_callgrind;
 use crate::cli::vocab;
 use crate::fsio;
+use crate::pipeline::import;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_blocks::{list_file, part_parent, plan, Params, COLD_SUFFIX};
 use sediment_elf::{read_bb_addr_map, Binary};
@@ -107,11 +107,14 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let map = read_bb_addr_map(&bin_path, &bytes)?;
 
     // Function level: the profile of the main binary, attributed by address.
-    let imported = import_callgrind(
+    let options = import::Options {
+        binary: Some(args.binary.clone()),
+        ..import::Options::default()
+    };
+    let imported = import::import(
+        import::Format::Callgrind,
         std::slice::from_ref(&args.profile),
-        Some(&args.binary),
-        None,
-        false,
+        &options,
     )?;
     // Printed once the outputs are written, so that a failure is the one line of its error.
     let mut warnings = imported.warnings;
