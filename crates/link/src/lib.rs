@@ -40,6 +40,7 @@
 //! is wanted, writes the result, and reads the linked output's symbols for [`verify`].
 
 pub mod emit;
+pub mod placement;
 pub mod resolve;
 pub mod safe;
 pub mod verify;
