@@ -205,6 +205,50 @@ pub fn labels(binaries: &[PathBuf]) -> Vec<String> {
     }
 }
 
+/// Self weight per function key of the profile at `path`; empty without one. The profile must
+/// be of the program `binaries` are builds of: it fails when too little of its weight names
+/// functions of the best-fitting binary (`crate::cli::matching::require_share`).
+pub fn read_weights(
+    path: Option<&Path>,
+    binaries: &[(&Path, &sediment_elf::Binary)],
+) -> Result<std::collections::HashMap<sediment_profile::FuncKey, u64>> {
+    let Some(path) = path else {
+        return Ok(std::collections::HashMap::new());
+    };
+    let profile = crate::fsio::read_profile(path)?;
+    let best = binaries
+        .iter()
+        .map(|(_, b)| {
+            let keys: Vec<sediment_profile::FuncKey> =
+                b.functions.iter().map(|s| s.key.clone()).collect();
+            crate::cli::matching::binary_share(&profile, &keys)
+        })
+        .max_by(|a, b| a.fraction().total_cmp(&b.fraction()));
+    if let Some(share) = best {
+        let names: Vec<String> = binaries
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        crate::cli::matching::require_share(
+            path,
+            &names.join(" or "),
+            share,
+            crate::cli::matching::DEFAULT_MIN_SHARE,
+        )?;
+    }
+    Ok(weights_by_key(&profile))
+}
+
+/// Self weight per function key.
+fn weights_by_key(
+    p: &sediment_profile::Profile,
+) -> std::collections::HashMap<sediment_profile::FuncKey, u64> {
+    p.functions
+        .iter()
+        .map(|f| (f.key.clone(), f.self_weight))
+        .collect()
+}
+
 /// One lackey run: the binary's functions placed under every order of the plan
 /// (`sediment_link::placement`), the trace replayed under every layout (`sediment_sim::lackey`),
 /// the code located through `/proc/PID/maps` (`sediment_valgrind::maps`).
