@@ -23,7 +23,8 @@
 //!   [`std::io::BufRead`].
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
-//!   relative to its functions, replayable under any order; [`refine()`] searches orders on it.
+//!   relative to its functions, replayable under any order (`sediment-tune` searches orders
+//!   on it).
 //! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
 //!   and into further sets of arrays that see the main binary's code moved: shifted by a
 //!   constant (the layout a pad would give) or relaid out by a proposed function order
@@ -51,7 +52,6 @@ pub mod layout;
 pub mod lru;
 mod machine;
 pub mod record;
-pub mod refine;
 pub mod trace;
 
 pub use capture::{Capture, Relayout, TextMap};
@@ -60,7 +60,6 @@ pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
 pub use record::{Recording, Saved};
-pub use refine::{refine, I1Over, LayoutMetrics, RefineParams, Refined};
 pub use trace::{TraceEvent, TraceReader};
 
 /// Default step in bytes between shifted layouts when their iTLB figures count: one 4 KiB
