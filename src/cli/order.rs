@@ -13,12 +13,12 @@
 //! saw go, never the order of the ones it did. It follows any algorithm (`crate::pipeline::order`).
 //!
 //! `--refine` (hidden) is `sediment tune` under its former name, kept for one release: it runs
-//! the tune stage on `--simulate BIN` and writes its order, filled as above.
+//! the tune stage on `--simulate FILE` and writes its order, filled as above.
 //!
-//! `--startup ORDER` gives the first-execution order (an order file listing functions in the
+//! `--startup FILE` gives the first-execution order (an order file listing functions in the
 //! order they first ran) that `--algorithm bp` partitions for; names the profile lacks are one
 //! counted warning. `--compare` runs every algorithm on the same profile and prints a table of
-//! what the profile predicts for each layout (see `docs/algorithms.md`, "Comparing"), so the
+//! what the profile predicts for each layout (see `docs/design/algorithms.md`, "Comparing"), so the
 //! user sees why one is chosen; every column is computed from the profile alone, so the table
 //! is the same bytes on every run.
 
@@ -40,7 +40,7 @@ use std::path::PathBuf;
 #[command(group(clap::ArgGroup::new("simulated").args(["compare", "refine"]).multiple(true)))]
 pub struct Args {
     /// Profile to order (a `sediment-profile 1` file from `record` or `import`).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: PathBuf,
     /// Ordering algorithm: `c3` (call-chain clustering, hfsort), `hot` (hottest first),
     /// `pettis-hansen` (greedy heaviest-edge chaining), `ext-tsp` (chain merging maximising the
@@ -67,16 +67,16 @@ pub struct Args {
     pub fill_rest: bool,
     /// First-execution order for `bp` (and the startup column of `--compare`): an order file
     /// listing functions in the order they first ran.
-    #[arg(long, value_name = "ORDER")]
+    #[arg(long, value_name = "FILE")]
     pub startup: Option<PathBuf>,
     /// Print every algorithm's predicted metrics for this profile as a table on stdout.
     #[arg(long)]
     pub compare: bool,
     /// With `--compare`: also replay every algorithm's order through Sediment's simulator on one
-    /// valgrind lackey run of this binary (the one the profile was recorded on, built with
+    /// valgrind lackey run of binary FILE (the one the profile was recorded on, built with
     /// `-ffunction-sections`), with the workload's arguments after `--`: predicted iTLB and I1
     /// misses and pages/lines, with no relink (`sediment sim --order`).
-    #[arg(long, value_name = "BIN", requires = "simulated")]
+    #[arg(long, value_name = "FILE", requires = "simulated")]
     pub simulate: Option<PathBuf>,
     /// `sediment tune` under its former name (hidden, kept for one release): needs `--simulate
     /// BIN` and `-o`.
@@ -105,7 +105,7 @@ pub struct Args {
     #[arg(
         short = 'o',
         long = "output",
-        value_name = "ORDER",
+        value_name = "FILE",
         required_unless_present = "compare"
     )]
     pub output: Option<PathBuf>,

@@ -21,12 +21,12 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// Profile to order (a `sediment-profile 1` file from `record` or `import`).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: PathBuf,
     /// The binary to run under valgrind lackey (the one the profile was recorded on, built
     /// with `-ffunction-sections`), best linked by the linker that will link the order: the
     /// tuned layout starts where its code starts.
-    #[arg(long, value_name = "BIN")]
+    #[arg(long, value_name = "FILE")]
     pub binary: PathBuf,
     /// Most layouts replayed (each costs one replay of the recorded run).
     #[arg(long, value_name = "N", default_value_t = tune::DEFAULT_BUDGET)]
@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, value_name = "ALGORITHM", default_value = "c3", value_parser = <tune::Start as std::str::FromStr>::from_str)]
     pub start: tune::Start,
     /// Where to write the order file.
-    #[arg(short = 'o', long = "output", value_name = "ORDER")]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
     /// Threads replaying each layout (default: the number of cores); neither the order nor
     /// the table depends on it.

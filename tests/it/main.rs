@@ -24,3 +24,4 @@ mod sim;
 mod stat;
 mod structs;
 mod tune;
+mod vocabulary;

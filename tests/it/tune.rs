@@ -97,7 +97,14 @@ fn tune_and_order_refine_write_the_same_bytes() {
     phases(d);
     let bin = crate::common::sediment_bin();
     let import = [
-        "import", "--format", "objects", "--binary", "./q", "q.o", "-o", "s.sprof",
+        "import",
+        "--format",
+        "objects",
+        "--program",
+        "./q",
+        "q.o",
+        "-o",
+        "s.sprof",
     ];
     run(d, bin.to_str().unwrap(), &import);
     let tune = |out: &str, more: &[&str]| {
@@ -283,7 +290,14 @@ fn tune_is_no_worse_than_its_best_candidate() {
     run(d, "gcc", &["-O1", "-ffunction-sections", "-c", "r.c"]);
     let bin = crate::common::sediment_bin();
     let import = [
-        "import", "--format", "objects", "--binary", "./r", "r.o", "-o", "s.sprof",
+        "import",
+        "--format",
+        "objects",
+        "--program",
+        "./r",
+        "r.o",
+        "-o",
+        "s.sprof",
     ];
     run(d, bin.to_str().unwrap(), &import);
     let fill = ["--fill-from", "s.sprof", "--fill-rest"];
