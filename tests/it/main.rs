@@ -23,4 +23,5 @@ mod prof_dir;
 mod sim;
 mod stat;
 mod structs;
+mod tune;
 mod vocabulary;
