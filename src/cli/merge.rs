@@ -1,12 +1,12 @@
 //! `sediment merge`: several weighted profiles of one executable -> one profile.
 //!
-//! `sediment merge -o OUT -w 2 -f a.sprof -f b.sprof -w 0.5 -f c.sprof`: each profile given
-//! with `-f` (or as a plain argument) takes the weight of the most recent `-w` before it, 1.0
+//! `sediment merge -o OUT -w 2 -p a.sprof -p b.sprof -w 0.5 -p c.sprof`: each profile given
+//! with `-p` (or as a plain argument; `-f`, `--file` are old spellings) takes the weight of the most recent `-w` before it, 1.0
 //! when there is none, as in the seed's `gen_profile_merge`. The arithmetic (normalization to a
 //! common scale, exact sums, one rounding) is `sediment_profile::merge`; this file only pairs
 //! weights with files, reads them one at a time into a `Merger`, and writes atomically.
 //!
-//! The pairing depends on the order of `-w` and `-f` on the command line, which clap's derive
+//! The pairing depends on the order of `-w` and `-p` on the command line, which clap's derive
 //! cannot express, so [`Args`] implements clap's traits by hand and reads argument positions.
 
 use crate::fsio;
@@ -90,7 +90,7 @@ impl clap::Args for Args {
             Arg::new("output")
                 .short('o')
                 .long("output")
-                .value_name("OUT")
+                .value_name("FILE")
                 .required(true)
                 .value_parser(value_parser!(PathBuf))
                 .help("Where to write the merged profile"),
@@ -107,9 +107,11 @@ impl clap::Args for Args {
         )
         .arg(
             Arg::new("file")
-                .short('f')
-                .long("file")
-                .value_name("PROFILE")
+                .short('p')
+                .long("profile")
+                .short_alias('f')
+                .alias("file")
+                .value_name("FILE")
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
                 .help("A profile to merge, with the most recent -w"),
@@ -120,7 +122,7 @@ impl clap::Args for Args {
                 .num_args(0..)
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
-                .help("More profiles, like -f"),
+                .help("More profiles, like -p"),
         )
         .arg(
             Arg::new("force")
@@ -138,7 +140,7 @@ impl clap::Args for Args {
 /// Runs `sediment merge`.
 pub fn run(args: Args) -> Result<()> {
     if args.inputs.is_empty() {
-        bail!("merge: no input profiles (give them with -f PROFILE)");
+        bail!("merge: no input profiles (give them with -p FILE)");
     }
     if let Some(w) = args.dangling_weight {
         bail!("merge: -w {w} after the last profile applies to nothing");

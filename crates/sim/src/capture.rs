@@ -56,7 +56,7 @@
 //! shift; the virtual shift costs K more array lookups per fetch in one run. What it does not
 //! reproduce is what a linker does differently when a pad is present (a pad before `.text`
 //! does not move `.init` or the PLT, which the virtual shift moves with the rest of the text
-//! range); `docs/simulator.md` compares the two on the demo.
+//! range); `docs/journal/simulator.md` compares the two on the demo.
 //!
 //! Turned down: storing the trace (a file of tens of gigabytes for a few seconds of a real
 //! program), and `--log-file` to a named pipe (a reader opening the FIFO blocks forever when

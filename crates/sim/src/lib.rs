@@ -42,7 +42,7 @@
 //!   bad input; it returns an [`Error`].
 //! - **Fast enough to sweep layouts**: the cache model is a flat array of `u64` tags per set,
 //!   kept in MRU-first order, with power-of-two set masks and no hashing (see
-//!   `docs/simulator.md` for measured throughput).
+//!   `docs/journal/simulator.md` for measured throughput).
 //!
 //! Non-goals: data-side caches, prefetchers, branch predictors, cache hierarchies with
 //! inclusion policies, replacement policies other than true LRU, timing. The numbers are counts
