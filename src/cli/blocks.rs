@@ -13,15 +13,15 @@
 //! and `sediment_blocks::plan`; this module only reads the files and writes the outputs
 //! atomically.
 
-use crate::cli::import::import_callgrind;
 use crate::cli::vocab;
 use crate::fsio;
+use crate::pipeline::import;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_blocks::{list_file, part_parent, plan, Params, COLD_SUFFIX};
 use sediment_elf::{read_bb_addr_map, Binary};
 use sediment_import::callgrind;
 use sediment_order::Algorithm;
-use sediment_profile::FunctionOrder;
+use sediment_profile::{FunctionOrder, C_RUNTIME};
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -154,11 +154,14 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let map = read_bb_addr_map(&bin_path, &bytes)?;
 
     // Function level: the profile of the main binary, attributed by address.
-    let imported = import_callgrind(
+    let options = import::Options {
+        binary: Some(args.binary.clone()),
+        ..import::Options::default()
+    };
+    let imported = import::import(
+        import::Format::Callgrind,
         std::slice::from_ref(&args.profile),
-        Some(&args.binary),
-        None,
-        false,
+        &options,
     )?;
     // Printed once the outputs are written, so that a failure is the one line of its error.
     let mut warnings = imported.warnings;
@@ -325,18 +328,6 @@ fn run_check(args: CheckArgs) -> Result<()> {
     println!("ok: every hot part lies before every cold part");
     Ok(())
 }
-
-/// Start-up code from the C runtime's own objects (`crt1.o`, `crtbegin.o`): it runs, so it is
-/// in the order, but it is not in the user's objects and the linker places it where it likes.
-pub const C_RUNTIME: &[&str] = &[
-    "_start",
-    "_init",
-    "_fini",
-    "__do_global_dtors_aux",
-    "deregister_tm_clones",
-    "register_tm_clones",
-    "frame_dummy",
-];
 
 /// Where the hot and cold parts named by an order ended up in a binary.
 #[derive(Debug, Default)]

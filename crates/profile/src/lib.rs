@@ -26,21 +26,23 @@ mod key;
 mod merge;
 mod names;
 mod order_file;
+mod share;
 
 pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
 pub use key::{base_name, FuncKey};
-pub use merge::{merge, merge_with, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
+pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
 pub use names::{
     match_profile, normalize, remap, Mapping, Match, MatchReport, MatchRule, Normalized,
     SuffixKind, REPORT_NAMES,
 };
 pub use order_file::{FunctionOrder, ORDER_MAGIC};
+pub use share::{binary_share, generic_name, require_share, Share, C_RUNTIME, DEFAULT_MIN_SHARE};
 
 use intern::Interner;
 use std::collections::{BTreeMap, HashMap};
 
 /// Errors of this crate. Parse errors carry the 1-based line number of the offending line.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// The text is not a Sediment profile at all (wrong or missing first line).
@@ -82,6 +84,22 @@ pub enum Error {
         a: String,
         /// The later input's value.
         b: String,
+    },
+    /// Too little of a profile's weight lands on functions of the binary it is used with
+    /// ([`require_share`]): a profile of another program.
+    #[error(
+        "only {:.1}% of the profile's weight{} is in functions {binaries} defines, {:.0}% needed (a profile of another program?)",
+        .share.fraction() * 100.0,
+        share::generic_note(.share),
+        .min * 100.0
+    )]
+    ForeignProfile {
+        /// The share found.
+        share: Share,
+        /// The least share needed, from 0 to 1.
+        min: f64,
+        /// The binary or binaries the share was measured on.
+        binaries: String,
     },
 }
 
