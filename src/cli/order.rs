@@ -323,15 +323,20 @@ fn simulate_table(
     workload: &[std::ffi::OsString],
     threads: usize,
 ) -> Result<String> {
-    let mut plan = crate::cli::sim::Plan {
+    let mut plan = crate::pipeline::measure::Plan {
         threads,
-        ..crate::cli::sim::Plan::as_linked()
+        ..crate::pipeline::measure::Plan::as_linked()
     };
     for name in Algorithm::NAMES {
         let order = order_graph(profile, graph, Algorithm::from_name(name)?)?;
         plan.orders.push((name.to_string(), order));
     }
-    let layouts = crate::cli::sim::simulate(binary, workload, &"valgrind".into(), &plan, None)?;
+    let simulated =
+        crate::pipeline::measure::simulate(binary, workload, &"valgrind".into(), &plan, None)?;
+    for w in &simulated.warnings {
+        eprintln!("sediment sim: warning: {w}");
+    }
+    let layouts = simulated.layouts;
     let mut columns = Vec::with_capacity(layouts.len());
     let labels = std::iter::once("as linked").chain(Algorithm::NAMES.iter().copied());
     for (label, per_shift) in labels.zip(layouts) {
@@ -340,7 +345,7 @@ fn simulate_table(
     Ok(format!(
         "\nsimulated on {} (one lackey run, no relink; ratios to the binary as linked):\n{}",
         binary.display(),
-        crate::cli::sim::format_table(&columns, None)
+        sediment_sim::format_table(&columns, None)
     ))
 }
 
@@ -382,9 +387,9 @@ fn refine(
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
         orders.push((*name, order));
     }
-    let plan = crate::cli::sim::Plan {
+    let plan = crate::pipeline::measure::Plan {
         record: Some(args.refine_events),
-        ..crate::cli::sim::Plan::as_linked()
+        ..crate::pipeline::measure::Plan::as_linked()
     };
     let (linked, recorded) = recorded_run(binary, args, &plan)?;
     let rec = &recorded.recording;
@@ -516,8 +521,8 @@ fn value_name(v: impl clap::ValueEnum) -> String {
 fn recorded_run(
     binary: &std::path::Path,
     args: &Args,
-    plan: &crate::cli::sim::Plan,
-) -> Result<([u64; 2], crate::cli::sim::Recorded)> {
+    plan: &crate::pipeline::measure::Plan,
+) -> Result<([u64; 2], crate::pipeline::measure::Recorded)> {
     let file = args.refine_recording.as_deref();
     let key = match file {
         Some(_) => recording_key(binary, args)?,
@@ -541,9 +546,9 @@ fn recorded_run(
             saved
         }
         None => {
-            let (layouts, recorded) =
-                crate::cli::sim::record(binary, &args.args, &"valgrind".into(), plan)?;
-            let m = &layouts[0][0].misses;
+            let (simulated, recorded) =
+                crate::pipeline::measure::record(binary, &args.args, &"valgrind".into(), plan)?;
+            let m = &simulated.layouts[0][0].misses;
             let saved = sediment_sim::Saved {
                 key,
                 numbers: vec![m[0], m[2]],
@@ -562,7 +567,7 @@ fn recorded_run(
         recording,
         ..
     } = saved;
-    let recorded = crate::cli::sim::Recorded { recording, names };
+    let recorded = crate::pipeline::measure::Recorded { recording, names };
     Ok(([numbers[0], numbers[1]], recorded))
 }
 
