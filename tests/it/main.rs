@@ -20,6 +20,7 @@ mod packaging;
 mod perf;
 mod pgo;
 mod prof_dir;
+mod reference;
 mod sim;
 mod stat;
 mod structs;
