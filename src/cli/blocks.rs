@@ -1,4 +1,4 @@
-//! `sediment blocks`: block-level hot/cold splitting through the compiler (see docs/blocks.md).
+//! `sediment blocks`: block-level hot/cold splitting through the compiler (see docs/design/blocks.md).
 //!
 //! - `plan`: from a clang `-fbasic-block-sections=labels` build and a callgrind profile of it
 //!   (`--dump-instr=yes --collect-jumps=yes`), writes `bb-list.txt` for the second build's
@@ -147,7 +147,7 @@ impl PlanArgs {
 /// ([`fsio::replace_files`]) in the output directory (created if missing, [`fsio::in_dir`]):
 /// `order.txt`, and `bb-list.txt` for a binary with a block map. Without one the set removes
 /// a `bb-list.txt` left by an earlier clang plan, since `blocks check` takes the list's
-/// presence to mean a clang plan (docs/blocks.md: the GCC route writes `order.txt` only).
+/// presence to mean a clang plan (docs/design/blocks.md: the GCC route writes `order.txt` only).
 fn run_plan(args: PlanArgs) -> Result<()> {
     let bin_path = args.binary.display().to_string();
     let bytes = fsio::read_bytes(&args.binary)?;
@@ -295,7 +295,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
     } else {
         println!("cold parts: 0 found of {}", report.cold_listed);
     }
-    // Every part of the plan is in the split build's objects (docs/blocks.md: check "finds
+    // Every part of the plan is in the split build's objects (docs/design/blocks.md: check "finds
     // every part of the order"): one missing means another binary, or a build without the
     // plan's list file.
     if let Some(first) = &report.first_missing {

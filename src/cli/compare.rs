@@ -10,7 +10,7 @@
 //! `median [min-max]` over those K layouts, beside the iTLB and page rows over the same
 //! shifts, so that a gain can be read against the spread. The cachegrind table keeps its
 //! exact rows except the I1 ones. The lackey run costs about 25 times a cachegrind run
-//! (docs/simulator.md); the shifts themselves add only array lookups to it.
+//! (docs/design/simulator.md); the shifts themselves add only array lookups to it.
 //!
 //! More than one NEW is accepted (the contract names one) so that `sediment demo` can measure
 //! the default link once and every relinked binary beside it in one table.

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// `perf.data` from `perf record -e cpu-clock -g`, or with LBR branch stacks from
-    /// `perf record -e branches:u -j any_call` (see docs/branch-stacks.md).
+    /// `perf record -e branches:u -j any_call` (see docs/design/branch-stacks.md).
     Perf,
     /// `callgrind.out` from `valgrind --tool=callgrind`.
     Callgrind,
@@ -254,7 +254,7 @@ pub fn import_perf(
     if s.branches > 0 && s.branch_calls == 0 {
         warnings.push(format!(
             "none of the {} branch-stack entries was a call between two functions of one \
-             binary (see docs/branch-stacks.md)",
+             binary (see docs/design/branch-stacks.md)",
             s.branches
         ));
     }
@@ -612,7 +612,7 @@ pub fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result
 /// symbols when that file exists.
 pub fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
     let bin = required_binary(&inputs[0], binary, "an object file")?;
-    let objects = crate::cli::link::read_inventory(inputs)?;
+    let objects = crate::pipeline::link::read_inventory(inputs)?;
     let bin_name = bin.display().to_string();
     let profile = sediment_import::relocs::read(&objects, &bin_name)?;
     let mut warnings = Vec::new();

@@ -1,6 +1,6 @@
 //! `sediment pgo --binary BIN -o PROFILE callgrind.out...`: the training run of a binary as
 //! `llvm-profgen`'s unsymbolized profile, the first step of clang's sample PGO (AutoFDO)
-//! without LBR hardware (docs/blocks.md, "Sample PGO from a VM profile"):
+//! without LBR hardware (docs/design/blocks.md, "Sample PGO from a VM profile"):
 //!
 //! ```sh
 //! clang-16 -O2 -gline-tables-only -fdebug-info-for-profiling *.c -o app

@@ -25,7 +25,7 @@
 //!   moved by `S, 2S, ... (K-1)S` bytes, as a pad before the code would move it, and each
 //!   cell becomes `median [min-max]` over the K shifts. The default step,
 //!   [`sediment_sim::PAGE_SHIFT_STEP`], moves the pages too. I1 miss counts move a lot with
-//!   addresses alone (docs/noise.md), so a single I1 figure is layout luck; the median over
+//!   addresses alone (docs/design/statistics.md), so a single I1 figure is layout luck; the median over
 //!   shifts is what `sediment compare --shifts` reports.
 //! - `--order FILE` (one binary only, repeatable): a proposed function order is replayed
 //!   without relinking. Each executed address of the binary's code is mapped to (function,

@@ -531,7 +531,7 @@ fn gcc_profiled() -> Option<tempfile::TempDir> {
 
 // Regression: a plan without a block map left the `bb-list.txt` of an earlier clang plan in
 // the directory, and `blocks check` then took the plan for a clang one. Now the plan removes
-// it (docs/blocks.md: the GCC route writes `order.txt` only).
+// it (docs/design/blocks.md: the GCC route writes `order.txt` only).
 #[test]
 fn gcc_plan_removes_a_stale_block_list() {
     let Some(tmp) = gcc_profiled() else { return };
