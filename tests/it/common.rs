@@ -66,12 +66,8 @@ pub fn require(tools: &[&str]) -> bool {
     let missing = tools.iter().find(|t| !runs(t));
     if quick_tier() {
         match missing {
-            Some(t) => println!("skipped: {}: {t} not found", test_name()),
-            None => println!(
-                "skipped: {}: needs {} (full tier)",
-                test_name(),
-                tools.join(", ")
-            ),
+            Some(t) => skipped(&format!("{t} not found")),
+            None => skipped(&format!("needs {} (full tier)", tools.join(", "))),
         }
         return false;
     }
@@ -81,8 +77,15 @@ pub fn require(tools: &[&str]) -> bool {
             "{t} is not installed; run the README's setup (or set SEDIMENT_ALLOW_MISSING_TOOLS=1)"
         );
     }
-    println!("skipped: {}: {t} not found", test_name());
+    skipped(&format!("{t} not found"));
     false
+}
+
+/// Prints `skipped: TEST: WHY` on standard error past the test harness's capture (a write to
+/// the stream itself, not `eprintln!`), so that the reason shows in a passing run.
+fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {}: {why}", test_name());
 }
 
 /// `require!("gcc", "valgrind");` at the top of a test: returns from the test (skips it) when
