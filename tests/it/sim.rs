@@ -384,7 +384,7 @@ fn demo_sim_ranks_layouts_like_cachegrind_and_predicts_relinks() {
 // are defined the other way round.
 #[test]
 fn first_order_lists_functions_as_they_first_ran() {
-    assert!(have_tool("gcc") && have_tool("valgrind"));
+    require!("gcc", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("fo.c"),

@@ -91,7 +91,7 @@ fn phases(d: &Path) {
 // of a search that did something).
 #[test]
 fn tune_and_order_refine_write_the_same_bytes() {
-    assert!(have_tool("gcc") && have_tool("valgrind"));
+    require!("gcc", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     phases(d);
@@ -190,7 +190,7 @@ fn worst_ratios(log: &str) -> (f64, f64) {
 
 #[test]
 fn tune_is_no_worse_than_its_best_candidate() {
-    assert!(have_tool("gcc") && have_tool("valgrind"));
+    require!("gcc", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     hot_between_cold(d);

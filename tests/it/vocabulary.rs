@@ -517,3 +517,28 @@ fn old_spellings_still_parse() {
     ];
     assert!(cli::command().try_get_matches_from(both).is_err());
 }
+
+#[test]
+fn the_written_table_is_this_one() {
+    // docs/reference/vocabulary.md states every noun's spelling held here.
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference/vocabulary.md"),
+    )
+    .unwrap();
+    for n in NOUNS {
+        let spelling = match n.short {
+            Some(s) => format!("`-{s}, --{} {}`", n.long, n.value),
+            None => format!("`--{} {}`", n.long, n.value),
+        };
+        assert!(
+            page.contains(&spelling),
+            "{}: {spelling} not in vocabulary.md",
+            n.noun
+        );
+    }
+    for (_, vars) in ENV {
+        for v in vars.iter().filter(|v| v.starts_with("SEDIMENT_")) {
+            assert!(page.contains(v), "{v} not in vocabulary.md");
+        }
+    }
+}
