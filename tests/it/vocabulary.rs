@@ -357,7 +357,8 @@ fn environment_variables_are_in_help() {
             }
         }
     }
-    // Every variable the sources read is in the table: a quoted `SEDIMENT_*` or `PROF_DIR`.
+    // Every variable of Sediment's own the sources name is in the table: a quoted `SEDIMENT_*`
+    // or `PROF_DIR`. (The standard ones, PATH, HOME, XDG_CACHE_HOME, are not listed.)
     let listed: Vec<&str> = ENV.iter().flat_map(|(_, v)| v.iter().copied()).collect();
     for (file, text) in sources() {
         for var in quoted_env_names(&text) {
@@ -369,7 +370,8 @@ fn environment_variables_are_in_help() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// The Rust sources of the `sediment` library and binary (`src/`), by path.
+/// The Rust sources of the `sediment` library and binary (`src/`) and of the library crates
+/// (`crates/*/src`), by path.
 fn sources() -> Vec<(String, String)> {
     fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -384,8 +386,15 @@ fn sources() -> Vec<(String, String)> {
             }
         }
     }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
+    walk(&root.join("src"), &mut out);
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        let src = e.unwrap().path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut out);
+        }
+    }
     out.sort();
     out
 }
