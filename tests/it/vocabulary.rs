@@ -551,3 +551,38 @@ fn the_written_table_is_this_one() {
         }
     }
 }
+
+#[test]
+fn prof_dir_environment_scheme() {
+    // `record` takes the profile directory from SEDIMENT_PROF_DIR, else PROF_DIR; a set but
+    // empty SEDIMENT_PROF_DIR means none and hides PROF_DIR (as in the linker shims). A missing
+    // program is refused before any profiler runs, so no external tool is needed: the error
+    // says which of the two checks was reached.
+    let dir = tempfile::tempdir().unwrap();
+    let record = |env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(crate::common::sediment_bin());
+        cmd.current_dir(dir.path())
+            .env_remove("SEDIMENT_PROF_DIR")
+            .env_remove("PROF_DIR")
+            .args(["record", "--", "/nonexistent/prog"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let no_output = "no output: give -o FILE or --prof-dir DIR";
+    assert!(record(&[]).contains(no_output));
+    for env in [
+        &[("SEDIMENT_PROF_DIR", "profs")][..],
+        &[("PROF_DIR", "profs")],
+        &[("SEDIMENT_PROF_DIR", "profs"), ("PROF_DIR", "")],
+    ] {
+        let err = record(env);
+        assert!(!err.contains(no_output), "{env:?}: {err}");
+        assert!(err.contains("/nonexistent/prog"), "{env:?}: {err}");
+    }
+    let err = record(&[("SEDIMENT_PROF_DIR", ""), ("PROF_DIR", "profs")]);
+    assert!(err.contains(no_output), "{err}");
+}
