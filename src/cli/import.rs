@@ -8,8 +8,8 @@
 //! `--dump-instr=yes`, as `sediment record` makes them) or, failing that, binds names to the
 //! binary's symbols.
 //!
-//! Output, shared with `sediment record`: the main executable's profile goes to `-o OUT`, every
-//! other binary that got samples to `OUT.<basename>.sprof` beside it. All files are written
+//! Output, shared with `sediment record`: the main executable's profile goes to `-o FILE`, every
+//! other binary that got samples to `FILE.<basename>.sprof` beside it. All files are written
 //! atomically, and only after every input was read, so a failed import writes nothing.
 
 use crate::fsio;
@@ -22,7 +22,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// `perf.data` from `perf record -e cpu-clock -g`, or with LBR branch stacks from
-    /// `perf record -e branches:u -j any_call` (see docs/branch-stacks.md).
+    /// `perf record -e branches:u -j any_call` (see docs/design/branch-stacks.md).
     Perf,
     /// `callgrind.out` from `valgrind --tool=callgrind`.
     Callgrind,
@@ -37,14 +37,14 @@ pub enum Format {
     /// Profiler; the first mapping is the main executable.
     Pprof,
     /// GCC `-fcallgraph-info` `.ci` files, one per translation unit (give them all): a static
-    /// call graph without counts, low confidence. Needs `--binary` (the program's name).
+    /// call graph without counts, low confidence. Needs `--program`.
     GccCallgraph,
     /// Relocatable objects (`.o`, `.a`; give them all): a static call graph from their
     /// relocations (calls and functions whose address is taken), from any compiler, low
-    /// confidence. Needs `--binary` (the program's name).
+    /// confidence. Needs `--program`.
     Objects,
     /// The historical Sediment `.gv` call graph (Graphviz DOT, one cluster per executable);
-    /// the first cluster is the main executable unless `--binary` names another.
+    /// the first cluster is the main executable unless `--cluster` names another.
     Gv,
 }
 
@@ -54,10 +54,18 @@ pub struct Args {
     /// Format of INPUT.
     #[arg(long, value_enum)]
     pub format: Format,
-    /// Import only the binary of this base name, reading it from BIN instead of the path the
-    /// profiler recorded; its profile is written to OUT.
-    #[arg(long, value_name = "BIN")]
+    /// The binary the input describes, read from FILE: for perf, perf-script and callgrind,
+    /// instead of the path the profiler recorded, and only the binary of this base name is
+    /// imported; fdata and gprof need it (their files name no binary).
+    #[arg(long, value_name = "FILE")]
     pub binary: Option<PathBuf>,
+    /// gcc-callgraph and objects: the program the static call graph is for, as it will be
+    /// linked (its profile's binary name; its symbols are used when the file exists already).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["binary", "cluster"])]
+    pub program: Option<PathBuf>,
+    /// gv: import only the cluster of the executable of this base name (default: the first).
+    #[arg(long, value_name = "NAME", conflicts_with = "binary")]
+    pub cluster: Option<PathBuf>,
     /// perf, perf-script and pprof only: `leaf` (default; one caller -> sampled-function edge
     /// per sample, hfsort) or `chain` (every adjacent pair of the call chain). Refused for the
     /// other formats, which hold counted calls or a static graph, not sampled chains.
@@ -68,8 +76,8 @@ pub struct Args {
     /// per thread or process, summed).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
 }
 
@@ -96,8 +104,10 @@ impl From<Format> for import::Format {
 
 /// Runs `sediment import`.
 pub fn run(args: Args) -> Result<()> {
+    // One binary option per meaning (`--binary` still names any of them, its old use).
+    let binary = args.binary.or(args.program).or(args.cluster);
     let options = import::Options {
-        binary: args.binary,
+        binary,
         mode: args.mode,
         ..import::Options::default()
     };

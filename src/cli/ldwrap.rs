@@ -8,7 +8,7 @@
 //! directories first. `sediment wrappers DIR` writes small shell shims of those names into DIR,
 //! each running `sediment ld --real /usr/bin/<name> -- "$@"`; a build adds `-BDIR/` to its link
 //! flags (LDFLAGS, `CMAKE_*_LINKER_FLAGS`, `c_link_args`, `%build_ldflags`) and nothing else
-//! changes. `integrations/` has the snippets for RPM, CMake, Meson and make (docs/packaging.md).
+//! changes. `integrations/` has the snippets for RPM, CMake, Meson and make (docs/guide/packaging.md).
 //!
 //! At each link `sediment ld`:
 //! 1. finds the output (`-o FILE`) and the profile for it: `$SEDIMENT_PROF_DIR` (or
@@ -25,7 +25,7 @@
 //!    directory, and runs the real linker with the matching option appended. One line on
 //!    standard error says what was applied.
 //!
-//! **LTO** (docs/packaging.md, "LTO"). Distributions build with `-flto`: then the inputs are
+//! **LTO** (docs/guide/packaging.md, "LTO"). Distributions build with `-flto`: then the inputs are
 //! LLVM bitcode or GCC LTO objects (alone or in archives, told by their first bytes and, for
 //! GCC, their `.gnu.lto_*` sections: [`sediment_elf::objects::Lto`]) and the code the linker
 //! places is generated inside the link, where no check can see it beforehand. What the
@@ -128,7 +128,7 @@ pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
         let Some(real) = find_in_path(name, &skip) else {
             continue;
         };
-        let mut script = String::from("#!/bin/sh\n# Written by `sediment wrappers`: orders this link from the profile of its output\n# when one exists (docs/packaging.md); otherwise runs the real linker unchanged.\n");
+        let mut script = String::from("#!/bin/sh\n# Written by `sediment wrappers`: orders this link from the profile of its output\n# when one exists (docs/guide/packaging.md); otherwise runs the real linker unchanged.\n");
         if let Some(p) = &prof_dir {
             script.push_str(&format!(
                 "SEDIMENT_PROF_DIR={}\nexport SEDIMENT_PROF_DIR\n",
@@ -276,11 +276,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         }
         Ok(None)
     };
-    let Some((variable, prof_dir)) = ["SEDIMENT_PROF_DIR", "PROF_DIR"]
-        .into_iter()
-        .find_map(|v| std::env::var_os(v).map(|d| (v, d)))
-        .filter(|(_, d)| !d.is_empty())
-    else {
+    let Some((variable, prof_dir)) = crate::cli::vocab::prof_dir_from_env() else {
         return skip("no SEDIMENT_PROF_DIR or PROF_DIR");
     };
     let Some(output) = output_of(&args.args) else {
@@ -330,7 +326,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     let linker = link_stage::detect_linker(&args.real)?;
     if linker == Linker::Mold {
         eprintln!(
-            "sediment ld: {}: not ordered: mold cannot order functions (docs/linkers.md)",
+            "sediment ld: {}: not ordered: mold cannot order functions (docs/design/linkers.md)",
             Path::new(&output).display()
         );
         return Ok(None);

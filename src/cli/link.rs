@@ -1,5 +1,5 @@
 //! `sediment link` and `sediment link-flags`: the order, checked against the object files,
-//! turned into the chosen linker's input (see `docs/linkers.md`).
+//! turned into the chosen linker's input (see `docs/design/linkers.md`).
 //!
 //! Read the order -> read every object and archive into an inventory
 //! ([`link::read_inventory`]) -> the `link` stage ([`link::link`]: resolve the order against
@@ -20,10 +20,10 @@ pub struct Args {
     #[arg(long)]
     linker: String,
     /// Function order written by `sediment order`.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     order: PathBuf,
     /// Output file (order file, section list or linker script).
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: PathBuf,
     /// The final link is not position-independent (GNU ld: take the `-no-pie` default script).
     #[arg(long)]
@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value = "ld.bfd")]
     ld: String,
     /// Object files (`.o`) and static archives (`.a`) of the program, as they will be linked.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "OBJECT")]
     objects: Vec<PathBuf>,
 }
 

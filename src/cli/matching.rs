@@ -46,19 +46,19 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args)]
 pub struct Args {
     /// Profile recorded on another build (a `sediment-profile 1` file).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: PathBuf,
     /// The build to match it to (a linked ELF executable or shared object with symbols).
-    #[arg(long, value_name = "BIN")]
+    #[arg(long, value_name = "FILE")]
     pub binary: PathBuf,
-    /// Write the profile remapped onto BIN's function names here.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    /// Write the profile remapped onto the binary's function names here.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Print the report as JSON instead of text.
     #[arg(long)]
     pub json: bool,
     /// Least share (0 to 1) of the profile's weight, not counting `main` and the C runtime's
-    /// start-up code, that must land on BIN's functions; below it (or with nothing matched)
+    /// start-up code, that must land on the binary's functions; below it (or with nothing matched)
     /// the profile is taken for one of another program and nothing is written.
     #[arg(
         long,

@@ -1,13 +1,13 @@
 //! `sediment merge`: several weighted profiles of one executable -> one profile.
 //!
-//! `sediment merge -o OUT -w 2 -f a.sprof -f b.sprof -w 0.5 -f c.sprof`: each profile given
-//! with `-f` (or as a plain argument) takes the weight of the most recent `-w` before it, 1.0
+//! `sediment merge -o OUT -w 2 -p a.sprof -p b.sprof -w 0.5 -p c.sprof`: each profile given
+//! with `-p` (or as a plain argument; `-f`, `--file` are old spellings) takes the weight of the most recent `-w` before it, 1.0
 //! when there is none, as in the seed's `gen_profile_merge`. The arithmetic (normalization to a
 //! common scale, exact sums, one rounding) is `sediment_profile::merge`, run by the `merge`
 //! stage ([`crate::pipeline::merge::merge`]); this file only pairs weights with files, calls
 //! the stage and writes atomically.
 //!
-//! The pairing depends on the order of `-w` and `-f` on the command line, which clap's derive
+//! The pairing depends on the order of `-w` and `-p` on the command line, which clap's derive
 //! cannot express, so [`Args`] implements clap's traits by hand and reads argument positions.
 
 use crate::fsio;
@@ -91,7 +91,7 @@ impl clap::Args for Args {
             Arg::new("output")
                 .short('o')
                 .long("output")
-                .value_name("OUT")
+                .value_name("FILE")
                 .required(true)
                 .value_parser(value_parser!(PathBuf))
                 .help("Where to write the merged profile"),
@@ -108,9 +108,11 @@ impl clap::Args for Args {
         )
         .arg(
             Arg::new("file")
-                .short('f')
-                .long("file")
-                .value_name("PROFILE")
+                .short('p')
+                .long("profile")
+                .short_alias('f')
+                .alias("file")
+                .value_name("FILE")
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
                 .help("A profile to merge, with the most recent -w"),
@@ -121,7 +123,7 @@ impl clap::Args for Args {
                 .num_args(0..)
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
-                .help("More profiles, like -f"),
+                .help("More profiles, like -p"),
         )
         .arg(
             Arg::new("force")
@@ -139,7 +141,7 @@ impl clap::Args for Args {
 /// Runs `sediment merge`.
 pub fn run(args: Args) -> Result<()> {
     if args.inputs.is_empty() {
-        bail!("merge: no input profiles (give them with -f PROFILE)");
+        bail!("merge: no input profiles (give them with -p FILE)");
     }
     if let Some(w) = args.dangling_weight {
         bail!("merge: -w {w} after the last profile applies to nothing");

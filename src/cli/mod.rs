@@ -48,6 +48,7 @@ pub fn command() -> clap::Command {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a command under perf or callgrind and write a profile per executable it ran.
+    #[command(after_help = vocab::PROF_DIR_HELP)]
     Record(record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
     Import(import::Args),
@@ -64,8 +65,11 @@ pub enum Command {
     Link(link::Args),
     /// Write linker shims into a directory: with `-BDIR/` every link of a package build is
     /// ordered from its own profile when one exists, and left unchanged when none does.
+    #[command(after_help = vocab::LINK_TIME_ENV_HELP)]
     Wrappers(ldwrap::WrappersArgs),
-    /// Run a real linker, adding the ordering input for its output's profile (used by the shims).
+    /// Run a real linker, adding the ordering input for its output's profile (used by the shims;
+    /// internal, hence hidden from the verb list).
+    #[command(hide = true, after_help = vocab::LINK_TIME_ENV_HELP)]
     Ld(ldwrap::LdArgs),
     /// Print the compiler-driver flags that make a linker use an ordering file.
     LinkFlags(link::FlagsArgs),

@@ -15,7 +15,7 @@
 //! `--startup ORDER` gives the first-execution order (an order file listing functions in the
 //! order they first ran) that `--algorithm bp` partitions for; names the profile lacks are one
 //! counted warning. `--compare` runs every algorithm on the same profile and prints a table of
-//! what the profile predicts for each layout (see `docs/algorithms.md`, "Comparing"), so the
+//! what the profile predicts for each layout (see `docs/design/algorithms.md`, "Comparing"), so the
 //! user sees why one is chosen; every column is computed from the profile alone, so the table
 //! is the same bytes on every run.
 
@@ -35,7 +35,7 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// Profile to order (a `sediment-profile 1` file from `record` or `import`).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: PathBuf,
     /// Ordering algorithm: `c3` (call-chain clustering, hfsort), `hot` (hottest first),
     /// `pettis-hansen` (greedy heaviest-edge chaining), `ext-tsp` (chain merging maximising the
@@ -76,7 +76,7 @@ pub struct Args {
     /// Sediment's own, simulation-guided: replay every algorithm's order on one lackey run of
     /// `--simulate BIN -- ARGS`, start from C3's (`--refine-start`), and keep the reorderings
     /// the simulator says bring it closer to the best published value of every metric
-    /// (`docs/algorithms.md`, "refine"). Writes the refined order to `-o`; the search's
+    /// (`docs/design/tune.md`, "refine"). Writes the refined order to `-o`; the search's
     /// table goes to stderr. BIN is best linked by the linker that will link the order: the
     /// refined layout starts where BIN's code starts, and pages and cache sets depend on it.
     #[arg(long, requires_all = ["simulate", "output"])]
@@ -122,7 +122,7 @@ pub struct Args {
     /// With `--refine`: climb from this algorithm's order (or its density tiers), or from the
     /// `cheapest` candidate on the recorded run; the targets stay every published algorithm's
     /// best. `c3` (the default) with `--refine-i1 mean` gave the refined order that held up
-    /// best on tests the recorded run did not cover (`docs/algorithms.md`, "--refine-start").
+    /// best on tests the recorded run did not cover (`docs/journal/tune.md`, "--refine-start").
     #[arg(long, value_name = "ALGORITHM", default_value = "c3", requires = "refine", value_parser = parse_refine_start)]
     pub refine_start: RefineStart,
     /// With `--refine` or `--simulate`: threads replaying each layout (default: the number of
@@ -136,7 +136,7 @@ pub struct Args {
     #[arg(
         short = 'o',
         long = "output",
-        value_name = "ORDER",
+        value_name = "FILE",
         required_unless_present = "compare"
     )]
     pub output: Option<PathBuf>,

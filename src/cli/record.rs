@@ -13,8 +13,8 @@
 //! are then imported exactly as `sediment import` would (main executable -> OUT, every other
 //! binary with samples -> `OUT.<basename>.sprof`), written atomically.
 //!
-//! **Whole packages** (`--prof-dir DIR`, or the environment variable `PROF_DIR` when neither
-//! `-o` nor `--prof-dir` is given): one recording of a test suite or script that runs many
+//! **Whole packages** (`--prof-dir DIR`, or the environment variable `SEDIMENT_PROF_DIR`, alias
+//! `PROF_DIR`, when neither `-o` nor `--prof-dir` is given: [`vocab::prof_dir_from_env`]): one recording of a test suite or script that runs many
 //! programs writes one profile per executable or shared library it touched, under a name a
 //! build can find: `DIR/<basename>.sprof` (`DIR/sqlite3.sprof`, `DIR/libz.so.1.sprof`).
 //! perf follows child processes by itself; callgrind is run with `--trace-children=yes` and one
@@ -35,6 +35,7 @@
 //! Every file is computed first and written (atomically) after all inputs were read and merged,
 //! so a failure leaves DIR as it was.
 
+use crate::cli::vocab;
 use crate::fsio;
 use crate::pipeline::{import, merge};
 use anyhow::{bail, Context, Result};
@@ -55,12 +56,12 @@ pub enum Via {
 /// Arguments of `sediment record`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Whole-package mode: one profile per executable or shared library the command (and its
-    /// children) touched, as `DIR/<basename>.sprof`, merged into existing ones. Default: the
-    /// environment variable `PROF_DIR`, when `-o` is not given.
+    /// children) touched, as `DIR/<basename>.sprof`, merged into existing ones. Default:
+    /// `$SEDIMENT_PROF_DIR` (or `$PROF_DIR`), when `-o` is not given.
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     pub prof_dir: Option<PathBuf>,
     /// The profiler to run the command under.
@@ -156,16 +157,16 @@ pub fn run(args: Args) -> Result<()> {
     let target = match (&args.output, &args.prof_dir) {
         (Some(o), _) => Target::Output(o.clone()),
         (None, Some(d)) => Target::ProfDir(d.clone()),
-        (None, None) => match std::env::var_os("PROF_DIR") {
-            Some(d) if !d.is_empty() => Target::ProfDir(PathBuf::from(d)),
-            _ => bail!("no output: give -o OUT or --prof-dir DIR (or set PROF_DIR)"),
+        (None, None) => match vocab::prof_dir_from_env() {
+            Some((_, d)) => Target::ProfDir(PathBuf::from(d)),
+            None => bail!("no output: give -o FILE or --prof-dir DIR (or set SEDIMENT_PROF_DIR)"),
         },
     };
     let whole = matches!(target, Target::ProfDir(_));
     let (program, rest) = args
         .command
         .split_first()
-        .context("no command given (usage: sediment record -o OUT -- CMD ARGS...)")?;
+        .context("no command given (usage: sediment record -o FILE -- CMD ARGS...)")?;
     // Before any profiler starts, so that a missing program is named as such; the file found
     // is also how the main executable is told among the profiles.
     let main = find_program(program)?;

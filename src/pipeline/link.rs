@@ -115,7 +115,7 @@ pub fn lto_warning(objects: &[ObjectFile]) -> Option<String> {
         .collect();
     lto.first().map(|first| {
         format!(
-            "{} inputs are LTO objects (first: {}): the code the linker places for them is generated at link time, which this file cannot order; order LTO links through `sediment wrappers` (docs/packaging.md)",
+            "{} inputs are LTO objects (first: {}): the code the linker places for them is generated at link time, which this file cannot order; order LTO links through `sediment wrappers` (docs/guide/packaging.md)",
             lto.len(),
             sediment_profile::escape(first)
         )
@@ -154,7 +154,7 @@ pub fn check_defines_functions(paths: &[PathBuf], all: &[ObjectFile]) -> Result<
             };
             let lto = all.iter().filter(|o| o.lto.is_some()).count();
             let why = if lto > 0 {
-                format!("LTO inputs among them: {lto}, whose functions only exist once the linker has run code generation; order such links through `sediment wrappers`, docs/packaging.md")
+                format!("LTO inputs among them: {lto}, whose functions only exist once the linker has run code generation; order such links through `sediment wrappers`, docs/guide/packaging.md")
             } else {
                 "an empty archive, or no code?".to_string()
             };

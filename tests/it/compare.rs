@@ -195,7 +195,7 @@ fn compare_sees_hot_functions_split_by_cold_code() {
 
 // Regression: valgrind 3.19 attaches only BOLT's new `.text` to the binary and reports the
 // functions BOLT left in the original segment as object `???`, so their instructions were
-// missing from the footprint (18% of SQLite's held-out run, docs/blocks.md). Here `later`
+// missing from the footprint (18% of SQLite's held-out run, docs/journal/blocks.md). Here `later`
 // never ran in BOLT's training, stays in the original segment, and runs 600,000 instructions
 // when measured with an argument: the BOLT binary must count them like the input binary.
 #[test]

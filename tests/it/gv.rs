@@ -139,6 +139,7 @@ fn gv_renders_with_dot_and_round_trips() {
             "import",
             "--format",
             "gv",
+            // `--binary` is the old spelling of `--cluster`, still accepted.
             "--binary",
             "lib\"odd\".so",
             "a.gv",
@@ -151,7 +152,14 @@ fn gv_renders_with_dot_and_round_trips() {
     let none = sediment(
         d,
         &[
-            "import", "--format", "gv", "--binary", "nope", "a.gv", "-o", "x.sprof",
+            "import",
+            "--format",
+            "gv",
+            "--cluster",
+            "nope",
+            "a.gv",
+            "-o",
+            "x.sprof",
         ],
     );
     assert!(!none.status.success());

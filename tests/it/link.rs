@@ -846,7 +846,14 @@ fn empty_and_cut_archives_are_named() {
     };
     let import = |a: &str| {
         err_of(&[
-            "import", "--format", "objects", "--binary", "prog", "-o", "x.sprof", a,
+            "import",
+            "--format",
+            "objects",
+            "--program",
+            "prog",
+            "-o",
+            "x.sprof",
+            a,
         ])
     };
     assert_eq!(

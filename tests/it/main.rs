@@ -23,3 +23,4 @@ mod prof_dir;
 mod sim;
 mod stat;
 mod structs;
+mod vocabulary;

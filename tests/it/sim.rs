@@ -694,7 +694,14 @@ fn order_refine_is_no_worse_than_its_best_candidate() {
     run(d, "gcc", &["-O1", "-ffunction-sections", "-c", "r.c"]);
     let bin = crate::common::sediment_bin();
     let import = [
-        "import", "--format", "objects", "--binary", "./r", "r.o", "-o", "s.sprof",
+        "import",
+        "--format",
+        "objects",
+        "--program",
+        "./r",
+        "r.o",
+        "-o",
+        "s.sprof",
     ];
     run(d, bin.to_str().unwrap(), &import);
     let fill = ["--fill-from", "s.sprof", "--fill-rest"];

@@ -68,7 +68,7 @@ pub fn perf_warnings(s: &perf::Stats, one_binary: bool) -> Vec<String> {
     if s.branches > 0 && s.branch_calls == 0 {
         warnings.push(format!(
             "none of the {} branch-stack entries was a call between two functions of one \
-             binary (see docs/branch-stacks.md)",
+             binary (see docs/design/branch-stacks.md)",
             s.branches
         ));
     }

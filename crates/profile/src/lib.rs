@@ -3,7 +3,7 @@
 //!
 //! Every importer produces a [`Profile`], every ordering algorithm consumes one, and the text
 //! form written by [`Profile::to_text`] is the one file a user keeps per executable (documented
-//! in `docs/profile-format.md`).
+//! in `docs/design/profile-format.md`).
 //!
 //! Design constraints:
 //! - **No I/O.** This crate never opens a file or runs a program; it converts between the model
@@ -130,7 +130,7 @@ pub struct Edge {
 
 /// The [`Meta::extra`] key counting the recordings merged into one profile-directory file
 /// (`sediment record --prof-dir`): its weight when the next recording is merged in
-/// (docs/profile-format.md).
+/// (docs/design/profile-format.md).
 pub const META_RECORDINGS: &str = "recordings";
 
 /// Where a profile came from.
@@ -168,7 +168,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Parses the text form (see `docs/profile-format.md`).
+    /// Parses the text form (see `docs/design/profile-format.md`).
     pub fn from_text(text: &str) -> Result<Profile, Error> {
         format::parse(text)
     }

@@ -24,6 +24,9 @@
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
 //!   relative to its functions, replayable under any order; [`refine()`] searches orders on it.
+//! - [`bintrace`]: the binary trace of Sediment's own valgrind tool (runs of consecutive
+//!   instructions and the program's executable mappings), decoded into a [`Capture`] ten
+//!   to fifty times faster than lackey's text can be produced.
 //! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
 //!   and into further sets of arrays that see the main binary's code moved: shifted by a
 //!   constant (the layout a pad would give) or relaid out by a proposed function order
@@ -39,12 +42,13 @@
 //!   bad input; it returns an [`Error`].
 //! - **Fast enough to sweep layouts**: the cache model is a flat array of `u64` tags per set,
 //!   kept in MRU-first order, with power-of-two set masks and no hashing (see
-//!   `docs/simulator.md` for measured throughput).
+//!   `docs/journal/simulator.md` for measured throughput).
 //!
 //! Non-goals: data-side caches, prefetchers, branch predictors, cache hierarchies with
 //! inclusion policies, replacement policies other than true LRU, timing. The numbers are counts
 //! of accesses and misses; turning them into cycles is a different model.
 
+pub mod bintrace;
 pub mod capture;
 pub mod footprint;
 pub mod layout;
@@ -138,6 +142,14 @@ pub enum Error {
     Trace {
         /// 1-based line number.
         line: u64,
+        /// What was wrong with it.
+        message: String,
+    },
+    /// A binary trace ([`bintrace`]) that could not be decoded.
+    #[error("binary trace, byte {offset}: {message}")]
+    BinTrace {
+        /// Offset of the record that failed, from the start of the stream.
+        offset: u64,
         /// What was wrong with it.
         message: String,
     },

@@ -4,7 +4,7 @@
 //!
 //! Every published ordering algorithm optimises a proxy (call locality, the ExtTSP score, a
 //! cache model of chain merging, page footprint) and each wins on some of the measured metrics
-//! and loses on others (`docs/algorithms.md`: on SQLite, C3 has the fewest I1 and 64-entry
+//! and loses on others (`docs/journal/tune.md`: on SQLite, C3 has the fewest I1 and 64-entry
 //! iTLB misses, CDSort the fewest hot pages, balanced partitioning the fewest lines). Here the
 //! metrics themselves are the objective:
 //!
@@ -26,7 +26,7 @@
 //!    first-fetch order each phase's code shares few pages, where the candidate's order
 //!    spreads it over all of them: on SQLite's recorded run that alone took the 64- and
 //!    128-entry iTLB misses of C3 in the blend's tiers (below) from 3,252 and 605 to 2,940 and
-//!    535, below C3's own 3,088 and 549 (`docs/algorithms.md`).
+//!    535, below C3's own 3,088 and 549 (`docs/journal/tune.md`).
 //! 3. From the cheapest layout so far, hill climbing: the items of the hot prefix (99.9% of the
 //!    executed bytes), heaviest first, are each tried 1, 4 and 16 positions earlier and later,
 //!    and from a tiered layout only inside the item's tier (so the climb cannot undo what the
@@ -57,7 +57,7 @@
 //! shared with the libraries in the same way, and [`RefineParams::i1_over`] counts I1 at
 //! every iTLB shift too, their median or mean: on SQLite's measured workload replayed at all
 //! sixteen phases, the search counting the mean over eight had 15% fewer 32 KiB I1 misses
-//! than the one counting three shifts (`docs/algorithms.md`, "I1 over every page phase").
+//! than the one counting three shifts (`docs/journal/tune.md`, "I1 over every page phase").
 //! The pages and lines are counted where the layout places the code: a linked program runs
 //! there (address randomisation moves whole pages, never a line or page boundary within the
 //! code), and the bench's relinked columns count them there too. With
