@@ -102,7 +102,7 @@ pub struct LdArgs {
 }
 
 /// Runs `sediment wrappers`: finds the linkers, then writes their shims as one set
-/// ([`fsio::replace_files`], executable), in DIR created if missing ([`fsio::in_dir`]), so a
+/// (`fsio::replace_files`, executable), in DIR created if missing (`fsio::in_dir`), so a
 /// failure (no linker on PATH, a directory in the way of a shim) leaves DIR as it was.
 pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
     let me = std::env::current_exe().context("cannot find the sediment executable")?;
@@ -368,7 +368,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
             order: &order,
             objects: &objects,
             lto: true,
-            bfd: Bfd::Known(bfd.clone()),
+            bfd: Bfd::Known(&bfd),
         })
         .map_err(|e| anyhow!("{}: {e}", profile_path.display()))?;
         let (extra, dir) = link_stage::write_for_linker(linker, &bfd, &linked.emitted.text)?;
@@ -394,7 +394,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         order: &order,
         objects: &objects,
         lto: false,
-        bfd: Bfd::Known(bfd.clone()),
+        bfd: Bfd::Known(&bfd),
     })
     .map_err(|e| match e {
         // The objects the profile was checked against are the ones that could be read: with an

@@ -4,7 +4,7 @@
 //! [`import`] is the one entry, taking a [`Format`]. The readers of [`sediment_import`] parse
 //! bytes and ask for the bytes of each binary through a resolver; this module opens the input
 //! files and the binaries (read from the path the profiler recorded, or from
-//! [`Options::binary`] for the binary of that base name) through [`crate::fsio`], which refuses
+//! [`Options::binary`] for the binary of that base name) through `crate::fsio`, which refuses
 //! FIFOs, devices and directories a stranger's profile might name. [`outputs`] says where each
 //! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`).
 
@@ -125,7 +125,7 @@ pub struct ProfileFiles {
 }
 
 impl ProfileFiles {
-    /// The files as [`fsio::write_profiles`] takes them.
+    /// The files as `fsio::write_profiles` takes them.
     pub fn as_set(&self) -> Vec<(&Path, &Profile)> {
         self.files
             .iter()
