@@ -25,6 +25,10 @@
 //!    directory, and runs the real linker with the matching option appended. One line on
 //!    standard error says what was applied.
 //!
+//! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
+//! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
+//! ([`crate::pipeline::verify::verify`]).
+//!
 //! **LTO** (docs/guide/packaging.md, "LTO"). Distributions build with `-flto`: then the inputs are
 //! LLVM bitcode or GCC LTO objects (alone or in archives, told by their first bytes and, for
 //! GCC, their `.gnu.lto_*` sections: [`sediment_elf::objects::Lto`]) and the code the linker
@@ -45,7 +49,7 @@
 //! ([`sediment_link::resolve_lto`]): the other entries are written by name
 //! ([`sediment_link::lto_sections`]), and once the real linker has succeeded the output's
 //! symbols are read and the summary line says how many of the profiled functions are there in
-//! the intended order ([`sediment_link::check_order`]). A profile none of whose functions is in
+//! the intended order ([`crate::pipeline::verify`], [`sediment_link::check_order`]). A profile none of whose functions is in
 //! the output is the same mistake as one matching none of the objects: one line naming the
 //! profile, exit 1, and the output removed, so that no build goes on with it. A GCC LTO link
 //! whose link-time options lack `-ffunction-sections` cannot be ordered: it links unchanged,
