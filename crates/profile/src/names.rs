@@ -361,6 +361,45 @@ pub fn remap(profile: &Profile, mapping: &Mapping, target_functions: &[FuncKey])
     b.build()
 }
 
+/// The build a profile is carried over to ([`retarget`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// `meta binary` of the result: the build as the user named it.
+    pub binary: String,
+    /// The build's build-id (`None` removes the old build's).
+    pub build_id: Option<String>,
+    /// The build's architecture.
+    pub arch: Option<String>,
+    /// The build's function keys (the `target_functions` of [`match_profile`]).
+    pub functions: &'a [FuncKey],
+    /// The symbol size of each of `functions`, in the same order; 0 when the symbol did not
+    /// say (hand-written assembly).
+    pub sizes: &'a [u64],
+}
+
+/// [`remap`] onto `target`, and the result takes the target's identity: its `binary`,
+/// `build-id` and `arch`, and the target's symbol sizes (of the lowest-indexed function of a
+/// key, the one [`match_profile`] maps duplicates to; size 0 is "unknown", not an empty
+/// function); `meta matched-from` records the old `binary`. `total` is kept, so the weight that
+/// did not match still counts as unattributed.
+pub fn retarget(profile: &Profile, mapping: &Mapping, target: Target<'_>) -> Profile {
+    let mut moved = remap(profile, mapping, target.functions);
+    let mut sizes: std::collections::BTreeMap<&FuncKey, u64> = std::collections::BTreeMap::new();
+    for (key, &size) in target.functions.iter().zip(target.sizes) {
+        sizes.entry(key).or_insert(size);
+    }
+    for f in &mut moved.functions {
+        f.size = sizes.get(&f.key).copied().filter(|&s| s > 0);
+    }
+    let old_binary = std::mem::take(&mut moved.meta.binary);
+    let meta = &mut moved.meta;
+    meta.binary = target.binary;
+    meta.build_id = target.build_id;
+    meta.arch = target.arch;
+    meta.extra.insert("matched-from".to_string(), old_binary);
+    moved
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
