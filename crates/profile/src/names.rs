@@ -597,4 +597,34 @@ mod tests {
             "{text}"
         );
     }
+
+    // A carried-over profile takes the target's names, identity and sizes (0: unknown), and
+    // remembers the build it came from.
+    #[test]
+    fn retarget_takes_the_targets_identity() {
+        let p = profile(
+            &[("foo.constprop.0", None, 5), ("bar", None, 2)],
+            &[(1, 0, 3)],
+        );
+        let targets = [FuncKey::global("bar"), FuncKey::global("foo")];
+        let (mapping, _) = match_profile(&p, &targets);
+        let target = Target {
+            binary: "new/prog".to_string(),
+            build_id: None,
+            arch: Some("x86_64".to_string()),
+            functions: &targets,
+            sizes: &[0, 48],
+        };
+        let moved = retarget(&p, &mapping, target);
+        let fns: Vec<(&str, u64, Option<u64>)> = moved
+            .functions
+            .iter()
+            .map(|f| (f.key.name.as_str(), f.self_weight, f.size))
+            .collect();
+        assert_eq!(fns, [("bar", 2, None), ("foo", 5, Some(48))]);
+        assert_eq!(moved.meta.binary, "new/prog");
+        assert_eq!(moved.meta.arch.as_deref(), Some("x86_64"));
+        assert_eq!(moved.meta.extra["matched-from"], p.meta.binary);
+        assert_eq!(moved.edges.len(), 1);
+    }
 }
