@@ -71,7 +71,7 @@ const SHIFTED_ROWS: [&str; 8] = [
 pub fn run(args: Args) -> Result<()> {
     let mut binaries = vec![args.base.clone()];
     binaries.extend(args.new.iter().cloned());
-    let plan = super::sim::Plan::with_shifts(args.shifts, args.shift_step)?;
+    let plan = crate::pipeline::measure::Plan::with_shifts(args.shifts, args.shift_step)?;
     let mut opts = sediment_measure::Options::default();
     if let Some(j) = args.jobs {
         opts.jobs = j.max(1);
@@ -90,7 +90,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     opts.stdin.clone_from(&args.stdin);
     let metrics = sediment_measure::measure(&binaries, &args.args, &opts)?;
-    let labels = labels(&binaries);
+    let labels = crate::pipeline::measure::labels(&binaries);
     let columns: Vec<(String, sediment_measure::Metrics)> =
         labels.into_iter().zip(metrics).collect();
 
@@ -109,7 +109,7 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let text = if plan.shifts.len() > 1 {
-        let shifted = super::sim::simulate_all(
+        let shifted = crate::pipeline::measure::simulate_all(
             &binaries,
             &args.args,
             &opts.valgrind,
@@ -117,23 +117,27 @@ pub fn run(args: Args) -> Result<()> {
             &plan,
             args.stdin.as_deref(),
         )?;
-        let sim_columns: Vec<(String, Vec<super::sim::SimMetrics>)> = columns
+        let sim_columns: Vec<(String, Vec<sediment_sim::SimMetrics>)> = columns
             .iter()
             .map(|(l, _)| l.clone())
-            .zip(shifted.into_iter().filter_map(|l| l.into_iter().next()))
+            .zip(
+                shifted
+                    .into_iter()
+                    .filter_map(|s| s.layouts.into_iter().next()),
+            )
             .collect();
         if args.json {
             format!(
                 "{{\n\"cachegrind\": {},\n\"shifted\": {}}}\n",
                 sediment_measure::format_json(&columns).trim_end(),
-                super::sim::format_json(&sim_columns, &plan.shifts).trim_end()
+                sediment_sim::format_json(&sim_columns, &plan.shifts).trim_end()
             )
         } else {
             format!(
                 "{}\n# {} (sediment sim)\n{}",
                 sediment_measure::format_table_without(&columns, &I1_ROWS),
                 plan.describe_shifts().unwrap_or_default(),
-                super::sim::format_table(&sim_columns, Some(&SHIFTED_ROWS))
+                sediment_sim::format_table(&sim_columns, Some(&SHIFTED_ROWS))
             )
         }
     } else if args.json {
@@ -145,25 +149,4 @@ pub fn run(args: Args) -> Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-/// Column labels: each binary's file name, or its path as given when file names collide.
-pub(crate) fn labels(binaries: &[PathBuf]) -> Vec<String> {
-    let names: Vec<String> = binaries
-        .iter()
-        .map(|b| {
-            b.file_name().map_or_else(
-                || b.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    let mut unique = names.clone();
-    unique.sort();
-    unique.dedup();
-    if unique.len() == names.len() {
-        names
-    } else {
-        binaries.iter().map(|b| b.display().to_string()).collect()
-    }
 }

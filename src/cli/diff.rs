@@ -13,20 +13,18 @@
 //! Profile weights are bound to both builds by symbol key (name, plus source file for locals),
 //! so the profile may come from either build. A profile of another program is refused: when
 //! less than `sediment match`'s default minimum share of its weight names functions of either
-//! build (`crate::cli::matching::require_share`), the error names the files and the share.
+//! build (`crate::pipeline::measure::read_weights`), the error names the files and the share.
 //! Output is deterministic; the text lists are cut to `--top` rows (segments: the heaviest,
 //! then in address order), JSON lists everything.
 
-use crate::cli::matching;
 use crate::fsio;
+use crate::pipeline::measure::read_weights;
 use anyhow::Result;
 use sediment_elf::Binary;
 use sediment_explain::{diff, LayoutDiff, Placed};
-use sediment_profile::{FuncKey, Profile};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `sediment diff`.
 #[derive(clap::Args)]
@@ -54,7 +52,10 @@ pub fn run(args: Args) -> Result<()> {
         args.profile.as_deref(),
         &[(args.old.as_path(), &old), (args.new.as_path(), &new)],
     )?;
-    let d = diff(&placed(&old, &weights), &placed(&new, &weights));
+    let d = diff(
+        &Placed::of_binary(&old, &weights),
+        &Placed::of_binary(&new, &weights),
+    );
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&d)?;
         s.push('\n');
@@ -64,60 +65,6 @@ pub fn run(args: Args) -> Result<()> {
     };
     std::io::stdout().write_all(out.as_bytes())?;
     Ok(())
-}
-
-/// Self weight per function key of the profile at `path`; empty without one. The profile must
-/// be of the program `binaries` are builds of: it fails when too little of its weight names
-/// functions of the best-fitting binary (`matching::require_share`).
-pub(crate) fn read_weights(
-    path: Option<&Path>,
-    binaries: &[(&Path, &Binary)],
-) -> Result<HashMap<FuncKey, u64>> {
-    let Some(path) = path else {
-        return Ok(HashMap::new());
-    };
-    let profile = fsio::read_profile(path)?;
-    let best = binaries
-        .iter()
-        .map(|(_, b)| {
-            let keys: Vec<FuncKey> = b.functions.iter().map(|s| s.key.clone()).collect();
-            matching::binary_share(&profile, &keys)
-        })
-        .max_by(|a, b| a.fraction().total_cmp(&b.fraction()));
-    if let Some(share) = best {
-        let names: Vec<String> = binaries
-            .iter()
-            .map(|(p, _)| p.display().to_string())
-            .collect();
-        matching::require_share(
-            path,
-            &names.join(" or "),
-            share,
-            matching::DEFAULT_MIN_SHARE,
-        )?;
-    }
-    Ok(weights_by_key(&profile))
-}
-
-/// Self weight per function key.
-fn weights_by_key(p: &Profile) -> HashMap<FuncKey, u64> {
-    p.functions
-        .iter()
-        .map(|f| (f.key.clone(), f.self_weight))
-        .collect()
-}
-
-/// A binary's functions with their display keys and weights.
-pub(crate) fn placed(b: &Binary, weights: &HashMap<FuncKey, u64>) -> Vec<Placed> {
-    b.functions
-        .iter()
-        .map(|s| Placed {
-            name: s.key.to_string(),
-            address: s.address,
-            size: s.size,
-            weight: weights.get(&s.key).copied().unwrap_or(0),
-        })
-        .collect()
 }
 
 fn signed(v: i64) -> String {

@@ -6,8 +6,8 @@
 //! weight names functions of any of the binaries is refused (a profile of another program).
 //! Without a profile every function is grey: the picture then only shows where code is.
 
-use crate::cli::diff::{placed, read_weights};
 use crate::fsio;
+use crate::pipeline::measure::read_weights;
 use anyhow::Result;
 use sediment_elf::Binary;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,12 @@ pub fn run(args: Args) -> Result<()> {
     let weights = read_weights(args.profile.as_deref(), &pairs)?;
     let panels: Vec<_> = binaries
         .iter()
-        .map(|(path, b)| (path.display().to_string(), placed(b, &weights)))
+        .map(|(path, b)| {
+            (
+                path.display().to_string(),
+                sediment_explain::Placed::of_binary(b, &weights),
+            )
+        })
         .collect();
     fsio::write_atomic(
         &args.output,

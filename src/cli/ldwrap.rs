@@ -76,7 +76,7 @@ use sediment_link::cmdline::{
     has_plugin, is_shared, output_of, pie_mode, why_not_after_lto, why_not_ordered,
 };
 use sediment_link::{BfdFlavor, Linker};
-use sediment_order::{order_profile, Algorithm};
+use sediment_order::{Algorithm, CallGraph};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -353,8 +353,8 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     let algorithm_name = std::env::var("SEDIMENT_ALGORITHM").unwrap_or_else(|_| "c3".to_string());
     let algorithm =
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
-    let order = order_profile(&profile, algorithm)
-        .with_context(|| format!("{}: cannot order", profile_path.display()))?;
+    let graph = CallGraph::from_profile(&profile);
+    let order = crate::pipeline::order::order(&profile, &profile_path, &graph, algorithm)?;
     let inputs = link_stage::link_inputs(&args.args);
     let SplitInputs { objects, lto } =
         link_stage::split_lto(&inputs, linker, has_plugin(&args.args))?;

@@ -39,7 +39,7 @@ use sediment_elf::Binary;
 use sediment_profile::{match_profile, retarget, FuncKey, MatchReport, Profile, Target};
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `sediment match`.
 #[derive(clap::Args)]
@@ -68,20 +68,7 @@ pub struct Args {
     pub min_share: f64,
 }
 
-/// Kept for the verbs that still name it here; the check is [`sediment_profile::require_share`].
-pub use sediment_profile::{binary_share, DEFAULT_MIN_SHARE};
-
-/// [`sediment_profile::require_share`] with the profile's file named before the message (for
-/// the verbs that still call it here; new callers call the profile crate directly).
-pub fn require_share(
-    profile_path: &Path,
-    binaries: &str,
-    share: sediment_profile::Share,
-    min: f64,
-) -> Result<()> {
-    sediment_profile::require_share(share, min, binaries)
-        .map_err(|e| anyhow!("{}: {e}", profile_path.display()))
-}
+use sediment_profile::{binary_share, DEFAULT_MIN_SHARE};
 
 /// Parses a share between 0 and 1.
 fn parse_share(text: &str) -> Result<f64, String> {

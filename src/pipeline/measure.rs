@@ -1,1 +1,421 @@
-//! The `measure` stage.
+//! The `measure` stage: runs binaries under valgrind and measures their code layout.
+//!
+//! [`simulate`] runs one binary under lackey and replays its instruction trace through
+//! Sediment's simulator (`sediment_sim::lackey`) under every layout of a [`Plan`]: the binary as
+//! linked, shifted by a pad's worth of bytes, or relaid out by a proposed function order
+//! (`sediment_link::placement`, lld's rule) without relinking. One pass answers every geometry
+//! of `sediment_sim::GEOMETRIES`. [`simulate_all`] does it for several binaries in parallel;
+//! [`record`] also keeps the run for later replays (the search).
+//!
+//! Output is deterministic: every number is a simulation count.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context, Result};
+use sediment_sim::{Capture, SimMetrics};
+
+use super::timings;
+
+/// Most shifts one run may ask for: each is one more set of arrays fed every fetch.
+pub const MAX_SHIFTS: u64 = 64;
+
+/// Largest total shift, as `sediment noise` allows for its pad: far beyond any cache or TLB.
+const MAX_SHIFT_BYTES: u64 = 64 << 20;
+
+/// The layouts simulated from each run besides the binary as linked.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Shifts in bytes, the first 0.
+    pub shifts: Vec<u64>,
+    /// Proposed orders: (column label, order).
+    pub orders: Vec<(String, sediment_profile::FunctionOrder)>,
+    /// Also collect the first-execution order of the binary's functions.
+    pub first_order: bool,
+    /// Alignment of functions placed by an order.
+    pub align: u64,
+    /// Also keep the run for later replays ([`sediment_sim::Recording`]), at most this many
+    /// fetches; see [`record`].
+    pub record: Option<usize>,
+    /// Threads feeding the run's other layouts (shifts and orders) their fetches
+    /// ([`sediment_sim::Capture::set_threads`]); [`simulate_all`] sets it from its jobs.
+    pub threads: usize,
+}
+
+impl Plan {
+    /// Only the layout as linked.
+    pub fn as_linked() -> Self {
+        Self {
+            shifts: vec![0],
+            orders: Vec::new(),
+            first_order: false,
+            align: 16,
+            record: None,
+            threads: 1,
+        }
+    }
+
+    /// Shifts `0, step, ..., (k-1)*step`, checked against [`MAX_SHIFTS`] and the largest pad.
+    pub fn with_shifts(k: u64, step: u64) -> Result<Self> {
+        if k == 0 || k > MAX_SHIFTS {
+            bail!("--shifts must be between 1 and {MAX_SHIFTS}, not {k}");
+        }
+        match (k - 1).checked_mul(step) {
+            Some(m) if m <= MAX_SHIFT_BYTES => {}
+            _ => bail!(
+                "--shifts {k} --shift-step {step}: the largest shift exceeds {MAX_SHIFT_BYTES} bytes"
+            ),
+        }
+        Ok(Self {
+            shifts: (0..k).map(|i| i * step).collect(),
+            ..Self::as_linked()
+        })
+    }
+
+    /// A description of the shifts for a table header, or `None` for one layout.
+    pub fn describe_shifts(&self) -> Option<String> {
+        let (k, last) = (self.shifts.len(), *self.shifts.last()?);
+        (k > 1).then(|| {
+            format!(
+                "{k} layouts per column: code as linked and shifted by up to {last} bytes in steps of {}; cells: median [min-max]",
+                self.shifts[1]
+            )
+        })
+    }
+}
+
+/// The metrics of one binary: per layout (as linked, then each order of the plan), per shift.
+pub type Layouts = Vec<Vec<SimMetrics>>;
+
+/// What one simulated binary gave.
+#[derive(Debug, Clone)]
+pub struct Simulated {
+    /// Per layout, per shift.
+    pub layouts: Layouts,
+    /// With [`Plan::first_order`]: the binary's functions in the order they first ran (as
+    /// linked); empty otherwise.
+    pub first_executed: Vec<sediment_profile::FuncKey>,
+    /// Warnings for the user (order entries naming no function of the binary), one line each.
+    pub warnings: Vec<String>,
+}
+
+/// A run kept for replays: the recording and the name of each of its units (functions).
+pub struct Recorded {
+    /// The run, the binary's code relative to its functions.
+    pub recording: sediment_sim::Recording,
+    /// Symbol name of each unit of the recording.
+    pub names: Vec<String>,
+}
+
+/// Simulates every binary, `jobs` at a time; with fewer binaries than jobs, the rest share the
+/// feeding of each run's layouts ([`Plan::threads`]). Each result lands in its binary's slot,
+/// so the output does not depend on scheduling; on failure the error of the first failing
+/// binary (in argument order) is returned. Every run reads `stdin` (a file, opened afresh) or
+/// nothing.
+pub fn simulate_all(
+    binaries: &[PathBuf],
+    args: &[OsString],
+    valgrind: &OsString,
+    jobs: usize,
+    plan: &Plan,
+    stdin: Option<&Path>,
+) -> Result<Vec<Simulated>> {
+    let _t = timings::stage("measure");
+    // Jobs left over once every binary has one feed that binary's layouts.
+    let plan = &Plan {
+        threads: (jobs / binaries.len().max(1)).max(1),
+        ..plan.clone()
+    };
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<Simulated>>>> =
+        binaries.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(binaries.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(b) = binaries.get(i) else { break };
+                let r = run_lackey(b, args, valgrind, plan, stdin).map(|(s, _)| s);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(binaries.len());
+    for (slot, b) in slots.into_iter().zip(binaries) {
+        match slot.into_inner().ok().flatten() {
+            Some(r) => out.push(r?),
+            None => bail!("{}: simulation did not run", b.display()),
+        }
+    }
+    Ok(out)
+}
+
+/// Runs one binary under lackey and replays its trace under every layout of `plan`; the
+/// program reads `stdin` (a file) or nothing.
+pub fn simulate(
+    binary: &Path,
+    args: &[OsString],
+    valgrind: &OsString,
+    plan: &Plan,
+    stdin: Option<&Path>,
+) -> Result<Simulated> {
+    let _t = timings::stage("measure");
+    Ok(run_lackey(binary, args, valgrind, plan, stdin)?.0)
+}
+
+/// [`simulate`], also keeping the run ([`Plan::record`], or the default cap when unset).
+pub fn record(
+    binary: &Path,
+    args: &[OsString],
+    valgrind: &OsString,
+    plan: &Plan,
+) -> Result<(Simulated, Recorded)> {
+    let _t = timings::stage("measure");
+    let mut plan = plan.clone();
+    plan.record = plan
+        .record
+        .or(Some(sediment_sim::record::DEFAULT_MAX_EVENTS));
+    match run_lackey(binary, args, valgrind, &plan, None)? {
+        (s, Some(r)) => Ok((s, r)),
+        (_, None) => bail!("{}: the trace has no instruction", binary.display()),
+    }
+}
+
+/// Column labels: each binary's file name, or its path as given when file names collide.
+pub fn labels(binaries: &[PathBuf]) -> Vec<String> {
+    let names: Vec<String> = binaries
+        .iter()
+        .map(|b| {
+            b.file_name().map_or_else(
+                || b.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    if unique.len() == names.len() {
+        names
+    } else {
+        binaries.iter().map(|b| b.display().to_string()).collect()
+    }
+}
+
+/// Self weight per function key of the profile at `path`; empty without one. The profile must
+/// be of the program `binaries` are builds of: it fails when too little of its weight names
+/// functions of the best-fitting binary ([`crate::pipeline::require_share`]).
+pub fn read_weights(
+    path: Option<&Path>,
+    binaries: &[(&Path, &sediment_elf::Binary)],
+) -> Result<std::collections::HashMap<sediment_profile::FuncKey, u64>> {
+    let Some(path) = path else {
+        return Ok(std::collections::HashMap::new());
+    };
+    let profile = crate::fsio::read_profile(path)?;
+    let best = binaries
+        .iter()
+        .map(|(_, b)| {
+            let keys: Vec<sediment_profile::FuncKey> =
+                b.functions.iter().map(|s| s.key.clone()).collect();
+            sediment_profile::binary_share(&profile, &keys)
+        })
+        .max_by(|a, b| a.fraction().total_cmp(&b.fraction()));
+    if let Some(share) = best {
+        let names: Vec<String> = binaries
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        crate::pipeline::require_share(path, &names.join(" or "), share)?;
+    }
+    Ok(weights_by_key(&profile))
+}
+
+/// Self weight per function key.
+fn weights_by_key(
+    p: &sediment_profile::Profile,
+) -> std::collections::HashMap<sediment_profile::FuncKey, u64> {
+    p.functions
+        .iter()
+        .map(|f| (f.key.clone(), f.self_weight))
+        .collect()
+}
+
+/// One lackey run: the binary's functions placed under every order of the plan
+/// (`sediment_link::placement`), the trace replayed under every layout (`sediment_sim::lackey`),
+/// the code located through `/proc/PID/maps` (`sediment_valgrind::maps`).
+fn run_lackey(
+    binary: &Path,
+    args: &[OsString],
+    valgrind: &OsString,
+    plan: &Plan,
+    stdin: Option<&Path>,
+) -> Result<(Simulated, Option<Recorded>)> {
+    let canon = std::fs::canonicalize(binary)
+        .with_context(|| format!("{}: no such executable file", binary.display()))?;
+    let data = crate::fsio::read_bytes(&canon)?;
+    // The ELF reader's errors already name the file.
+    let elf = sediment_elf::Binary::parse(&canon.to_string_lossy(), &data)?;
+    let exec_segments: Vec<sediment_elf::Segment> = elf
+        .segments
+        .iter()
+        .copied()
+        .filter(|s| s.is_executable())
+        .collect();
+    if exec_segments.is_empty() {
+        bail!("{}: no executable PT_LOAD segment", binary.display());
+    }
+    let units = sediment_link::placement::Units::of(&elf, &exec_segments);
+    let mut warnings = Vec::new();
+    let mut placements = Vec::with_capacity(plan.orders.len());
+    for (label, order) in &plan.orders {
+        let p = units.place(order, |idx, sizes, base| {
+            sediment_sim::layout_from_order(idx, sizes, plan.align, base)
+        });
+        if p.placed == 0 && !order.functions.is_empty() {
+            bail!(
+                "{label}: none of its {} functions is in {} (order made for another program?)",
+                order.functions.len(),
+                canon.display()
+            );
+        }
+        if !p.missing.is_empty() {
+            let first: Vec<&str> = p.missing.iter().take(5).map(String::as_str).collect();
+            warnings.push(format!(
+                "{label}: {} of {} functions not in {} (first: {})",
+                p.missing.len(),
+                order.functions.len(),
+                canon.display(),
+                first.join(", ")
+            ));
+        }
+        placements.push(p);
+    }
+    let relayouts: Vec<(&[u64], &[u64], &[u64])> = placements
+        .iter()
+        .map(|p| (p.old.as_slice(), p.size.as_slice(), p.new.as_slice()))
+        .collect();
+    let layouts = sediment_sim::lackey::RunLayouts {
+        shifts: &plan.shifts,
+        threads: plan.threads,
+        link_start: exec_segments.iter().map(|g| g.vaddr).min().unwrap_or(0),
+        relayouts: &relayouts,
+        record: plan.record.map(|max| (units.starts(), units.sizes(), max)),
+    };
+    let segs: Vec<(u64, u64)> = exec_segments
+        .iter()
+        .map(|s| (s.offset, s.mem_size))
+        .collect();
+
+    let (mut run, pipe) = sediment_valgrind::lackey::spawn(valgrind, &canon, args, stdin)?;
+    let pid = run.pid();
+    let replayed = sediment_sim::lackey::replay_run(
+        pipe,
+        || {
+            sediment_valgrind::maps::exec_range(pid, &canon, &segs)
+                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+        },
+        &layouts,
+    );
+    if replayed.is_err() {
+        // Stop a run whose trace we no longer read; it would block on the full pipe.
+        run.kill();
+    }
+    let capture = match replayed {
+        Ok(c) => c,
+        Err(e) => {
+            let tail = run.stderr_tail();
+            let e = anyhow::Error::new(e).context("lackey trace");
+            return Err(if tail.is_empty() {
+                e
+            } else {
+                e.context(format!("valgrind said: {tail}"))
+            })
+            .with_context(|| format!("lackey run of {}", binary.display()));
+        }
+    };
+    let finished = run
+        .wait()
+        .with_context(|| format!("{}: waiting for valgrind", binary.display()))?;
+    if !finished.status.success() {
+        let detail = capture
+            .messages()
+            .last()
+            .cloned()
+            .unwrap_or(finished.stderr_tail);
+        bail!(
+            "valgrind lackey run of {} failed ({}): {detail}",
+            binary.display(),
+            finished.status
+        );
+    }
+    let stdout = sediment_valgrind::fnv1a(&finished.stdout);
+    let per_layout = sediment_sim::lackey::metrics(&capture, &layouts, &stdout)
+        .with_context(|| format!("{}: footprint", binary.display()))?;
+    let first_executed = if plan.first_order {
+        first_functions(&elf, &exec_segments, &capture)
+    } else {
+        Vec::new()
+    };
+    let mut capture = capture;
+    let recorded = capture.take_recording().map(|recording| Recorded {
+        recording,
+        names: units.names(),
+    });
+    Ok((
+        Simulated {
+            layouts: per_layout,
+            first_executed,
+            warnings,
+        },
+        recorded,
+    ))
+}
+
+/// The binary's functions in the order their code first ran: each first-executed range of the
+/// trace, moved back to link-time addresses (minus the load bias), looked up in the symbol
+/// table; a function is listed at its first range. Ranges outside any function symbol (PLT
+/// stubs) are skipped.
+fn first_functions(
+    elf: &sediment_elf::Binary,
+    segments: &[sediment_elf::Segment],
+    capture: &Capture,
+) -> Vec<sediment_profile::FuncKey> {
+    let Some((run_start, _)) = capture.text() else {
+        return Vec::new();
+    };
+    let link_start = segments.iter().map(|g| g.vaddr).min().unwrap_or(0);
+    let bias = run_start.wrapping_sub(link_start);
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for &addr in capture.first_executed() {
+        if let Some(f) = elf.function_at(addr.wrapping_sub(bias)) {
+            if seen.insert(&f.key) {
+                out.push(f.key.clone());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Shift plans: K layouts from 0 in steps; K = 0, K over the cap and a pad past 64 MiB are
+    // errors naming the flag.
+    #[test]
+    fn shift_plans() {
+        assert_eq!(Plan::with_shifts(3, 80).unwrap().shifts, [0, 80, 160]);
+        assert_eq!(Plan::with_shifts(1, 80).unwrap().describe_shifts(), None);
+        assert!(Plan::with_shifts(0, 80)
+            .unwrap_err()
+            .to_string()
+            .contains("--shifts"));
+        assert!(Plan::with_shifts(65, 80).is_err());
+        assert!(Plan::with_shifts(3, u64::MAX).is_err());
+    }
+}

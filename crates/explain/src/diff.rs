@@ -49,6 +49,25 @@ pub struct Placed {
     pub weight: u64,
 }
 
+impl Placed {
+    /// A binary's functions with their display keys and the weights of `weights` (0 for a
+    /// function it does not name).
+    pub fn of_binary(
+        b: &sediment_elf::Binary,
+        weights: &std::collections::HashMap<sediment_profile::FuncKey, u64>,
+    ) -> Vec<Placed> {
+        b.functions
+            .iter()
+            .map(|s| Placed {
+                name: s.key.to_string(),
+                address: s.address,
+                size: s.size,
+                weight: weights.get(&s.key).copied().unwrap_or(0),
+            })
+            .collect()
+    }
+}
+
 /// Why the shift changed at a segment boundary, between the previous function of the old
 /// order (`after`) and the first function of the segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

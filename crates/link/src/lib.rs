@@ -46,6 +46,7 @@
 
 pub mod cmdline;
 pub mod emit;
+pub mod placement;
 pub mod resolve;
 pub mod safe;
 pub mod verify;

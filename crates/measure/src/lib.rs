@@ -32,7 +32,8 @@ mod run;
 pub mod spread;
 mod table;
 
-pub use run::{die_with_parent, measure, stdin_for, Options, I1_CONFIGS};
+pub use run::{measure, Options, I1_CONFIGS};
+pub use sediment_valgrind::fnv1a;
 pub use table::{format_json, format_table, format_table_without, parse_json, ROWS};
 
 use std::path::PathBuf;
@@ -131,14 +132,4 @@ pub struct Metrics {
     /// FNV-1a 64 hash (hex) of the program's standard output under callgrind: two layouts of
     /// one program must print the same thing.
     pub stdout_fnv1a: String,
-}
-
-/// FNV-1a, 64-bit (Fowler, Noll, Vo): a tiny stable hash, enough to tell outputs apart.
-pub fn fnv1a(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }

@@ -169,25 +169,6 @@ pub fn measure(
 }
 
 /// Runs one simulation of `binary` and parses its output file `out`.
-/// Has the kernel kill the process `cmd` starts when the thread that started it ends (Linux
-/// `PR_SET_PDEATHSIG` = `SIGKILL`, kept across `exec`), so that a `sediment` stopped by
-/// `SIGTERM` or `SIGKILL` leaves no valgrind running behind it. (`Ctrl-C` reaches the whole
-/// process group anyway.) Every caller waits for its child on the thread that spawned it, which
-/// is what makes the thread's end the right moment.
-pub fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt as _;
-    // SAFETY: the closure runs between fork and exec and only calls prctl, which is
-    // async-signal-safe and allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 fn run_one(
     opts: &Options,
     binary: &Path,
@@ -220,7 +201,7 @@ fn run_one(
     // The canonical path: valgrind would search PATH for a bare name, and callgrind names the
     // object by its real path, which is what the `ob=` match below compares against.
     cmd.arg(canon).args(args);
-    die_with_parent(&mut cmd);
+    sediment_valgrind::die_with_parent(&mut cmd);
     cmd.stdin(stdin_for(opts.stdin.as_deref())?)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -320,18 +301,15 @@ fn object_counts(
     Err(Ok(exact.objects.join(", ")))
 }
 
-/// The standard input of one run: `file` opened afresh (so every run reads it from the start),
-/// or `/dev/null`.
-pub fn stdin_for(file: Option<&Path>) -> Result<Stdio, Error> {
-    match file {
-        None => Ok(Stdio::null()),
-        Some(p) => std::fs::File::open(p)
-            .map(Stdio::from)
-            .map_err(|source| Error::Io {
-                path: p.to_path_buf(),
-                source,
-            }),
-    }
+/// The standard input of one run: `file` opened afresh, or `/dev/null`.
+fn stdin_for(file: Option<&Path>) -> Result<Stdio, Error> {
+    sediment_valgrind::stdin_for(file).map_err(|e| match e {
+        sediment_valgrind::Error::Io { path, source } => Error::Io { path, source },
+        e => Error::Io {
+            path: file.map(Path::to_path_buf).unwrap_or_default(),
+            source: std::io::Error::other(e.to_string()),
+        },
+    })
 }
 
 fn os_concat(prefix: &str, path: &Path) -> OsString {

@@ -216,19 +216,9 @@ fn main() {
     );
 }
 
-/// The six arrays of `sediment sim` (`src/cmd/sim.rs` `ARRAYS`): two L1i and four iTLBs.
+/// The six arrays of `sediment sim` ([`sediment_sim::GEOMETRIES`]): two L1i and four iTLBs.
 fn sim_arrays() -> Vec<SetAssocLru> {
-    [
-        (64, 512, 8),
-        (64, 256, 4),
-        (4096, 64, 8),
-        (4096, 128, 8),
-        (4096, 64, 64),
-        (4096, 128, 128),
-    ]
-    .iter()
-    .map(|&(b, e, w)| SetAssocLru::new(b, e, w).unwrap())
-    .collect()
+    sediment_sim::geometry::arrays().unwrap()
 }
 
 /// Lackey-format replay through `Capture` with 0, 4 and 19 shifted views (the 19 also fed on

@@ -21,9 +21,13 @@
 //!   trace is replayed under many layouts.
 //! - [`trace`]: a small line-oriented trace format and its streaming reader over any
 //!   [`std::io::BufRead`].
+//! - [`geometry`]: the one table of simulated L1i and iTLB geometries ([`GEOMETRIES`]).
+//! - [`lackey`]: one live lackey run replayed under many layouts at once; [`table`]: the
+//!   metrics of a simulated run ([`SimMetrics`]) as a table or JSON.
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
-//!   relative to its functions, replayable under any order; [`refine()`] searches orders on it.
+//!   relative to its functions, replayable under any order (`sediment-tune` searches orders
+//!   on it).
 //! - [`bintrace`]: the binary trace of Sediment's own valgrind tool (runs of consecutive
 //!   instructions and the program's executable mappings), decoded into a [`Capture`] ten
 //!   to fifty times faster than lackey's text can be produced.
@@ -51,20 +55,23 @@
 pub mod bintrace;
 pub mod capture;
 pub mod footprint;
+pub mod geometry;
+pub mod lackey;
 pub mod layout;
 pub mod lru;
 mod machine;
 pub mod record;
-pub mod refine;
+pub mod table;
 pub mod trace;
 
 pub use capture::{Capture, Relayout, TextMap};
 pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
+pub use geometry::{Geometry, GEOMETRIES};
 pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
 pub use record::{Recording, Saved};
-pub use refine::{refine, I1Over, LayoutMetrics, RefineParams, Refined};
+pub use table::{format_json, format_table, SimMetrics};
 pub use trace::{TraceEvent, TraceReader};
 
 /// Default step in bytes between shifted layouts when their iTLB figures count: one 4 KiB
@@ -153,6 +160,12 @@ pub enum Error {
         /// What was wrong with it.
         message: String,
     },
+    /// The trace ended before its first instruction although other layouts were asked for.
+    #[error("the trace has no instruction")]
+    NoInstruction,
+    /// The caller could not locate the binary's code in the running process.
+    #[error("cannot locate the binary's code in the process")]
+    CodeRange(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Reading the trace failed.
     #[error("line {line}: read failed")]
     Io {

@@ -13,7 +13,7 @@
 //! `~/.cache/...`, or the temporary directory), KEY a hash of the C source, the output of
 //! `valgrind --version` and the size of `libcoregrind`: a new source or another valgrind
 //! builds a new tool, which takes about a second. It is built under a temporary name and
-//! renamed, so concurrent first runs do not see half a file.
+//! renamed, so concurrent first runs (threads or processes) do not see half a file.
 //!
 //! **Naming it to valgrind.** The launcher looks for a tool as `$VALGRIND_LIB/NAME-amd64-linux`
 //! (or its compiled-in directory). Setting `VALGRIND_LIB` would do, but valgrind passes it on to
@@ -113,7 +113,13 @@ impl Tool {
         let dir = cache_root().join(format!("{:016x}", fnv1a(&key)));
         let exe = dir.join(format!("{TOOL_NAME}-{PLATFORM}"));
         if !exe.is_file() {
-            build(&dir, &exe, &lib_dir, &include_dir)?;
+            // Threads of one process (binaries simulated in parallel) build once; processes
+            // build under names of their own and the first rename wins.
+            static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+            let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+            if !exe.is_file() {
+                build(&dir, &exe, &lib_dir, &include_dir)?;
+            }
         }
         let exe = std::fs::canonicalize(&exe).map_err(|source| Error::Io {
             path: exe.clone(),

@@ -26,6 +26,8 @@
        kind 1, mapping: u64 start, u64 end (exclusive), u64 file offset, u32 prot
                 (1 read, 2 write, 4 execute), u32 zero, then the file's path (no NUL)
        kind 2, end: u64 instructions, u64 run records; last record of a complete trace
+       kind 3, exec: the same totals, written before an execve (valgrind runs the new
+                program natively and calls no fini); when the execve fails, tracing goes on
    crates/sim/src/bintrace.rs is the reader and documents the same fields.
 
    A forked child stops tracing (its buffer is discarded; the parent flushes before the fork),
@@ -41,10 +43,12 @@
 #include "pub_tool_options.h"
 #include "pub_tool_machine.h"
 #include "pub_tool_aspacemgr.h"
+#include "pub_tool_vkiscnums.h"
 
 #define TRACE_VERSION 1
 #define KIND_MAP 1ULL
 #define KIND_END 2ULL
+#define KIND_EXEC 3ULL
 #define CONTROL (1ULL << 63)
 
 static Int clo_trace_fd = -1;
@@ -161,6 +165,25 @@ static void sd_new_mmap(Addr a, SizeT len, Bool rr, Bool ww, Bool xx, ULong di_h
       put_map(seg);
 }
 
+static void put_totals(ULong kind)
+{
+   put_pending();
+   put_u64(CONTROL | (kind << 32) | 16ULL);
+   put_u64(total_instructions);
+   put_u64(total_runs);
+   drain();
+}
+
+static void sd_pre_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArgs)
+{
+   if (syscallno == __NR_execve || syscallno == __NR_execveat)
+      put_totals(KIND_EXEC);
+}
+
+static void sd_post_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArgs, SysRes res)
+{
+}
+
 static void sd_fork_pre(ThreadId tid)
 {
    put_pending();
@@ -267,11 +290,7 @@ static void sd_fini(Int exitcode)
 {
    if (!maps_written)
       put_maps();
-   put_pending();
-   put_u64(CONTROL | (KIND_END << 32) | 16ULL);
-   put_u64(total_instructions);
-   put_u64(total_runs);
-   drain();
+   put_totals(KIND_END);
 }
 
 static void sd_pre_clo_init(void)
@@ -286,6 +305,7 @@ static void sd_pre_clo_init(void)
    VG_(needs_command_line_options)(sd_process_cmd_line_option, sd_print_usage,
                                    sd_print_debug_usage);
    VG_(track_new_mem_mmap)(sd_new_mmap);
+   VG_(needs_syscall_wrapper)(sd_pre_syscall, sd_post_syscall);
    VG_(atfork)(sd_fork_pre, NULL, sd_fork_child);
 }
 

@@ -1,0 +1,322 @@
+//! The metrics of a simulated run ([`SimMetrics`]) and their one table and JSON form, shared by
+//! `sediment sim`, `sediment compare --shifts` and `sediment order --simulate`.
+//!
+//! A column is one layout over K shifts; a cell is the value, or `median [min-max]` over the
+//! shifts. The median of an even count is the mean of the two middle values.
+
+use std::fmt::Write as _;
+
+use crate::{geometry::GEOMETRIES, Footprint};
+
+/// Everything `sediment sim` reports for one binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimMetrics {
+    /// Instructions executed by the whole process (comparable to cachegrind's `Ir`).
+    pub instructions: u64,
+    /// Instructions whose first byte is in the binary's executable segments.
+    pub object_instructions: u64,
+    /// Merged fetch ranges replayed.
+    pub fetches: u64,
+    /// Misses per entry of [`GEOMETRIES`], whole process.
+    pub misses: Vec<u64>,
+    /// Footprint of the binary's code at 4 KiB pages.
+    pub pages: Footprint,
+    /// Footprint of the binary's code at 64-byte lines.
+    pub lines: Footprint,
+    /// FNV-1a 64 of the program's standard output.
+    pub stdout_fnv1a: String,
+}
+
+/// One value of the table: a count, or a ratio `num / den` (printed with three decimals).
+#[derive(Clone, Copy)]
+enum Cell {
+    Count(u64),
+    Ratio(u64, u64),
+}
+
+impl Cell {
+    fn value(self) -> Option<f64> {
+        match self {
+            Cell::Count(n) => Some(n as f64),
+            Cell::Ratio(_, 0) => None,
+            Cell::Ratio(n, d) => Some(n as f64 / d as f64),
+        }
+    }
+}
+
+/// The rows: (JSON key, label, value).
+fn rows(m: &SimMetrics) -> Vec<(String, String, Cell)> {
+    let mut r = vec![
+        (
+            "instructions".into(),
+            "instructions".into(),
+            Cell::Count(m.instructions),
+        ),
+        (
+            "object_instructions".into(),
+            "instructions in binary".into(),
+            Cell::Count(m.object_instructions),
+        ),
+    ];
+    for (i, g) in GEOMETRIES.iter().enumerate() {
+        r.push((
+            g.key.into(),
+            g.label.into(),
+            Cell::Count(m.misses.get(i).copied().unwrap_or(0)),
+        ));
+    }
+    for (unit, key, f) in [
+        ("4K pages", "pages", &m.pages),
+        ("64B lines", "lines", &m.lines),
+    ] {
+        for (what, k, actual, bound) in [
+            ("for 99%", "99", f.p99, f.bound_p99),
+            ("for 99.9%", "99_9", f.p999, f.bound_p999),
+            ("touched", "touched", f.touched, f.bound_touched),
+        ] {
+            r.push((
+                format!("{key}_{k}"),
+                format!("{unit} {what}"),
+                Cell::Count(actual),
+            ));
+            r.push((
+                format!("{key}_{k}_bound"),
+                format!("{unit} {what}, lower bound"),
+                Cell::Count(bound),
+            ));
+            r.push((
+                format!("{key}_{k}_to_bound"),
+                format!("{unit} {what} / bound"),
+                Cell::Ratio(actual, bound),
+            ));
+        }
+    }
+    r
+}
+
+/// One cell of the table over K shifts: median, minimum and maximum of the row's values
+/// (`None` when no shift had a value, e.g. a ratio to a bound of 0). The median of an even
+/// count is the mean of the two middle values, as in `sediment_measure::spread`.
+#[derive(Clone, Copy)]
+struct Summary {
+    count: bool,
+    values: Option<(f64, f64, f64)>,
+}
+
+impl Summary {
+    fn of(cells: &[Cell]) -> Self {
+        let mut v: Vec<f64> = cells.iter().filter_map(|c| c.value()).collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let values = (n > 0).then(|| {
+            let med = if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                v[n / 2 - 1] / 2.0 + v[n / 2] / 2.0
+            };
+            (med, v[0], v[n - 1])
+        });
+        Self {
+            count: cells.first().is_some_and(|c| matches!(c, Cell::Count(_))),
+            values,
+        }
+    }
+
+    fn median(self) -> Option<f64> {
+        self.values.map(|(m, ..)| m)
+    }
+
+    fn num(self, v: f64) -> String {
+        if !self.count {
+            format!("{v:.3}")
+        } else if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    }
+
+    /// `value`, or `median [min-max]` when the shifts disagree.
+    fn text(self) -> String {
+        match self.values {
+            None => "-".into(),
+            Some((m, lo, hi)) if lo == hi => self.num(m),
+            Some((m, lo, hi)) => format!("{} [{}-{}]", self.num(m), self.num(lo), self.num(hi)),
+        }
+    }
+
+    /// The JSON value of the median (an integer when it is one).
+    fn json(self, v: Option<f64>) -> String {
+        v.map_or("null".into(), |v| self.num(v))
+    }
+}
+
+/// Every row of a column summarised over its shifts: (JSON key, label, summary).
+fn summarise(shifted: &[SimMetrics]) -> Vec<(String, String, Summary)> {
+    let per_shift: Vec<Vec<(String, String, Cell)>> = shifted.iter().map(rows).collect();
+    let Some(first) = per_shift.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, (key, label, _))| {
+            let cells: Vec<Cell> = per_shift.iter().map(|r| r[i].2).collect();
+            (key.clone(), label.clone(), Summary::of(&cells))
+        })
+        .collect()
+}
+
+/// Text table: one row per metric (only the rows whose JSON key is in `only`, if given), one
+/// column per layout, then NEW/BASE ratio columns of the medians (three decimals, `-` when
+/// the base is 0). A cell is the value, or `median [min-max]` over the column's shifts.
+/// Right-aligned to the widest cell.
+pub fn format_table(columns: &[(String, Vec<SimMetrics>)], only: Option<&[&str]>) -> String {
+    let Some((base_label, _)) = columns.first() else {
+        return String::new();
+    };
+    let mut header: Vec<String> = vec!["metric".into()];
+    header.extend(columns.iter().map(|(l, _)| l.clone()));
+    for (l, _) in &columns[1..] {
+        header.push(format!("{l}/{base_label}"));
+    }
+    let all: Vec<Vec<(String, String, Summary)>> =
+        columns.iter().map(|(_, m)| summarise(m)).collect();
+    let mut table = vec![header];
+    for (i, (key, label, base_cell)) in all[0].iter().enumerate() {
+        if only.is_some_and(|keys| !keys.contains(&key.as_str())) {
+            continue;
+        }
+        let mut row = vec![label.clone()];
+        row.extend(all.iter().map(|r| r[i].2.text()));
+        for r in &all[1..] {
+            row.push(match (r[i].2.median(), base_cell.median()) {
+                (Some(n), Some(b)) if b != 0.0 => format!("{:.3}", n / b),
+                _ => "-".into(),
+            });
+        }
+        table.push(row);
+    }
+    let ncol = table[0].len();
+    let widths: Vec<usize> = (0..ncol)
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in &table {
+        let mut line = format!("{:<w$}", r[0], w = widths[0]);
+        for c in 1..ncol {
+            let _ = write!(line, "  {:>w$}", r[c], w = widths[c]);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// JSON: `{"base": LABEL, "shifts": [BYTES...], "columns": [{"label": ..., "metrics": {KEY:
+/// VALUE, ...}}]}`, base first; counts are integers (the median over the shifts: a number
+/// with one decimal when two middle values are averaged), ratios numbers with three decimals
+/// (or null). With more than one shift each column also has `"min"` and `"max"` objects of the
+/// same keys, and `"per_shift"`: one object of the same keys per shift, in shift order.
+pub fn format_json(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> String {
+    let mut s = String::from("{\n");
+    let base = columns.first().map_or("", |(l, _)| l.as_str());
+    let _ = writeln!(s, "  \"base\": {},", json_str(base));
+    let list: Vec<String> = shifts.iter().map(u64::to_string).collect();
+    let _ = writeln!(s, "  \"shifts\": [{}],", list.join(", "));
+    s.push_str("  \"columns\": [\n");
+    for (ci, (label, shifted)) in columns.iter().enumerate() {
+        let _ = writeln!(s, "    {{\n      \"label\": {},", json_str(label));
+        let summary = summarise(shifted);
+        let object = |pick: &dyn Fn(Summary) -> Option<f64>, extra: bool| {
+            let mut fields: Vec<String> = summary
+                .iter()
+                .map(|(k, _, c)| format!("        {}: {}", json_str(k), c.json(pick(*c))))
+                .collect();
+            if extra {
+                if let Some(m) = shifted.first() {
+                    fields.push(format!("        \"fetches\": {}", m.fetches));
+                    fields.push(format!(
+                        "        \"stdout_fnv1a\": {}",
+                        json_str(&m.stdout_fnv1a)
+                    ));
+                }
+            }
+            fields.join(",\n")
+        };
+        let _ = write!(
+            s,
+            "      \"metrics\": {{\n{}\n      }}",
+            object(&|c| c.median(), true)
+        );
+        if shifted.len() > 1 {
+            let _ = write!(
+                s,
+                ",\n      \"min\": {{\n{}\n      }},\n      \"max\": {{\n{}\n      }}",
+                object(&|c| c.values.map(|v| v.1), false),
+                object(&|c| c.values.map(|v| v.2), false)
+            );
+            let each: Vec<String> = shifted
+                .iter()
+                .map(|m| {
+                    let fields: Vec<String> = summarise(std::slice::from_ref(m))
+                        .iter()
+                        .map(|(k, _, c)| format!("{}: {}", json_str(k), c.json(c.median())))
+                        .collect();
+                    format!("        {{{}}}", fields.join(", "))
+                })
+                .collect();
+            let _ = write!(
+                s,
+                ",\n      \"per_shift\": [\n{}\n      ]",
+                each.join(",\n")
+            );
+        }
+        s.push_str("\n    }");
+        s.push_str(if ci + 1 < columns.len() { ",\n" } else { "\n" });
+    }
+    s.push_str("  ]\n}\n");
+    s
+}
+
+/// A JSON string literal.
+fn json_str(t: &str) -> String {
+    let mut s = String::from("\"");
+    for ch in t.chars() {
+        match ch {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Counts over shifts: odd count -> middle value, even -> mean of the middle two, a
+    // constant row prints once; ratios keep three decimals and skip shifts with a zero bound.
+    #[test]
+    fn summaries_over_shifts() {
+        let c = |v: &[u64]| Summary::of(&v.iter().map(|&n| Cell::Count(n)).collect::<Vec<_>>());
+        assert_eq!(c(&[9, 1, 5]).text(), "5 [1-9]");
+        assert_eq!(c(&[4, 1, 2, 9]).text(), "3 [1-9]");
+        assert_eq!(c(&[4, 1, 3, 9]).text(), "3.5 [1-9]");
+        assert_eq!(c(&[7, 7]).text(), "7");
+        let r = Summary::of(&[Cell::Ratio(3, 2), Cell::Ratio(1, 0), Cell::Ratio(5, 2)]);
+        assert_eq!(r.text(), "2.000 [1.500-2.500]");
+        assert_eq!(Summary::of(&[Cell::Ratio(1, 0)]).text(), "-");
+    }
+}
