@@ -61,7 +61,7 @@ pub mod table;
 pub mod trace;
 
 pub use capture::{Capture, Relayout, TextMap};
-pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
+pub use footprint::{blocks_for_target, ExecProfile, ExecRange, Footprint, Share};
 pub use geometry::{Geometry, GEOMETRIES};
 pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
