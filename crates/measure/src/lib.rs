@@ -29,7 +29,9 @@ mod table;
 
 pub use run::{instruction_footprint, measure, Options};
 pub use sediment_valgrind::fnv1a;
-pub use table::{format_json, format_table, format_table_without, parse_json, ROWS};
+pub use table::{
+    format_json, format_table, format_table_without, parse_json, report, Report, ROWS,
+};
 
 use std::path::PathBuf;
 

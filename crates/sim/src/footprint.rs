@@ -101,7 +101,7 @@ pub struct ExecProfile {
 
 /// Footprint of one workload at one block size. See the module documentation for the exact
 /// definitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Footprint {
     /// Block size in bytes (line or page).
     pub block_size: u64,
