@@ -1,5 +1,5 @@
 # Sediment for CMake projects: order every executable's and shared library's functions from
-# its own profile at link time (docs/packaging.md).
+# its own profile at link time (docs/guide/packaging.md).
 #
 #   list(APPEND CMAKE_MODULE_PATH /path/to/sediment/integrations/cmake)
 #   include(Sediment)        # after project()

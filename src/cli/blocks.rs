@@ -1,4 +1,4 @@
-//! `sediment blocks`: block-level hot/cold splitting through the compiler (see docs/blocks.md).
+//! `sediment blocks`: block-level hot/cold splitting through the compiler (see docs/design/blocks.md).
 //!
 //! - `plan`: from a clang `-fbasic-block-sections=labels` build and a callgrind profile of it
 //!   (`--dump-instr=yes --collect-jumps=yes`), writes `bb-list.txt` for the second build's
@@ -13,15 +13,15 @@
 //! and `sediment_blocks::plan`; this module only reads the files and writes the outputs
 //! atomically.
 
-use crate::cli::import::import_callgrind;
 use crate::cli::vocab;
 use crate::fsio;
+use crate::pipeline::import;
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_blocks::{list_file, part_parent, plan, Params, COLD_SUFFIX};
 use sediment_elf::{read_bb_addr_map, Binary};
 use sediment_import::callgrind;
 use sediment_order::Algorithm;
-use sediment_profile::FunctionOrder;
+use sediment_profile::{FunctionOrder, C_RUNTIME};
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -45,10 +45,22 @@ enum Command {
 struct PlanArgs {
     /// The profiled binary: a clang `-fbasic-block-sections=labels` build (or a GCC
     /// `-freorder-blocks-and-partition` build, for the order alone).
-    #[arg(long, value_name = "BINARY")]
+    #[arg(long, value_name = "FILE")]
     binary: PathBuf,
     /// callgrind.out of that binary, recorded with `--dump-instr=yes --collect-jumps=yes`.
-    #[arg(short = 'p', long = "profile", value_name = "CALLGRIND_OUT")]
+    #[arg(value_name = "INPUT", required_unless_present = "profile_option")]
+    input: Option<PathBuf>,
+    /// The old spelling of INPUT (`-p, --profile` names a Sediment profile in every other verb).
+    #[arg(
+        short = 'p',
+        long = "profile",
+        value_name = "FILE",
+        hide = true,
+        conflicts_with = "input"
+    )]
+    profile_option: Option<PathBuf>,
+    /// The callgrind.out given, under either spelling ([`PlanArgs::with_input`] sets it).
+    #[arg(skip)]
     profile: PathBuf,
     /// Executions at which a block counts as hot.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -72,11 +84,23 @@ struct PlanArgs {
 
 /// Arguments of `sediment blocks check`.
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("binary_given").required(true).args(["binary_option", "binary_operand"])))]
 struct CheckArgs {
     /// The directory `blocks plan` wrote (`order.txt`, and `bb-list.txt` for clang).
     #[arg(long, value_name = "DIR")]
     plan: PathBuf,
     /// The split build.
+    #[arg(
+        long = "binary",
+        value_name = "FILE",
+        required_unless_present = "binary_operand"
+    )]
+    binary_option: Option<PathBuf>,
+    /// The old spelling of `--binary`: the binary as the operand.
+    #[arg(value_name = "BINARY", hide = true)]
+    binary_operand: Option<PathBuf>,
+    /// The binary, under either spelling ([`CheckArgs::with_binary`] sets it).
+    #[arg(skip)]
     binary: PathBuf,
 }
 
@@ -90,8 +114,32 @@ fn parse_share(text: &str) -> Result<f64, String> {
 /// Runs `sediment blocks`.
 pub fn run(args: Args) -> Result<()> {
     match args.command {
-        Command::Plan(a) => run_plan(a),
-        Command::Check(a) => run_check(a),
+        Command::Plan(a) => run_plan(a.with_input()),
+        Command::Check(a) => run_check(a.with_binary()),
+    }
+}
+
+impl CheckArgs {
+    /// The arguments with `binary` set from either spelling.
+    fn with_binary(mut self) -> Self {
+        self.binary = self
+            .binary_option
+            .take()
+            .or(self.binary_operand.take())
+            .unwrap_or_default();
+        self
+    }
+}
+
+impl PlanArgs {
+    /// The arguments with `profile` holding the input, under either spelling.
+    fn with_input(mut self) -> Self {
+        self.profile = self
+            .input
+            .take()
+            .or(self.profile_option.take())
+            .unwrap_or_default();
+        self
     }
 }
 
@@ -99,7 +147,7 @@ pub fn run(args: Args) -> Result<()> {
 /// ([`fsio::replace_files`]) in the output directory (created if missing, [`fsio::in_dir`]):
 /// `order.txt`, and `bb-list.txt` for a binary with a block map. Without one the set removes
 /// a `bb-list.txt` left by an earlier clang plan, since `blocks check` takes the list's
-/// presence to mean a clang plan (docs/blocks.md: the GCC route writes `order.txt` only).
+/// presence to mean a clang plan (docs/design/blocks.md: the GCC route writes `order.txt` only).
 fn run_plan(args: PlanArgs) -> Result<()> {
     let bin_path = args.binary.display().to_string();
     let bytes = fsio::read_bytes(&args.binary)?;
@@ -107,11 +155,14 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let map = read_bb_addr_map(&bin_path, &bytes)?;
 
     // Function level: the profile of the main binary, attributed by address.
-    let imported = import_callgrind(
+    let options = import::Options {
+        binary: Some(args.binary.clone()),
+        ..import::Options::default()
+    };
+    let imported = import::import(
+        import::Format::Callgrind,
         std::slice::from_ref(&args.profile),
-        Some(&args.binary),
-        None,
-        false,
+        &options,
     )?;
     // Printed once the outputs are written, so that a failure is the one line of its error.
     let mut warnings = imported.warnings;
@@ -247,7 +298,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
     } else {
         println!("cold parts: 0 found of {}", report.cold_listed);
     }
-    // Every part of the plan is in the split build's objects (docs/blocks.md: check "finds
+    // Every part of the plan is in the split build's objects (docs/design/blocks.md: check "finds
     // every part of the order"): one missing means another binary, or a build without the
     // plan's list file.
     if let Some(first) = &report.first_missing {
@@ -278,18 +329,6 @@ fn run_check(args: CheckArgs) -> Result<()> {
     println!("ok: every hot part lies before every cold part");
     Ok(())
 }
-
-/// Start-up code from the C runtime's own objects (`crt1.o`, `crtbegin.o`): it runs, so it is
-/// in the order, but it is not in the user's objects and the linker places it where it likes.
-pub const C_RUNTIME: &[&str] = &[
-    "_start",
-    "_init",
-    "_fini",
-    "__do_global_dtors_aux",
-    "deregister_tm_clones",
-    "register_tm_clones",
-    "frame_dummy",
-];
 
 /// Where the hot and cold parts named by an order ended up in a binary.
 #[derive(Debug, Default)]

@@ -13,7 +13,7 @@
 //! The I1 misses and the 99% / 99.9% footprints are then reported only as `median [min-max]`
 //! over those K layouts, so that a gain can be read against the spread; the cachegrind table
 //! keeps its other rows (instructions, iTLB misses, blocks touched). Each metric is printed
-//! once. The lackey run costs about 25 times a cachegrind run (docs/simulator.md); the shifts
+//! once. The lackey run costs about 25 times a cachegrind run (docs/design/simulator.md); the shifts
 //! themselves add only array lookups to it.
 //!
 //! More than one NEW is accepted (the contract names one) so that `sediment demo` can measure
@@ -37,22 +37,22 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Simulations to run at once (default: the number of cores).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// Also report I1 misses and footprints over this many layouts shifted by STEP bytes, as
-    /// median [min-max] (one extra `sediment sim` run per binary).
-    #[arg(long, default_value_t = 1)]
+    /// Also report I1 misses and footprints over this many layouts shifted by `--shift-step`
+    /// bytes, as median [min-max] (one extra `sediment sim` run per binary).
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub shifts: u64,
     /// Bytes between consecutive shifts (default: a 4 KiB page and 80 bytes, so that the
     /// shifts move the code's pages to other iTLB sets and its lines to other L1i sets).
-    #[arg(long, default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
+    #[arg(long, value_name = "BYTES", default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
     /// Give every run this file as its standard input (default: empty), for programs driven
     /// by a script on stdin such as `postgres --single`.
     #[arg(long, value_name = "FILE")]
     pub stdin: Option<PathBuf>,
     /// Arguments passed to every binary (after `--`).
-    #[arg(last = true)]
+    #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
 }
 

@@ -1,5 +1,5 @@
 //! `sediment demo [--dir DIR] [--via callgrind|perf] [--build-only] [--json]`: the whole pipeline on the
-//! built-in example program (`demo/`, described in `docs/demo.md`).
+//! built-in example program (`demo/`, described in `docs/guide/demo.md`).
 //!
 //! The passes, each one function below and each timed on standard error:
 //! 1. write the sources (embedded in this executable) into DIR: `main.c`, `unit.h`, and 40

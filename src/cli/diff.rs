@@ -34,7 +34,7 @@ pub struct Args {
     /// The new build.
     pub new: PathBuf,
     /// A profile of either build, for weights (hot footprint, heaviest segments first).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: Option<PathBuf>,
     /// Print JSON (every list complete) instead of the text report.
     #[arg(long)]

@@ -28,10 +28,10 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub format: Format,
     /// The Sediment profile to export (`gv`: repeat for one cluster per profile).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE", required = true)]
+    #[arg(short = 'p', long = "profile", value_name = "FILE", required = true)]
     pub profile: Vec<PathBuf>,
     /// Where to write the result.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
 }
 

@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args)]
 pub struct Args {
     /// The binaries to draw, left to right.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "BINARY")]
     pub binaries: Vec<PathBuf>,
     /// Profile giving the weights (of any of the binaries' builds).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// Where to write the SVG.
-    #[arg(short = 'o', long = "output", value_name = "SVG")]
+    /// Where to write the SVG picture.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
 }
 

@@ -1,28 +1,28 @@
 //! `sediment import`: a profiler's output file -> Sediment profiles.
 //!
-//! `perf.data` goes through `sediment_import::perf::read`, which asks this module for the
-//! bytes of each binary that got samples (read from the path perf recorded, or from `--binary`
-//! for the binary of that base name). `callgrind.out` goes through
-//! `sediment_import::callgrind::import`, which gets each object's binary the same way and
-//! attributes costs by instruction address (captures made with `--dump-instr=yes`, as
-//! `sediment record` makes them) or, failing that, binds names to the binary's symbols.
+//! The `import` stage ([`crate::pipeline::import`]) reads the input: `perf.data` goes through
+//! `sediment_import::perf::read`, which asks for the bytes of each binary that got samples
+//! (read from the path perf recorded, or from `--binary` for the binary of that base name).
+//! `callgrind.out` goes through `sediment_import::callgrind::import`, which gets each object's
+//! binary the same way and attributes costs by instruction address (captures made with
+//! `--dump-instr=yes`, as `sediment record` makes them) or, failing that, binds names to the
+//! binary's symbols.
 //!
-//! Output, shared with `sediment record`: the main executable's profile goes to `-o OUT`, every
-//! other binary that got samples to `OUT.<basename>.sprof` beside it. All files are written
+//! Output, shared with `sediment record`: the main executable's profile goes to `-o FILE`, every
+//! other binary that got samples to `FILE.<basename>.sprof` beside it. All files are written
 //! atomically, and only after every input was read, so a failed import writes nothing.
 
 use crate::fsio;
-use anyhow::{bail, Result};
-use sediment_import::callgrind;
-use sediment_import::perf::{self, Mode};
-use sediment_profile::{base_name, Meta, Profile};
-use std::path::{Path, PathBuf};
+use crate::pipeline::import;
+use anyhow::Result;
+use sediment_import::perf::Mode;
+use std::path::PathBuf;
 
 /// Input formats `sediment import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// `perf.data` from `perf record -e cpu-clock -g`, or with LBR branch stacks from
-    /// `perf record -e branches:u -j any_call` (see docs/branch-stacks.md).
+    /// `perf record -e branches:u -j any_call` (see docs/design/branch-stacks.md).
     Perf,
     /// `callgrind.out` from `valgrind --tool=callgrind`.
     Callgrind,
@@ -37,14 +37,14 @@ pub enum Format {
     /// Profiler; the first mapping is the main executable.
     Pprof,
     /// GCC `-fcallgraph-info` `.ci` files, one per translation unit (give them all): a static
-    /// call graph without counts, low confidence. Needs `--binary` (the program's name).
+    /// call graph without counts, low confidence. Needs `--program`.
     GccCallgraph,
     /// Relocatable objects (`.o`, `.a`; give them all): a static call graph from their
     /// relocations (calls and functions whose address is taken), from any compiler, low
-    /// confidence. Needs `--binary` (the program's name).
+    /// confidence. Needs `--program`.
     Objects,
     /// The historical Sediment `.gv` call graph (Graphviz DOT, one cluster per executable);
-    /// the first cluster is the main executable unless `--binary` names another.
+    /// the first cluster is the main executable unless `--cluster` names another.
     Gv,
 }
 
@@ -54,10 +54,18 @@ pub struct Args {
     /// Format of INPUT.
     #[arg(long, value_enum)]
     pub format: Format,
-    /// Import only the binary of this base name, reading it from BIN instead of the path the
-    /// profiler recorded; its profile is written to OUT.
-    #[arg(long, value_name = "BIN")]
+    /// The binary the input describes, read from FILE: for perf, perf-script and callgrind,
+    /// instead of the path the profiler recorded, and only the binary of this base name is
+    /// imported; fdata and gprof need it (their files name no binary).
+    #[arg(long, value_name = "FILE")]
     pub binary: Option<PathBuf>,
+    /// gcc-callgraph and objects: the program the static call graph is for, as it will be
+    /// linked (its profile's binary name; its symbols are used when the file exists already).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["binary", "cluster"])]
+    pub program: Option<PathBuf>,
+    /// gv: import only the cluster of the executable of this base name (default: the first).
+    #[arg(long, value_name = "NAME", conflicts_with = "binary")]
+    pub cluster: Option<PathBuf>,
     /// perf, perf-script and pprof only: `leaf` (default; one caller -> sampled-function edge
     /// per sample, hfsort) or `chain` (every adjacent pair of the call chain). Refused for the
     /// other formats, which hold counted calls or a static graph, not sampled chains.
@@ -68,8 +76,8 @@ pub struct Args {
     /// per thread or process, summed).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
 }
 
@@ -78,593 +86,32 @@ pub fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 
+impl From<Format> for import::Format {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Perf => import::Format::Perf,
+            Format::Callgrind => import::Format::Callgrind,
+            Format::PerfScript => import::Format::PerfScript,
+            Format::Fdata => import::Format::Fdata,
+            Format::Gprof => import::Format::Gprof,
+            Format::Pprof => import::Format::Pprof,
+            Format::GccCallgraph => import::Format::GccCallgraph,
+            Format::Objects => import::Format::Objects,
+            Format::Gv => import::Format::Gv,
+        }
+    }
+}
+
 /// Runs `sediment import`.
 pub fn run(args: Args) -> Result<()> {
-    let many = matches!(
-        args.format,
-        Format::GccCallgraph | Format::Objects | Format::Callgrind
-    );
-    if !many && args.inputs.len() != 1 {
-        bail!(
-            "{}: one input file expected for this format ({} given)",
-            args.inputs[1].display(),
-            args.inputs.len()
-        );
-    }
-    let sampled = matches!(
-        args.format,
-        Format::Perf | Format::PerfScript | Format::Pprof
-    );
-    if let (false, Some(mode)) = (sampled, args.mode) {
-        bail!(
-            "--mode {} is for sampled call chains (perf, perf-script, pprof): this format has none",
-            mode.name()
-        );
-    }
-    let mode = args.mode.unwrap_or_default();
-    let input = &args.inputs[0];
-    let binary = args.binary.as_deref();
-    let imported = match args.format {
-        Format::Perf => import_perf(input, binary, mode, false)?,
-        Format::Callgrind => import_callgrind(&args.inputs, binary, None, false)?,
-        Format::PerfScript => import_perf_script(input, binary, mode)?,
-        Format::Fdata => import_fdata(input, binary)?,
-        Format::Gprof => import_gprof(input, binary)?,
-        Format::Pprof => import_pprof(input, mode)?,
-        Format::GccCallgraph => import_gcc_callgraph(&args.inputs, binary)?,
-        Format::Objects => import_objects(&args.inputs, binary)?,
-        Format::Gv => import_gv(input, binary)?,
+    // One binary option per meaning (`--binary` still names any of them, its old use).
+    let binary = args.binary.or(args.program).or(args.cluster);
+    let options = import::Options {
+        binary,
+        mode: args.mode,
+        ..import::Options::default()
     };
-    write_profiles(&args.output, imported)
-}
-
-/// Profiles of one recording, and which of them is the main executable's.
-pub struct Imported {
-    /// The importer (`meta source` of a profile written for a binary that got no samples).
-    pub source: &'static str,
-    /// One profile per binary, sorted by binary path.
-    pub profiles: Vec<Profile>,
-    /// `meta binary` of the main executable, when known.
-    pub main: Option<String>,
-    /// One-line warnings to print (counted, never one per function).
-    pub warnings: Vec<String>,
-}
-
-/// Reads a binary that the input `for_input` names, for an importer: `None` when the path names
-/// no regular file (missing, or a FIFO, a device or a directory that a stranger's profile named:
-/// see [`fsio::read_named_file`]). An unreadable file is an error naming the binary and the input.
-fn read_binary(path: &Path, for_input: &str) -> Result<Option<Vec<u8>>, String> {
-    fsio::read_named_file(path).map_err(|e| format!("{e:#} (needed for {for_input})"))
-}
-
-/// Reads a binary for an importer when `skip_stripped` is set (whole-package recording): a
-/// binary without a symbol table (a stripped `/bin/sh`) is left out, and its path noted in
-/// `skipped`, instead of failing the whole recording. `for_input` names the input in errors.
-fn read_symbolized(
-    path: &Path,
-    for_input: &str,
-    skip_stripped: bool,
-    skipped: &mut Vec<String>,
-) -> Result<Option<Vec<u8>>, String> {
-    let bytes = read_binary(path, for_input)?;
-    if let (true, Some(b)) = (skip_stripped, &bytes) {
-        let name = path.display().to_string();
-        if let Err(sediment_elf::Error::NoSymbols { .. }) = sediment_elf::Binary::parse(&name, b) {
-            skipped.push(name);
-            return Ok(None);
-        }
-    }
-    Ok(bytes)
-}
-
-/// The warning for binaries left out by [`read_symbolized`].
-fn stripped_warning(skipped: &[String]) -> Option<String> {
-    skipped.first().map(|first| {
-        format!(
-            "{} binaries have no symbol table and get no profile (first: {first})",
-            skipped.len()
-        )
-    })
-}
-
-/// Imports a perf.data file; `binary` replaces the recorded binary of the same base name;
-/// `skip_stripped` leaves out binaries without a symbol table instead of failing.
-pub fn import_perf(
-    input: &Path,
-    binary: Option<&Path>,
-    mode: Mode,
-    skip_stripped: bool,
-) -> Result<Imported> {
-    let mut skipped = Vec::new();
-    let data = fsio::read_bytes(input)?;
-    let for_input = input.display().to_string();
-    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
-    let mut overridden: Option<String> = None;
-    let mut resolver = |path: &str, _build_id: Option<&str>| {
-        if let (Some(bin), Some(name)) = (binary, &override_name) {
-            if base_name(path) == name {
-                overridden = Some(path.to_string());
-                return fsio::read_bytes(bin)
-                    .map(Some)
-                    .map_err(|e| format!("{e:#}"));
-            }
-        }
-        if binary.is_some() {
-            // Only the named binary is imported: the others' files on this machine need not
-            // be the ones that were recorded.
-            return Ok(None);
-        }
-        read_symbolized(Path::new(path), &for_input, skip_stripped, &mut skipped)
-    };
-    let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
-    let mut main = result.main_binary;
-    if let Some(bin) = binary {
-        match overridden {
-            Some(p) => main = Some(p),
-            None => bail!(
-                "{}: no binary named `{}` got samples in {} (main executable: {})",
-                bin.display(),
-                override_name.unwrap_or_default(),
-                input.display(),
-                main.as_deref().unwrap_or("unknown")
-            ),
-        }
-    }
-    let s = &result.stats;
-    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
-    if s.kernel_samples > 0 {
-        warnings.push(format!(
-            "{} of {} samples were in the kernel and are not attributed",
-            s.kernel_samples, s.samples
-        ));
-    }
-    if s.unmapped_samples > 0 {
-        warnings.push(format!(
-            "{} samples were in no file mapping (JIT, vdso, anonymous memory)",
-            s.unmapped_samples
-        ));
-    }
-    if !s.missing_binaries.is_empty() && binary.is_none() {
-        let n: u64 = s.missing_binaries.iter().map(|(_, n)| n).sum();
-        warnings.push(format!(
-            "{} binaries with {n} samples could not be read (first: {})",
-            s.missing_binaries.len(),
-            s.missing_binaries[0].0
-        ));
-    }
-    if s.unsymbolized_samples > 0 {
-        warnings.push(format!(
-            "{} samples matched no function symbol",
-            s.unsymbolized_samples
-        ));
-    }
-    if s.branches > 0 && s.branch_calls == 0 {
-        warnings.push(format!(
-            "none of the {} branch-stack entries was a call between two functions of one \
-             binary (see docs/branch-stacks.md)",
-            s.branches
-        ));
-    }
-    Ok(Imported {
-        source: "perf",
-        profiles: result.profiles,
-        main,
-        warnings,
-    })
-}
-
-/// Imports callgrind.out files against each object's binary: by instruction address when the
-/// files have instruction positions (`--dump-instr=yes`), else bound by name (see
-/// `sediment_import::callgrind::import`). Several files (one per thread from
-/// `--separate-threads=yes`, one per process from `--trace-children=yes`) are summed per object.
-/// `binary` replaces the object of the same base name; `command` (from `record`) names the main
-/// executable, else the first file's `cmd:` header does. `skip_stripped`: objects without a
-/// symbol table are named by callgrind's names instead of failing the import.
-pub fn import_callgrind(
-    inputs: &[PathBuf],
-    binary: Option<&Path>,
-    command: Option<&Path>,
-    skip_stripped: bool,
-) -> Result<Imported> {
-    let mut skipped = Vec::new();
-    let mut texts = Vec::with_capacity(inputs.len());
-    for input in inputs {
-        texts.push((input.display().to_string(), fsio::read_text(input)?));
-    }
-    let Some((_, text)) = texts.first() else {
-        bail!("no callgrind output to import");
-    };
-    let input = &inputs[0];
-    let for_input = match inputs.len() {
-        1 => input.display().to_string(),
-        n => format!("{} and {} other inputs", input.display(), n - 1),
-    };
-    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
-    // The main executable: --binary, else the recorded command, else the `cmd:` header.
-    let main_name = override_name.clone().or_else(|| {
-        command
-            .map(|c| c.to_string_lossy().into_owned())
-            .or_else(|| {
-                text.lines()
-                    .take(64)
-                    .find_map(|l| l.strip_prefix("cmd:"))
-                    .and_then(|c| c.split_whitespace().next().map(str::to_string))
-            })
-            .map(|c| base_name(&c).to_string())
-    });
-    // `???` (code callgrind could not place) and valgrind's own preloaded libraries are not
-    // part of the program: no binary, and no profile, for them.
-    let foreign =
-        |object: &str| !object.starts_with('/') || base_name(object).starts_with("vgpreload_");
-    let mut unreadable = Vec::new();
-    let mut resolver = |object: &str, _build_id: Option<&str>| {
-        if foreign(object) {
-            return Ok(None);
-        }
-        if let (Some(bin), Some(name)) = (binary, &override_name) {
-            if base_name(object) == name {
-                return fsio::read_bytes(bin)
-                    .map(Some)
-                    .map_err(|e| format!("{e:#}"));
-            }
-        }
-        let bytes = read_symbolized(Path::new(object), &for_input, skip_stripped, &mut skipped)?;
-        if bytes.is_none() && !skipped.iter().any(|s| s == object) {
-            unreadable.push(object.to_string());
-        }
-        Ok(bytes)
-    };
-    let input_texts: Vec<callgrind::Input<'_>> = texts
-        .iter()
-        .map(|(path, text)| callgrind::Input { path, text })
-        .collect();
-    let result = callgrind::import(&input_texts, &mut resolver)?;
-    let mut main = None;
-    let mut profiles = Vec::with_capacity(result.profiles.len());
-    for p in result.profiles {
-        if foreign(&p.meta.binary) {
-            continue;
-        }
-        if main.is_none() && main_name.as_deref() == Some(base_name(&p.meta.binary)) {
-            main = Some(p.meta.binary.clone());
-        }
-        profiles.push(p);
-    }
-    if let (Some(name), None) = (&override_name, &main) {
-        bail!(
-            "{}: no object named `{name}` in {}",
-            binary.map(|b| b.display().to_string()).unwrap_or_default(),
-            input.display()
-        );
-    }
-    let s = &result.stats;
-    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
-    if !s.no_base.is_empty() {
-        warnings.push(format!(
-            "{} objects have instruction positions but no load base could be established; \
-             attributed by name instead (first: {})",
-            s.no_base.len(),
-            s.no_base[0]
-        ));
-    }
-    let unmatched = s.bind.unmatched + s.bind.ambiguous;
-    if unmatched > 0 {
-        warnings.push(format!(
-            "{unmatched} functions ({} Ir) matched no symbol of their binary",
-            s.bind.unmatched_weight
-        ));
-    }
-    if s.unattributed_cost > 0 || s.unattributed_calls > 0 {
-        warnings.push(format!(
-            "{} Ir and {} calls were at addresses in no function symbol (PLT stubs...)",
-            s.unattributed_cost, s.unattributed_calls
-        ));
-    }
-    if !unreadable.is_empty() {
-        warnings.push(format!(
-            "{} objects could not be read to attribute their symbols (first: {})",
-            unreadable.len(),
-            unreadable[0]
-        ));
-    }
-    Ok(Imported {
-        source: "callgrind",
-        profiles,
-        main,
-        warnings,
-    })
-}
-
-/// Path of the profile of a non-main binary: `OUT.<basename>.sprof`, numbered on a clash
-/// (`OUT.<basename>.2.sprof`; the profiles come sorted by binary path, so the numbers are the
-/// same on every run). The base name comes from the recording, a stranger's file for `import`,
-/// so it goes through [`safe_file_name`] first: no newline, escape sequence or `/` in a name.
-fn side_path(out: &Path, binary: &str, taken: &mut std::collections::BTreeSet<PathBuf>) -> PathBuf {
-    let stem = format!("{}.{}", out.display(), safe_file_name(base_name(binary)));
-    let mut candidate = PathBuf::from(format!("{stem}.sprof"));
-    let mut n = 2;
-    while taken.contains(&candidate) {
-        candidate = PathBuf::from(format!("{stem}.{n}.sprof"));
-        n += 1;
-    }
-    taken.insert(candidate.clone());
-    candidate
-}
-
-/// `name` with every character outside `[A-Za-z0-9._+-]` (the set `sediment_link::safe`
-/// allows in a path component) replaced by `_`. Two names that become the same are told apart
-/// by [`side_path`]'s numbering.
-fn safe_file_name(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// Writes the main profile to `out` and the others beside it, all or nothing
-/// ([`fsio::write_profiles`]), and prints the warnings and a summary.
-pub fn write_profiles(out: &Path, mut imported: Imported) -> Result<()> {
-    let Some(main) = imported.main.clone() else {
-        bail!(
-            "{}: cannot tell the main executable of the recording (use --binary)",
-            out.display()
-        );
-    };
-    let mut files: Vec<(PathBuf, Profile)> = Vec::new();
-    let mut taken = std::collections::BTreeSet::new();
-    taken.insert(out.to_path_buf());
-    let mut main_profile = None;
-    for p in imported.profiles {
-        if p.meta.binary == main {
-            main_profile = Some(p);
-        } else {
-            let path = side_path(out, &p.meta.binary, &mut taken);
-            files.push((path, p));
-        }
-    }
-    let main_profile = main_profile.unwrap_or_else(|| {
-        imported.warnings.push(format!(
-            "the main executable {} got no samples",
-            sediment_profile::escape(&main)
-        ));
-        Profile {
-            meta: Meta {
-                binary: main.clone(),
-                source: imported.source.to_string(),
-                ..Meta::default()
-            },
-            ..Profile::default()
-        }
-    });
-    files.insert(0, (out.to_path_buf(), main_profile));
-    let set: Vec<(&Path, &Profile)> = files.iter().map(|(path, p)| (path.as_path(), p)).collect();
-    fsio::write_profiles(&set, &imported.warnings)
-}
-
-/// Binds a profile whose keys came from names only (perf script, fdata) to the symbols of the
-/// binary at `path`, when it can be read; returns the profile unchanged, with a warning, when
-/// it names no regular file. `input` (the profile's file) is named in errors.
-fn bind_to_file(
-    profile: Profile,
-    path: &Path,
-    input: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<Profile> {
-    let for_input = input.display().to_string();
-    let Some(bytes) = read_binary(path, &for_input).map_err(anyhow::Error::msg)? else {
-        warnings.push(format!(
-            "{}: not found (or not a regular file); function names kept as recorded \
-             (same-named statics not told apart)",
-            path.display()
-        ));
-        return Ok(profile);
-    };
-    let binary = sediment_elf::Binary::parse(&path.display().to_string(), &bytes)?;
-    let (bound, report) = sediment_import::bind::bind(&profile, &binary);
-    let unmatched = report.unmatched + report.ambiguous;
-    if unmatched > 0 {
-        warnings.push(format!(
-            "{}: {unmatched} functions (weight {}) matched no symbol",
-            path.display(),
-            report.unmatched_weight
-        ));
-    }
-    Ok(bound)
-}
-
-/// Imports `perf script` text. The main executable is `--binary` (matched by base name), else
-/// the dso with the most weight; each dso is bound to its binary where it can be read.
-pub fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Imported> {
-    let text = fsio::read_text(input)?;
-    let result = sediment_import::perf_script::read(&input.display().to_string(), &text, mode)?;
-    let mut warnings = Vec::new();
-    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
-    let named = |p: &Profile| override_name.as_deref() == Some(base_name(&p.meta.binary));
-    // Branch entries printed without their dso (`-F brstacksym`) belong to `--binary` when no
-    // dso of that name was printed.
-    let unknown_is_binary = !result.profiles.iter().any(named);
-    let mut profiles = Vec::new();
-    let mut main = None;
-    for mut p in result.profiles {
-        if unknown_is_binary && p.meta.binary == sediment_import::perf_script::UNKNOWN_DSO {
-            if let Some(b) = binary {
-                p.meta.binary = b.display().to_string();
-            }
-        }
-        let is_main = named(&p);
-        if binary.is_some() && !is_main {
-            continue;
-        }
-        let path = match binary {
-            Some(b) => b.to_path_buf(),
-            None => PathBuf::from(&p.meta.binary),
-        };
-        if is_main {
-            main = Some(p.meta.binary.clone());
-        }
-        profiles.push(bind_to_file(p, &path, input, &mut warnings)?);
-    }
-    if let (Some(name), None) = (&override_name, &main) {
-        bail!("{}: no dso named `{name}` in the samples", input.display());
-    }
-    if main.is_none() {
-        // Heaviest dso, ties to the smaller path (profiles are sorted by path).
-        main = profiles
-            .iter()
-            .max_by(|a, b| {
-                a.self_total()
-                    .cmp(&b.self_total())
-                    .then(b.meta.binary.cmp(&a.meta.binary))
-            })
-            .map(|p| p.meta.binary.clone());
-    }
-    Ok(Imported {
-        source: "perf-script",
-        profiles,
-        main,
-        warnings,
-    })
-}
-
-/// The `--binary` a format that does not name its binary needs.
-fn required_binary<'a>(input: &Path, binary: Option<&'a Path>, what: &str) -> Result<&'a Path> {
-    binary.ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: {what} does not say which binary it describes: pass --binary",
-            input.display()
-        )
-    })
-}
-
-/// Imports a pprof profile: one profile per mapping that got weight, the first mapping first.
-pub fn import_pprof(input: &Path, mode: Mode) -> Result<Imported> {
-    let data = fsio::read_bytes(input)?;
-    let profiles = sediment_import::pprof::read(&input.display().to_string(), &data, None, mode)?;
-    let main = profiles.first().map(|p| p.meta.binary.clone());
-    Ok(Imported {
-        source: "pprof",
-        profiles,
-        main,
-        warnings: Vec::new(),
-    })
-}
-
-/// Imports a gprof `gmon.out` against the `-pg` binary `--binary` names.
-pub fn import_gprof(input: &Path, binary: Option<&Path>) -> Result<Imported> {
-    let bin = required_binary(input, binary, "gmon.out")?;
-    let data = fsio::read_bytes(input)?;
-    let bin_name = bin.display().to_string();
-    let bin_bytes = fsio::read_bytes(bin)?;
-    let elf = sediment_elf::Binary::parse(&bin_name, &bin_bytes)?;
-    let profile =
-        sediment_import::gprof::read(&input.display().to_string(), &data, &bin_name, &elf)?;
-    Ok(Imported {
-        source: "gprof",
-        profiles: vec![profile],
-        main: Some(bin_name),
-        warnings: Vec::new(),
-    })
-}
-
-/// Imports GCC `-fcallgraph-info` files into one static call graph for `--binary`; bound to the
-/// binary's symbols when that file exists.
-pub fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
-    let bin = required_binary(&inputs[0], binary, "a .ci file")?;
-    let texts = inputs
-        .iter()
-        .map(|p| Ok((p.display().to_string(), fsio::read_text(p)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let files: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let bin_name = bin.display().to_string();
-    let profile = sediment_import::gcc_callgraph::read(&files, &bin_name)?;
-    let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
-    Ok(Imported {
-        source: "gcc-callgraph",
-        profiles: vec![profile],
-        main: Some(bin_name),
-        warnings,
-    })
-}
-
-/// Imports the static call graph of relocatable objects for `--binary`; bound to the binary's
-/// symbols when that file exists.
-pub fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
-    let bin = required_binary(&inputs[0], binary, "an object file")?;
-    let objects = crate::cli::link::read_inventory(inputs)?;
-    let bin_name = bin.display().to_string();
-    let profile = sediment_import::relocs::read(&objects, &bin_name)?;
-    let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
-    Ok(Imported {
-        source: sediment_import::relocs::SOURCE,
-        profiles: vec![profile],
-        main: Some(bin_name),
-        warnings,
-    })
-}
-
-/// Imports a BOLT `.fdata` file for the binary `--binary` names (required: fdata names no binary).
-pub fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
-    let bin = required_binary(input, binary, "fdata")?;
-    let text = fsio::read_text(input)?;
-    let bin_name = bin.display().to_string();
-    let profile = sediment_import::fdata::read(&input.display().to_string(), &text, &bin_name)?;
-    let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, input, &mut warnings)?;
-    Ok(Imported {
-        source: "fdata",
-        profiles: vec![profile],
-        main: Some(bin_name),
-        warnings,
-    })
-}
-
-/// Imports a `.gv` call graph: every cluster is a profile; the main executable is the first
-/// cluster, or with `binary` the cluster of that base name (and only it is imported).
-pub fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
-    let text = fsio::read_text(input)?;
-    let mut profiles = sediment_import::gv::read(&input.display().to_string(), &text)?;
-    let mut main = profiles.first().map(|p| p.meta.binary.clone());
-    if let Some(bin) = binary {
-        let name = base_name(&bin.to_string_lossy()).to_string();
-        profiles.retain(|p| base_name(&p.meta.binary) == name);
-        if profiles.is_empty() {
-            bail!(
-                "{}: no cluster for a binary named `{name}` in {}",
-                bin.display(),
-                input.display()
-            );
-        }
-        main = Some(profiles[0].meta.binary.clone());
-    }
-    if main.is_none() {
-        bail!("{}: the graph has no cluster", input.display());
-    }
-    // Two clusters of one binary name would be one file twice: merge is the tool for that.
-    let mut seen = std::collections::BTreeSet::new();
-    for p in &profiles {
-        if !seen.insert(p.meta.binary.clone()) {
-            bail!(
-                "{}: two clusters are labelled `{}`",
-                input.display(),
-                p.meta.binary
-            );
-        }
-    }
-    profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
-    Ok(Imported {
-        source: sediment_import::gv::SOURCE,
-        profiles,
-        main,
-        warnings: Vec::new(),
-    })
+    let imported = import::import(args.format.into(), &args.inputs, &options)?;
+    let out = import::outputs(&args.output, imported)?;
+    fsio::write_profiles(&out.as_set(), &out.warnings)
 }

@@ -24,17 +24,17 @@
 //! `--min-share` (default [`DEFAULT_MIN_SHARE`]) of the profile's weight lands on functions BIN
 //! defines, or none does, `match` fails naming both files and the share found. The share leaves
 //! out the names every C program defines (`main`, `_start` and the C runtime's start-up code,
-//! [`generic_name`]), which say nothing about which program a profile is of; [`binary_share`]
-//! computes it and [`require_share`] turns it into that error, for every subcommand that binds
-//! a profile to a binary by name (`diff`, `heatmap`, `order --refine`; `order --fill-from`
-//! for its static graph).
+//! [`sediment_profile::generic_name`]), which say nothing about which program a profile is of;
+//! [`sediment_profile::binary_share`] computes it and [`sediment_profile::require_share`] turns
+//! it into that error, for every subcommand that binds a profile to a binary by name (`diff`,
+//! `heatmap`, `order --refine`; `order --fill-from` for its static graph).
 //!
 //! Turned down: refusing a target whose architecture differs from the profile's. Names, not
 //! addresses, are matched, so an x86_64 profile is a fair guide to an aarch64 build; the report
 //! header shows both architectures instead.
 
 use crate::fsio;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, Result};
 use sediment_elf::Binary;
 use sediment_profile::{match_profile, remap, FuncKey, Mapping, MatchReport, Profile};
 use std::collections::BTreeMap;
@@ -46,19 +46,19 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args)]
 pub struct Args {
     /// Profile recorded on another build (a `sediment-profile 1` file).
-    #[arg(short = 'p', long = "profile", value_name = "PROFILE")]
+    #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: PathBuf,
     /// The build to match it to (a linked ELF executable or shared object with symbols).
-    #[arg(long, value_name = "BIN")]
+    #[arg(long, value_name = "FILE")]
     pub binary: PathBuf,
-    /// Write the profile remapped onto BIN's function names here.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    /// Write the profile remapped onto the binary's function names here.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Print the report as JSON instead of text.
     #[arg(long)]
     pub json: bool,
     /// Least share (0 to 1) of the profile's weight, not counting `main` and the C runtime's
-    /// start-up code, that must land on BIN's functions; below it (or with nothing matched)
+    /// start-up code, that must land on the binary's functions; below it (or with nothing matched)
     /// the profile is taken for one of another program and nothing is written.
     #[arg(
         long,
@@ -69,92 +69,19 @@ pub struct Args {
     pub min_share: f64,
 }
 
-/// Default least share of a profile's weight that must name functions of the binary it is
-/// used with. A profile of another program shares next to none of its names (0% for the
-/// audit's unrelated programs and for a libc profile against a program); another build of the
-/// same program keeps most (83% in docs/merge.md's example, which renames and clones). 10%
-/// leaves room for builds that inline or rename much (LTO) and still refuses strangers.
-pub const DEFAULT_MIN_SHARE: f64 = 0.1;
+/// Kept for the verbs that still name it here; the check is [`sediment_profile::require_share`].
+pub use sediment_profile::{binary_share, DEFAULT_MIN_SHARE};
 
-/// Whether every C program defines `name`: `main` and the start-up code of the C runtime's
-/// own objects ([`crate::cli::blocks::C_RUNTIME`]). Finding them in a binary says nothing
-/// about which program a profile is of (a profile whose weight sits mostly in `main` would
-/// otherwise fit any program), so [`binary_share`] leaves them out while the profile has
-/// weight elsewhere.
-pub fn generic_name(name: &str) -> bool {
-    name == "main" || crate::cli::blocks::C_RUNTIME.contains(&name)
-}
-
-/// How much of a profile's weight lands on a binary's functions (see [`binary_share`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Share {
-    /// Weight of the profile functions counted that matched a function of the binary.
-    pub found: u64,
-    /// Weight of the profile functions counted.
-    pub total: u64,
-    /// True when functions [`generic_name`] accepts, with weight, were left out of both sums.
-    pub generic_left_out: bool,
-}
-
-impl Share {
-    /// `found` over `total`, from 0 to 1 (1 for a profile with nothing to count).
-    pub fn fraction(&self) -> f64 {
-        if self.total == 0 {
-            1.0
-        } else {
-            self.found as f64 / self.total as f64
-        }
-    }
-}
-
-/// The share of `profile`'s self weight whose functions `targets` (a binary's function keys)
-/// define, by the rules of `sediment_profile::match_profile` (same key, same name, same name
-/// without clone suffixes). Functions [`generic_name`] accepts are left out when the others
-/// carry weight. A profile without weights (a static call graph) counts functions instead.
-pub fn binary_share(profile: &Profile, targets: &[FuncKey]) -> Share {
-    let (mapping, _) = match_profile(profile, targets);
-    let weightless = profile.functions.iter().all(|f| f.self_weight == 0);
-    let mut all = (0u64, 0u64);
-    let mut specific = (0u64, 0u64);
-    for (f, m) in profile.functions.iter().zip(&mapping.matches) {
-        let w = if weightless { 1 } else { f.self_weight };
-        let found = if m.is_some() { w } else { 0 };
-        all = (all.0.saturating_add(found), all.1.saturating_add(w));
-        if !generic_name(&f.key.name) {
-            specific = (
-                specific.0.saturating_add(found),
-                specific.1.saturating_add(w),
-            );
-        }
-    }
-    let generic_left_out = specific.1 > 0 && specific.1 < all.1;
-    let (found, total) = if specific.1 > 0 { specific } else { all };
-    Share {
-        found,
-        total,
-        generic_left_out,
-    }
-}
-
-/// Fails, with one line naming the profile, the binaries and the share found, when `share` is
-/// below `min` or nothing matched at all (a profile of another program). `binaries` names
-/// the file or files the share was measured on (joined with "or" by the caller).
-pub fn require_share(profile_path: &Path, binaries: &str, share: Share, min: f64) -> Result<()> {
-    if share.total == 0 || (share.found > 0 && share.fraction() >= min) {
-        return Ok(());
-    }
-    bail!(
-        "{}: only {:.1}% of the profile's weight{} is in functions {binaries} defines, \
-         {:.0}% needed (a profile of another program?)",
-        profile_path.display(),
-        share.fraction() * 100.0,
-        if share.generic_left_out {
-            " (not counting main and the C start-up code)"
-        } else {
-            ""
-        },
-        min * 100.0
-    )
+/// [`sediment_profile::require_share`] with the profile's file named before the message (for
+/// the verbs that still call it here; new callers call the profile crate directly).
+pub fn require_share(
+    profile_path: &Path,
+    binaries: &str,
+    share: sediment_profile::Share,
+    min: f64,
+) -> Result<()> {
+    sediment_profile::require_share(share, min, binaries)
+        .map_err(|e| anyhow!("{}: {e}", profile_path.display()))
 }
 
 /// Parses a share between 0 and 1.
@@ -180,12 +107,12 @@ pub fn run(args: Args) -> Result<()> {
     let targets: Vec<FuncKey> = binary.functions.iter().map(|s| s.key.clone()).collect();
 
     // Refuse a profile of another program before anything is written.
-    require_share(
-        &args.profile,
-        &args.binary.display().to_string(),
+    sediment_profile::require_share(
         binary_share(&profile, &targets),
         args.min_share,
-    )?;
+        &args.binary.display().to_string(),
+    )
+    .map_err(|e| anyhow!("{}: {e}", args.profile.display()))?;
 
     // Match by name, then write the remapped profile (before printing, see the module docs).
     let (mapping, report) = match_profile(&profile, &targets);

@@ -1,18 +1,19 @@
 //! `sediment merge`: several weighted profiles of one executable -> one profile.
 //!
-//! `sediment merge -o OUT -w 2 -f a.sprof -f b.sprof -w 0.5 -f c.sprof`: each profile given
-//! with `-f` (or as a plain argument) takes the weight of the most recent `-w` before it, 1.0
+//! `sediment merge -o OUT -w 2 -p a.sprof -p b.sprof -w 0.5 -p c.sprof`: each profile given
+//! with `-p` (or as a plain argument; `-f`, `--file` are old spellings) takes the weight of the most recent `-w` before it, 1.0
 //! when there is none, as in the seed's `gen_profile_merge`. The arithmetic (normalization to a
-//! common scale, exact sums, one rounding) is `sediment_profile::merge`; this file only pairs
-//! weights with files, reads them one at a time into a `Merger`, and writes atomically.
+//! common scale, exact sums, one rounding) is `sediment_profile::merge`, run by the `merge`
+//! stage ([`crate::pipeline::merge::merge`]); this file only pairs weights with files, calls
+//! the stage and writes atomically.
 //!
-//! The pairing depends on the order of `-w` and `-f` on the command line, which clap's derive
+//! The pairing depends on the order of `-w` and `-p` on the command line, which clap's derive
 //! cannot express, so [`Args`] implements clap's traits by hand and reads argument positions.
 
 use crate::fsio;
-use anyhow::{anyhow, bail, Result};
+use crate::pipeline::merge;
+use anyhow::{bail, Result};
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
-use sediment_profile::{Error, MergeOptions, Merger};
 use std::path::PathBuf;
 
 /// Arguments of `sediment merge`.
@@ -90,7 +91,7 @@ impl clap::Args for Args {
             Arg::new("output")
                 .short('o')
                 .long("output")
-                .value_name("OUT")
+                .value_name("FILE")
                 .required(true)
                 .value_parser(value_parser!(PathBuf))
                 .help("Where to write the merged profile"),
@@ -107,9 +108,11 @@ impl clap::Args for Args {
         )
         .arg(
             Arg::new("file")
-                .short('f')
-                .long("file")
-                .value_name("PROFILE")
+                .short('p')
+                .long("profile")
+                .short_alias('f')
+                .alias("file")
+                .value_name("FILE")
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
                 .help("A profile to merge, with the most recent -w"),
@@ -120,7 +123,7 @@ impl clap::Args for Args {
                 .num_args(0..)
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
-                .help("More profiles, like -f"),
+                .help("More profiles, like -p"),
         )
         .arg(
             Arg::new("force")
@@ -138,38 +141,12 @@ impl clap::Args for Args {
 /// Runs `sediment merge`.
 pub fn run(args: Args) -> Result<()> {
     if args.inputs.is_empty() {
-        bail!("merge: no input profiles (give them with -f PROFILE)");
+        bail!("merge: no input profiles (give them with -p FILE)");
     }
     if let Some(w) = args.dangling_weight {
         bail!("merge: -w {w} after the last profile applies to nothing");
     }
-    // One input in memory at a time: each is added to the running sums and dropped, so merging
-    // many submissions takes the memory of the largest one plus the merged result.
-    let mut merger = Merger::new();
-    for (w, path) in &args.inputs {
-        let profile = fsio::read_profile(path)?;
-        merger.add(*w, &profile).map_err(|e| match e {
-            Error::BadWeight { weight, .. } => anyhow!(
-                "{}: weight {weight} is not a finite number >= 0",
-                path.display()
-            ),
-            e => anyhow!("{}: {e}", path.display()),
-        })?;
-    }
-    let options = MergeOptions { force: args.force };
-    let merged = merger.finish(options).map_err(|e| match e {
-        Error::Mismatch {
-            what,
-            first,
-            other,
-            a,
-            b,
-        } => anyhow!(
-            "{} and {}: different {what} (`{a}` vs `{b}`); use --force to merge anyway",
-            args.inputs[first].1.display(),
-            args.inputs[other].1.display()
-        ),
-        e => anyhow!("merge: {e}"),
-    })?;
+    // One input in memory at a time (see the stage).
+    let merged = merge::merge(&args.inputs, args.force)?;
     fsio::write_atomic(&args.output, merged.to_text().as_bytes())
 }

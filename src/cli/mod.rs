@@ -20,6 +20,7 @@ pub mod record;
 pub mod sim;
 pub mod stat;
 pub mod structs;
+pub mod tune;
 pub mod vocab;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,7 @@ pub fn command() -> clap::Command {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a command under perf or callgrind and write a profile per executable it ran.
+    #[command(after_help = vocab::PROF_DIR_HELP)]
     Record(record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
     Import(import::Args),
@@ -55,6 +57,8 @@ pub enum Command {
     Export(export::Args),
     /// Compute a function order from a profile.
     Order(order::Args),
+    /// Search for a function order with the simulator on one recorded run of the binary.
+    Tune(tune::Args),
     /// Split hot from cold blocks inside functions through the compiler (clang list file, GCC).
     Blocks(blocks::Args),
     /// Write a callgrind training run as llvm-profgen's unsymbolized profile (clang sample PGO
@@ -64,8 +68,11 @@ pub enum Command {
     Link(link::Args),
     /// Write linker shims into a directory: with `-BDIR/` every link of a package build is
     /// ordered from its own profile when one exists, and left unchanged when none does.
+    #[command(after_help = vocab::LINK_TIME_ENV_HELP)]
     Wrappers(ldwrap::WrappersArgs),
-    /// Run a real linker, adding the ordering input for its output's profile (used by the shims).
+    /// Run a real linker, adding the ordering input for its output's profile (used by the shims;
+    /// internal, hence hidden from the verb list).
+    #[command(hide = true, after_help = vocab::LINK_TIME_ENV_HELP)]
     Ld(ldwrap::LdArgs),
     /// Print the compiler-driver flags that make a linker use an ordering file.
     LinkFlags(link::FlagsArgs),
@@ -99,6 +106,7 @@ pub fn main() {
         Command::Import(a) => import::run(a),
         Command::Export(a) => export::run(a),
         Command::Order(a) => order::run(a),
+        Command::Tune(a) => tune::run(a),
         Command::Blocks(a) => blocks::run(a),
         Command::Pgo(a) => pgo::run(a),
         Command::Link(a) => link::run(a),

@@ -1,4 +1,4 @@
-//! `sediment noise -n N [--mode shuffle|shift] [--shift-step BYTES] [--cc CC] [--link-arg ARG]...
+//! `sediment noise -n N [--vary shuffle|shift] [--pad-step BYTES] [--cc CC] [--link-arg ARG]...
 //! [--json] OBJECTS... -- ARGS`: the layout-noise baseline.
 //!
 //! A program's cache and TLB behaviour depends on addresses: moving every function by a few
@@ -53,7 +53,7 @@ use sediment_measure::Metrics;
 
 use crate::fsio;
 
-/// Default shift step of `--mode shift`, in bytes. 80 = one 64-byte cache line plus 16: each
+/// Default shift step of `--vary shift`, in bytes. 80 = one 64-byte cache line plus 16: each
 /// step moves every function to another I-cache set and, because gcc aligns functions to 16
 /// bytes, also to another of the four 16-byte positions within a line, so consecutive
 /// variants differ both in set mapping and in which functions straddle a line.
@@ -65,39 +65,39 @@ const MAX_VARIANTS: usize = 1000;
 /// Largest pad a shift variant may get: 64 MiB, far beyond any cache or TLB reach.
 const MAX_PAD_BYTES: u64 = 64 << 20;
 
-/// The input-section glob lld shuffles in `--mode shuffle`.
+/// The input-section glob lld shuffles in `--vary shuffle`.
 const SHUFFLE_GLOB: &str = ".text*";
 
 /// Arguments of `sediment noise`.
 #[derive(clap::Args)]
 pub struct Args {
     /// Number of layouts to build and measure.
-    #[arg(short = 'n', long = "variants")]
+    #[arg(short = 'n', long = "variants", value_name = "N")]
     pub n: usize,
-    /// `shuffle`: lld --shuffle-sections with seeds 1..=N; `shift`: a pad of 0, STEP, ...,
-    /// (N-1)*STEP bytes before the code.
-    #[arg(long, default_value = "shuffle", value_parser = ["shuffle", "shift"])]
+    /// How the layouts differ: `shuffle`, lld --shuffle-sections with seeds 1..=N; `shift`, a
+    /// pad of 0, BYTES, ..., (N-1)*BYTES bytes before the code (BYTES: `--pad-step`).
+    #[arg(long = "vary", alias = "mode", value_name = "HOW", default_value = "shuffle", value_parser = ["shuffle", "shift"])]
     pub mode: String,
-    /// Pad increment of `--mode shift`, in bytes.
-    #[arg(long, default_value_t = DEFAULT_SHIFT_STEP)]
+    /// Pad increment of `--vary shift`, in bytes.
+    #[arg(long = "pad-step", alias = "shift-step", value_name = "BYTES", default_value_t = DEFAULT_SHIFT_STEP)]
     pub shift_step: u64,
     /// The compiler driver that links (and assembles the pad).
-    #[arg(long, default_value = "gcc")]
+    #[arg(long, value_name = "PROGRAM", default_value = "gcc")]
     pub cc: String,
     /// An extra argument for every link, after the objects (e.g. `--link-arg=-lm`); repeatable.
-    #[arg(long = "link-arg", allow_hyphen_values = true)]
+    #[arg(long = "link-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub link_args: Vec<String>,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
     /// Simulations to run at once (default: the number of cores).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     /// The relocatable objects (or static archives) of the program, in link order.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "OBJECT")]
     pub objects: Vec<PathBuf>,
     /// Arguments passed to every variant (after `--`).
-    #[arg(last = true)]
+    #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
 }
 
@@ -148,7 +148,7 @@ fn plan(args: &Args) -> Result<Vec<Variant>> {
                 .filter(|&b| b <= MAX_PAD_BYTES)
                 .with_context(|| {
                     format!(
-                        "--shift-step {}: variant {i} would need a pad over {MAX_PAD_BYTES} bytes",
+                        "--pad-step {}: variant {i} would need a pad over {MAX_PAD_BYTES} bytes",
                         args.shift_step
                     )
                 })?;

@@ -1,11 +1,11 @@
-//! `sediment pgo --binary BIN -p callgrind.out -o PROFILE`: the training run of a binary as
+//! `sediment pgo --binary BIN -o PROFILE callgrind.out...`: the training run of a binary as
 //! `llvm-profgen`'s unsymbolized profile, the first step of clang's sample PGO (AutoFDO)
-//! without LBR hardware (docs/blocks.md, "Sample PGO from a VM profile"):
+//! without LBR hardware (docs/design/blocks.md, "Sample PGO from a VM profile"):
 //!
 //! ```sh
 //! clang-16 -O2 -gline-tables-only -fdebug-info-for-profiling *.c -o app
 //! valgrind --tool=callgrind --dump-instr=yes --collect-jumps=yes --callgrind-out-file=cg.out ./app ARGS
-//! sediment pgo --binary app -p cg.out -o app.unsym
+//! sediment pgo --binary app -o app.unsym cg.out
 //! llvm-profgen --binary=app --unsymbolized-profile=app.unsym --output=app.afdo
 //! clang-16 -O2 -gline-tables-only -fdebug-info-for-profiling -fprofile-sample-use=app.afdo *.c
 //! ```
@@ -30,25 +30,36 @@ use std::path::PathBuf;
 pub struct Args {
     /// The profiled binary, built with `-gline-tables-only -fdebug-info-for-profiling` (or
     /// `-g`) so that llvm-profgen can map addresses to source lines.
-    #[arg(long, value_name = "BINARY")]
+    #[arg(long, value_name = "FILE")]
     pub binary: PathBuf,
     /// callgrind.out of that binary, recorded with `--dump-instr=yes --collect-jumps=yes`
-    /// (repeat for the parts of one run, e.g. `--dump-every-bb` or several threads).
-    #[arg(
-        short = 'p',
-        long = "profile",
-        value_name = "CALLGRIND_OUT",
-        required = true
-    )]
+    /// (several for the parts of one run, e.g. `--dump-every-bb` or several threads).
+    #[arg(value_name = "INPUT", required_unless_present = "profile_option")]
+    pub inputs: Vec<PathBuf>,
+    /// The old spelling of INPUT (`-p, --profile` names a Sediment profile in every other verb).
+    #[arg(short = 'p', long = "profile", value_name = "FILE", hide = true)]
+    pub profile_option: Vec<PathBuf>,
+    /// Every callgrind.out given, INPUTs first ([`Args::with_inputs`] fills it).
+    #[arg(skip)]
     pub profile: Vec<PathBuf>,
     /// Where to write the unsymbolized profile (input of `llvm-profgen
     /// --unsymbolized-profile`).
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+}
+
+impl Args {
+    /// The arguments with `profile` holding every input, under either spelling.
+    fn with_inputs(mut self) -> Self {
+        self.profile = std::mem::take(&mut self.inputs);
+        self.profile.append(&mut self.profile_option);
+        self
+    }
 }
 
 /// Runs `sediment pgo`.
 pub fn run(args: Args) -> Result<()> {
+    let args = args.with_inputs();
     let bin_path = args.binary.display().to_string();
     let bytes = fsio::read_bytes(&args.binary)?;
     let binary = Binary::parse(&bin_path, &bytes)?;

@@ -13,8 +13,8 @@
 //! are then imported exactly as `sediment import` would (main executable -> OUT, every other
 //! binary with samples -> `OUT.<basename>.sprof`), written atomically.
 //!
-//! **Whole packages** (`--prof-dir DIR`, or the environment variable `PROF_DIR` when neither
-//! `-o` nor `--prof-dir` is given): one recording of a test suite or script that runs many
+//! **Whole packages** (`--prof-dir DIR`, or the environment variable `SEDIMENT_PROF_DIR`, alias
+//! `PROF_DIR`, when neither `-o` nor `--prof-dir` is given: [`vocab::prof_dir_from_env`]): one recording of a test suite or script that runs many
 //! programs writes one profile per executable or shared library it touched, under a name a
 //! build can find: `DIR/<basename>.sprof` (`DIR/sqlite3.sprof`, `DIR/libz.so.1.sprof`).
 //! perf follows child processes by itself; callgrind is run with `--trace-children=yes` and one
@@ -26,7 +26,7 @@
 //!   ld's build-id hashes the loaded sections only, so two programs that differ only in symbol
 //!   names share one; such twins are summed too.)
 //! - An existing `DIR/<basename>.sprof` of the same binary is merged with the new recording
-//!   (`sediment_profile::merge`), each recording counting once: the file's `meta recordings`
+//!   (the `merge` stage, [`crate::pipeline::merge::into_prof_dir`]), each recording counting once: the file's `meta recordings`
 //!   (1 if absent) is its weight, the new recording's is 1, and the result says one more.
 //! - An existing file that describes another build (merge refuses: build-id or architecture
 //!   differ) is left alone; the new profile goes to `DIR/<basename>.<build-id>.sprof` instead,
@@ -35,14 +35,14 @@
 //! Every file is computed first and written (atomically) after all inputs were read and merged,
 //! so a failure leaves DIR as it was.
 
-use crate::cli::import::{self, parse_mode};
+use crate::cli::vocab;
 use crate::fsio;
-use anyhow::{anyhow, bail, Context, Result};
+use crate::pipeline::{import, merge};
+use anyhow::{bail, Context, Result};
 use sediment_import::perf::Mode;
-use sediment_profile::{base_name, merge, Error as ProfileError, Profile, META_RECORDINGS};
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::str::FromStr as _;
 
 /// Profilers `sediment record` can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -56,12 +56,12 @@ pub enum Via {
 /// Arguments of `sediment record`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to write the main executable's profile; others go to `OUT.<basename>.sprof`.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Whole-package mode: one profile per executable or shared library the command (and its
-    /// children) touched, as `DIR/<basename>.sprof`, merged into existing ones. Default: the
-    /// environment variable `PROF_DIR`, when `-o` is not given.
+    /// children) touched, as `DIR/<basename>.sprof`, merged into existing ones. Default:
+    /// `$SEDIMENT_PROF_DIR` (or `$PROF_DIR`), when `-o` is not given.
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     pub prof_dir: Option<PathBuf>,
     /// The profiler to run the command under.
@@ -70,7 +70,7 @@ pub struct Args {
     /// perf only: how perf's call chains become edges, `leaf` (default; hfsort: one caller ->
     /// sampled-function edge per sample) or `chain` (every adjacent pair of the call chain).
     /// Refused with `--via callgrind`, which counts every call exactly and has no chains.
-    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    #[arg(long, value_name = "MODE", value_parser = Mode::from_str)]
     pub mode: Option<Mode>,
     /// The command to profile and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -157,16 +157,16 @@ pub fn run(args: Args) -> Result<()> {
     let target = match (&args.output, &args.prof_dir) {
         (Some(o), _) => Target::Output(o.clone()),
         (None, Some(d)) => Target::ProfDir(d.clone()),
-        (None, None) => match std::env::var_os("PROF_DIR") {
-            Some(d) if !d.is_empty() => Target::ProfDir(PathBuf::from(d)),
-            _ => bail!("no output: give -o OUT or --prof-dir DIR (or set PROF_DIR)"),
+        (None, None) => match vocab::prof_dir_from_env() {
+            Some((_, d)) => Target::ProfDir(PathBuf::from(d)),
+            None => bail!("no output: give -o FILE or --prof-dir DIR (or set SEDIMENT_PROF_DIR)"),
         },
     };
     let whole = matches!(target, Target::ProfDir(_));
     let (program, rest) = args
         .command
         .split_first()
-        .context("no command given (usage: sediment record -o OUT -- CMD ARGS...)")?;
+        .context("no command given (usage: sediment record -o FILE -- CMD ARGS...)")?;
     // Before any profiler starts, so that a missing program is named as such; the file found
     // is also how the main executable is told among the profiles.
     let main = find_program(program)?;
@@ -185,7 +185,12 @@ pub fn run(args: Args) -> Result<()> {
                 .arg(program)
                 .args(rest);
             run_profiler(cmd, "perf record", program, &data)?;
-            import::import_perf(&data, None, args.mode.unwrap_or_default(), whole)?
+            let options = import::Options {
+                mode: Some(args.mode.unwrap_or_default()),
+                skip_stripped: whole,
+                ..import::Options::default()
+            };
+            import::import(import::Format::Perf, &[data], &options)?
         }
         Via::Callgrind => {
             require_tool("valgrind", "valgrind")?;
@@ -228,128 +233,24 @@ pub fn run(args: Args) -> Result<()> {
                 );
             }
             let main = std::fs::canonicalize(&main).unwrap_or(main);
-            import::import_callgrind(&files, None, Some(&main), whole)?
+            let options = import::Options {
+                command: Some(main),
+                skip_stripped: whole,
+                ..import::Options::default()
+            };
+            import::import(import::Format::Callgrind, &files, &options)?
         }
     };
     match target {
-        Target::Output(out) => import::write_profiles(&out, imported),
-        Target::ProfDir(dir) => write_prof_dir(&dir, imported),
-    }
-}
-
-/// Writes one profile per binary into `dir` by the naming scheme of the module docs: every
-/// file is computed first, then all are written as one set ([`fsio::write_profiles`]), in
-/// `dir` created if missing ([`fsio::in_dir`]), so a failure leaves DIR as it was.
-fn write_prof_dir(dir: &Path, imported: import::Imported) -> Result<()> {
-    let mut warnings = imported.warnings;
-    // Base names used by more than one binary of this recording.
-    let mut by_name: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for p in &imported.profiles {
-        by_name
-            .entry(base_name(&p.meta.binary).to_string())
-            .or_default()
-            .insert(identity(p));
-    }
-    // Copies of one build at two paths (same build-id: a build tree and an install) are one
-    // binary: their costs in this recording are summed before anything is merged.
-    let mut builds: BTreeMap<(String, String), Profile> = BTreeMap::new();
-    for p in imported.profiles {
-        let slot = (base_name(&p.meta.binary).to_string(), identity(&p));
-        match builds.remove(&slot) {
-            Some(first) => builds.insert(slot, sum(first, &p)),
-            None => builds.insert(slot, p),
-        };
-    }
-    let mut files: BTreeMap<PathBuf, Profile> = BTreeMap::new();
-    for (_, mut p) in builds {
-        let name = base_name(&p.meta.binary).to_string();
-        p.meta.extra.insert(META_RECORDINGS.into(), "1".into());
-        let plain = dir.join(format!("{name}.sprof"));
-        let distinct = dir.join(format!("{name}.{}.sprof", identity(&p)));
-        let mut path = if by_name[&name].len() > 1 {
-            distinct.clone()
-        } else {
-            plain
-        };
-        let mut merged = merge_existing(&path, &p)?;
-        if merged.is_none() && path != distinct {
-            warnings.push(format!(
-                "{} describes another build of {}; writing {}",
-                path.display(),
-                sediment_profile::escape(&name),
-                distinct.display()
-            ));
-            path = distinct;
-            merged = merge_existing(&path, &p)?;
+        Target::Output(out) => {
+            let out = import::outputs(&out, imported)?;
+            fsio::write_profiles(&out.as_set(), &out.warnings)
         }
-        let Some(profile) = merged else {
-            bail!(
-                "{}: describes another build of {} and cannot be merged",
-                sediment_profile::quote_whole(&path.display().to_string()),
-                sediment_profile::escape(&name)
-            );
-        };
-        files.insert(path, profile);
-    }
-    let set: Vec<(&Path, &Profile)> = files.iter().map(|(path, p)| (path.as_path(), p)).collect();
-    fsio::in_dir(dir, || fsio::write_profiles(&set, &warnings))
-}
-
-/// `a` with the weights of `b` (another copy of the same build in the same recording) added.
-fn sum(a: Profile, b: &Profile) -> Profile {
-    let total = a.meta.total.saturating_add(b.meta.total);
-    let mut builder = sediment_profile::ProfileBuilder::from(a);
-    builder.meta_mut().total = total;
-    for f in &b.functions {
-        builder.add_self(&f.key, f.self_weight);
-        if let Some(size) = f.size {
-            builder.set_size(&f.key, size);
+        Target::ProfDir(dir) => {
+            // Every file is computed first, then all are written as one set, in `dir` created
+            // if missing ([`fsio::in_dir`]), so a failure leaves DIR as it was.
+            let out = merge::into_prof_dir(&dir, imported)?;
+            fsio::in_dir(&dir, || fsio::write_profiles(&out.as_set(), &out.warnings))
         }
-    }
-    for e in &b.edges {
-        let (caller, callee) = (
-            &b.functions[e.caller as usize],
-            &b.functions[e.callee as usize],
-        );
-        builder.add_call(&caller.key, &callee.key, e.weight);
-    }
-    builder.build()
-}
-
-/// What tells two binaries of one base name apart in a file name: the build-id, else the path.
-fn identity(p: &Profile) -> String {
-    match &p.meta.build_id {
-        Some(id) => id.clone(),
-        None => p.meta.binary.replace('%', "%25").replace('/', "%2F"),
-    }
-}
-
-/// `new` merged into the profile at `path` when that file exists (`Ok(None)` when it describes
-/// another build), else `new` itself.
-fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
-    if !path.exists() {
-        return Ok(Some(new.clone()));
-    }
-    let old = fsio::read_profile(path)?;
-    let count = |p: &Profile| -> Result<u64> {
-        p.meta.extra.get(META_RECORDINGS).map_or(Ok(1), |v| {
-            v.parse().map_err(|_| {
-                anyhow!(
-                    "{}: meta {META_RECORDINGS} `{v}` is not a number",
-                    path.display()
-                )
-            })
-        })
-    };
-    let n_old = count(&old)?;
-    match merge(&[(n_old as f64, &old), (1.0, new)]) {
-        Ok(mut m) => {
-            m.meta
-                .extra
-                .insert(META_RECORDINGS.into(), (n_old + 1).to_string());
-            Ok(Some(m))
-        }
-        Err(ProfileError::Mismatch { .. }) => Ok(None),
-        Err(e) => Err(anyhow!("{}: {e}", path.display())),
     }
 }

@@ -13,7 +13,7 @@
 //!   moved by `S, 2S, ... (K-1)S` bytes, as a pad before the code would move it, and each
 //!   cell becomes `median [min-max]` over the K shifts. The default step,
 //!   [`sediment_sim::PAGE_SHIFT_STEP`], moves the pages too. I1 miss counts move a lot with
-//!   addresses alone (docs/noise.md), so a single I1 figure is layout luck; the median over
+//!   addresses alone (docs/design/statistics.md), so a single I1 figure is layout luck; the median over
 //!   shifts is what `sediment compare --shifts` reports.
 //! - `--order FILE` (one binary only, repeatable): a proposed function order is replayed
 //!   without relinking. Each executed address of the binary's code is mapped to (function,
@@ -49,39 +49,39 @@ use crate::pipeline::measure::{labels, simulate_all, Plan};
 #[derive(clap::Args)]
 pub struct Args {
     /// The binaries to simulate; the first is the base of the ratio columns.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "BINARY")]
     pub binaries: Vec<PathBuf>,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
     /// Threads (default: the number of cores): binaries simulated at once, and those left
     /// over with fewer binaries feed each run's shifted and reordered layouts.
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     /// The `valgrind` executable.
-    #[arg(long, default_value = "valgrind")]
+    #[arg(long, value_name = "PROGRAM", default_value = "valgrind")]
     pub valgrind: OsString,
-    /// Layouts per column: the code as linked and shifted by STEP, 2*STEP, ... bytes; cells
+    /// Layouts per column: the code as linked and shifted by BYTES, 2*BYTES, ... bytes; cells
     /// become `median [min-max]` over them.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub shifts: u64,
     /// Bytes between consecutive shifts (default: a 4 KiB page and 80 bytes, so that the
     /// shifts move the code's pages to other iTLB sets and its lines to other L1i sets).
-    #[arg(long, default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
+    #[arg(long, value_name = "BYTES", default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
     /// A proposed function order (`sediment order` output) to replay without relinking, as
     /// an extra column; repeatable; needs exactly one binary.
-    #[arg(long = "order")]
+    #[arg(long = "order", value_name = "FILE")]
     pub orders: Vec<PathBuf>,
     /// Write the binary's functions in the order they first ran (an order file, the
     /// first-execution order `sediment order --algorithm bp --startup` takes); one binary only.
-    #[arg(long, value_name = "ORDER")]
+    #[arg(long, value_name = "FILE")]
     pub first_order: Option<PathBuf>,
     /// Alignment in bytes of each function placed by `--order`.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, value_name = "BYTES", default_value_t = 16)]
     pub align: u64,
     /// Arguments passed to every binary (after `--`).
-    #[arg(last = true)]
+    #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
 }
 

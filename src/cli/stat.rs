@@ -1,6 +1,6 @@
 //! `sediment stat`: run two commands interleaved many times and report, per metric, the
 //! medians, the ratio B/A with 95% confidence intervals, Welch's p-value and the difference in
-//! standard deviations (`docs/stat.md` explains how to read it).
+//! standard deviations (`docs/design/statistics.md` explains how to read it).
 //!
 //! The stage reads like its pipeline: split the command line into A and B, detect which perf
 //! counters this CPU has, run the schedule (with a progress bar on a terminal), summarize,

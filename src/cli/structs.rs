@@ -20,8 +20,20 @@ use std::path::PathBuf;
 
 /// Arguments of `sediment structs`.
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("binary_given").required(true).args(["binary_option", "binary_operand"])))]
 pub struct Args {
     /// A linked binary with DWARF debug information (`-g`).
+    #[arg(
+        long = "binary",
+        value_name = "FILE",
+        required_unless_present = "binary_operand"
+    )]
+    pub binary_option: Option<PathBuf>,
+    /// The old spelling of `--binary`: the binary as the operand.
+    #[arg(value_name = "BINARY", hide = true)]
+    pub binary_operand: Option<PathBuf>,
+    /// The binary, under either spelling ([`Args::with_binary`] sets it).
+    #[arg(skip)]
     pub binary: PathBuf,
     /// Only structures whose name contains this.
     #[arg(long, value_name = "SUBSTR")]
@@ -37,8 +49,21 @@ pub struct Args {
     pub top: usize,
 }
 
+impl Args {
+    /// The arguments with `binary` set from either spelling.
+    fn with_binary(mut self) -> Self {
+        self.binary = self
+            .binary_option
+            .take()
+            .or(self.binary_operand.take())
+            .unwrap_or_default();
+        self
+    }
+}
+
 /// Runs `sediment structs`.
 pub fn run(args: Args) -> Result<()> {
+    let args = args.with_binary();
     let data = fsio::read_bytes(&args.binary)?;
     let structs = read_structs(&args.binary.display().to_string(), &data)?;
     let mut rows: Vec<(&StructLayout, StructReport)> = structs

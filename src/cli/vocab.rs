@@ -1,10 +1,58 @@
-//! The shared vocabulary of the command line: the value parsers and option definitions every
-//! verb that takes the same noun uses, so one noun has one flag, one value name and one meaning
-//! everywhere (see `docs/reference/vocabulary.md` and the test that walks the command tree).
+//! The shared vocabulary of the command line: the value parsers, help texts and environment
+//! variables every verb that takes the same noun uses, so one noun has one flag, one value name
+//! and one meaning everywhere. The table is `docs/reference/vocabulary.md`; the test
+//! `tests/it/vocabulary.rs` walks the command tree and holds every verb to it.
+//!
+//! | noun | spelling |
+//! |---|---|
+//! | Sediment profile | `-p, --profile FILE` |
+//! | an input ELF binary (one) | `--binary FILE`; positional `BINARY...` only where several are compared |
+//! | raw profiler output | positional `INPUT...` (with `--format` where several formats are read) |
+//! | an order file | `--order FILE` |
+//! | output | `-o, --output FILE` (`DIR` where a verb writes a directory) |
+//! | profile directory | `--prof-dir DIR`, environment `SEDIMENT_PROF_DIR` (alias `PROF_DIR`) |
+//! | workload arguments | after `--` |
+//!
+//! Environment variables are read through this module and listed in the help of every verb
+//! that reads them ([`PROF_DIR_HELP`], [`LINK_TIME_ENV_HELP`]). The profile directory is the
+//! one variable several verbs share; clap's own `env` is not used for it because clap counts a
+//! value from the environment as given on the command line, which would make `-o OUT` conflict
+//! with an exported `SEDIMENT_PROF_DIR`, and because it takes a single variable name (no alias).
 
 use sediment_order::Algorithm;
+use std::ffi::OsString;
 
 /// `--algorithm`'s value, in every verb that takes one (`order`, `blocks plan`).
 pub fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
     Algorithm::from_name(name).map_err(|e| e.to_string())
 }
+
+/// The environment variable naming the profile directory.
+pub const PROF_DIR_ENV: &str = "SEDIMENT_PROF_DIR";
+/// Its older spelling, still honoured when [`PROF_DIR_ENV`] is unset.
+pub const PROF_DIR_ENV_ALIAS: &str = "PROF_DIR";
+
+/// The profile directory named by the environment: the first of `SEDIMENT_PROF_DIR` and
+/// `PROF_DIR` that is set, with the variable's name (for messages). A set but empty variable
+/// means "no profile directory" (it hides the alias, so `SEDIMENT_PROF_DIR=` turns a build's
+/// ordering off even where `PROF_DIR` is exported).
+pub fn prof_dir_from_env() -> Option<(&'static str, OsString)> {
+    [PROF_DIR_ENV, PROF_DIR_ENV_ALIAS]
+        .into_iter()
+        .find_map(|v| std::env::var_os(v).map(|d| (v, d)))
+        .filter(|(_, d)| !d.is_empty())
+}
+
+/// The help section of a verb that reads the profile directory from the environment.
+pub const PROF_DIR_HELP: &str = "Environment:
+  SEDIMENT_PROF_DIR  Profile directory when --prof-dir is not given (alias: PROF_DIR, read when
+                     SEDIMENT_PROF_DIR is unset; an empty value means none)";
+
+/// The help section of the linker shims (`wrappers`, and the `ld` they run): the variables read
+/// at each link.
+pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
+  SEDIMENT_PROF_DIR    Profile directory: DIR/<output base name>.sprof is the link's profile
+                       (alias: PROF_DIR, read when SEDIMENT_PROF_DIR is unset; empty: none)
+  SEDIMENT_ALGORITHM   Ordering algorithm, as `sediment order --algorithm` (default: c3)
+  SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
+  COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";

@@ -1,1 +1,584 @@
-//! The `import` stage.
+//! The `import` stage: a profiler's output files -> one Sediment profile per binary they
+//! describe, with the main executable's marked ([`sediment_import::Imported`]).
+//!
+//! [`import`] is the one entry, taking a [`Format`]. The readers of [`sediment_import`] parse
+//! bytes and ask for the bytes of each binary through a resolver; this module opens the input
+//! files and the binaries (read from the path the profiler recorded, or from
+//! [`Options::binary`] for the binary of that base name) through [`crate::fsio`], which refuses
+//! FIFOs, devices and directories a stranger's profile might name. [`outputs`] says where each
+//! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`).
+
+use super::timings;
+use crate::fsio;
+use anyhow::{bail, Result};
+use sediment_import::perf::Mode;
+use sediment_import::report::{
+    bind_warning, callgrind_command, callgrind_warnings, heaviest_binary, is_foreign_object,
+    perf_warnings, stripped_warning,
+};
+use sediment_import::{callgrind, perf, Imported};
+use sediment_profile::{base_name, Meta, Profile};
+use std::path::{Path, PathBuf};
+
+/// The input formats [`import`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `perf.data` (call graphs, or LBR branch stacks).
+    Perf,
+    /// `callgrind.out`, one file or several of one run (threads, processes), summed.
+    Callgrind,
+    /// Text output of `perf script`.
+    PerfScript,
+    /// BOLT `.fdata`; needs [`Options::binary`].
+    Fdata,
+    /// gprof `gmon.out`; needs [`Options::binary`].
+    Gprof,
+    /// pprof `profile.proto`.
+    Pprof,
+    /// GCC `-fcallgraph-info` `.ci` files; needs [`Options::binary`].
+    GccCallgraph,
+    /// Relocatable objects' static call graph; needs [`Options::binary`].
+    Objects,
+    /// The historical Sediment `.gv` call graph.
+    Gv,
+}
+
+impl Format {
+    /// Whether the format takes several input files (the others take exactly one).
+    pub fn takes_many(self) -> bool {
+        matches!(
+            self,
+            Format::GccCallgraph | Format::Objects | Format::Callgrind
+        )
+    }
+
+    /// Whether the format holds sampled call chains, which [`Options::mode`] turns into edges.
+    pub fn is_sampled(self) -> bool {
+        matches!(self, Format::Perf | Format::PerfScript | Format::Pprof)
+    }
+}
+
+/// How [`import`] reads its inputs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Import only the binary of this base name, read from this file instead of the path the
+    /// profiler recorded (for formats that do not name their binary: the binary described).
+    pub binary: Option<PathBuf>,
+    /// How sampled call chains become edges; `None` is the default (`leaf`). Refused for
+    /// formats without sampled chains.
+    pub mode: Option<Mode>,
+    /// callgrind: the program that was recorded (from `sediment record`), which names the main
+    /// executable instead of the `cmd:` header.
+    pub command: Option<PathBuf>,
+    /// Whole-package recording: binaries without a symbol table are left out (one counted
+    /// warning) instead of failing the import.
+    pub skip_stripped: bool,
+}
+
+/// The `import` stage: reads `inputs` in `format`. Nothing is written; the warnings are in the
+/// result.
+pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<Imported> {
+    let _t = timings::stage("import");
+    let Some(input) = inputs.first() else {
+        bail!("no input to import");
+    };
+    if !format.takes_many() && inputs.len() != 1 {
+        bail!(
+            "{}: one input file expected for this format ({} given)",
+            inputs[1].display(),
+            inputs.len()
+        );
+    }
+    if let (false, Some(mode)) = (format.is_sampled(), options.mode) {
+        bail!(
+            "--mode {} is for sampled call chains (perf, perf-script, pprof): this format has none",
+            mode.name()
+        );
+    }
+    let mode = options.mode.unwrap_or_default();
+    let binary = options.binary.as_deref();
+    match format {
+        Format::Perf => import_perf(input, binary, mode, options.skip_stripped),
+        Format::Callgrind => import_callgrind(
+            inputs,
+            binary,
+            options.command.as_deref(),
+            options.skip_stripped,
+        ),
+        Format::PerfScript => import_perf_script(input, binary, mode),
+        Format::Fdata => import_fdata(input, binary),
+        Format::Gprof => import_gprof(input, binary),
+        Format::Pprof => import_pprof(input, mode),
+        Format::GccCallgraph => import_gcc_callgraph(inputs, binary),
+        Format::Objects => import_objects(inputs, binary),
+        Format::Gv => import_gv(input, binary),
+    }
+}
+
+/// Profiles to write, each with its file, and the warnings to print once they are written.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileFiles {
+    /// (file, profile), in the order they are reported.
+    pub files: Vec<(PathBuf, Profile)>,
+    /// One-line warnings (counted, never one per function).
+    pub warnings: Vec<String>,
+}
+
+impl ProfileFiles {
+    /// The files as [`fsio::write_profiles`] takes them.
+    pub fn as_set(&self) -> Vec<(&Path, &Profile)> {
+        self.files
+            .iter()
+            .map(|(path, p)| (path.as_path(), p))
+            .collect()
+    }
+}
+
+/// Where each profile of `imported` goes: the main executable's to `out`, every other to
+/// `OUT.<basename>.sprof` beside it, `out` first. A main executable without samples gets an
+/// empty profile, with a warning added. Fails when the main executable is not known.
+pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
+    let Some(main) = imported.main.clone() else {
+        bail!(
+            "{}: cannot tell the main executable of the recording (use --binary)",
+            out.display()
+        );
+    };
+    let mut files: Vec<(PathBuf, Profile)> = Vec::new();
+    let mut taken = std::collections::BTreeSet::new();
+    taken.insert(out.to_path_buf());
+    let mut main_profile = None;
+    for p in imported.profiles {
+        if p.meta.binary == main {
+            main_profile = Some(p);
+        } else {
+            let path = side_path(out, &p.meta.binary, &mut taken);
+            files.push((path, p));
+        }
+    }
+    let main_profile = main_profile.unwrap_or_else(|| {
+        imported.warnings.push(format!(
+            "the main executable {} got no samples",
+            sediment_profile::escape(&main)
+        ));
+        Profile {
+            meta: Meta {
+                binary: main.clone(),
+                source: imported.source.to_string(),
+                ..Meta::default()
+            },
+            ..Profile::default()
+        }
+    });
+    files.insert(0, (out.to_path_buf(), main_profile));
+    Ok(ProfileFiles {
+        files,
+        warnings: imported.warnings,
+    })
+}
+
+/// Reads a binary that the input `for_input` names, for an importer: `None` when the path names
+/// no regular file (missing, or a FIFO, a device or a directory that a stranger's profile named:
+/// see [`fsio::read_named_file`]). An unreadable file is an error naming the binary and the input.
+fn read_binary(path: &Path, for_input: &str) -> Result<Option<Vec<u8>>, String> {
+    fsio::read_named_file(path).map_err(|e| format!("{e:#} (needed for {for_input})"))
+}
+
+/// Reads a binary for an importer when `skip_stripped` is set (whole-package recording): a
+/// binary without a symbol table (a stripped `/bin/sh`) is left out, and its path noted in
+/// `skipped`, instead of failing the whole recording. `for_input` names the input in errors.
+fn read_symbolized(
+    path: &Path,
+    for_input: &str,
+    skip_stripped: bool,
+    skipped: &mut Vec<String>,
+) -> Result<Option<Vec<u8>>, String> {
+    let bytes = read_binary(path, for_input)?;
+    if let (true, Some(b)) = (skip_stripped, &bytes) {
+        let name = path.display().to_string();
+        if let Err(sediment_elf::Error::NoSymbols { .. }) = sediment_elf::Binary::parse(&name, b) {
+            skipped.push(name);
+            return Ok(None);
+        }
+    }
+    Ok(bytes)
+}
+
+/// Imports a perf.data file; `binary` replaces the recorded binary of the same base name;
+/// `skip_stripped` leaves out binaries without a symbol table instead of failing.
+fn import_perf(
+    input: &Path,
+    binary: Option<&Path>,
+    mode: Mode,
+    skip_stripped: bool,
+) -> Result<Imported> {
+    let mut skipped = Vec::new();
+    let data = fsio::read_bytes(input)?;
+    let for_input = input.display().to_string();
+    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
+    let mut overridden: Option<String> = None;
+    let mut resolver = |path: &str, _build_id: Option<&str>| {
+        if let (Some(bin), Some(name)) = (binary, &override_name) {
+            if base_name(path) == name {
+                overridden = Some(path.to_string());
+                return fsio::read_bytes(bin)
+                    .map(Some)
+                    .map_err(|e| format!("{e:#}"));
+            }
+        }
+        if binary.is_some() {
+            // Only the named binary is imported: the others' files on this machine need not
+            // be the ones that were recorded.
+            return Ok(None);
+        }
+        read_symbolized(Path::new(path), &for_input, skip_stripped, &mut skipped)
+    };
+    let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    let mut main = result.main_binary;
+    if let Some(bin) = binary {
+        match overridden {
+            Some(p) => main = Some(p),
+            None => bail!(
+                "{}: no binary named `{}` got samples in {} (main executable: {})",
+                bin.display(),
+                override_name.unwrap_or_default(),
+                input.display(),
+                main.as_deref().unwrap_or("unknown")
+            ),
+        }
+    }
+    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
+    warnings.extend(perf_warnings(&result.stats, binary.is_some()));
+    Ok(Imported {
+        source: "perf",
+        profiles: result.profiles,
+        main,
+        warnings,
+    })
+}
+
+/// Imports callgrind.out files against each object's binary: by instruction address when the
+/// files have instruction positions (`--dump-instr=yes`), else bound by name (see
+/// `sediment_import::callgrind::import`). Several files (one per thread from
+/// `--separate-threads=yes`, one per process from `--trace-children=yes`) are summed per object.
+/// `binary` replaces the object of the same base name; `command` (from `record`) names the main
+/// executable, else the first file's `cmd:` header does. `skip_stripped`: objects without a
+/// symbol table are named by callgrind's names instead of failing the import.
+fn import_callgrind(
+    inputs: &[PathBuf],
+    binary: Option<&Path>,
+    command: Option<&Path>,
+    skip_stripped: bool,
+) -> Result<Imported> {
+    let mut skipped = Vec::new();
+    let mut texts = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        texts.push((input.display().to_string(), fsio::read_text(input)?));
+    }
+    let Some((_, text)) = texts.first() else {
+        bail!("no callgrind output to import");
+    };
+    let input = &inputs[0];
+    let for_input = match inputs.len() {
+        1 => input.display().to_string(),
+        n => format!("{} and {} other inputs", input.display(), n - 1),
+    };
+    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
+    // The main executable: --binary, else the recorded command, else the `cmd:` header.
+    let main_name = override_name.clone().or_else(|| match command {
+        Some(c) => Some(base_name(&c.to_string_lossy()).to_string()),
+        None => callgrind_command(text),
+    });
+    // `???` (code callgrind could not place) and valgrind's own preloaded libraries are not
+    // part of the program: no binary, and no profile, for them.
+    let foreign = is_foreign_object;
+    let mut unreadable = Vec::new();
+    let mut resolver = |object: &str, _build_id: Option<&str>| {
+        if foreign(object) {
+            return Ok(None);
+        }
+        if let (Some(bin), Some(name)) = (binary, &override_name) {
+            if base_name(object) == name {
+                return fsio::read_bytes(bin)
+                    .map(Some)
+                    .map_err(|e| format!("{e:#}"));
+            }
+        }
+        let bytes = read_symbolized(Path::new(object), &for_input, skip_stripped, &mut skipped)?;
+        if bytes.is_none() && !skipped.iter().any(|s| s == object) {
+            unreadable.push(object.to_string());
+        }
+        Ok(bytes)
+    };
+    let input_texts: Vec<callgrind::Input<'_>> = texts
+        .iter()
+        .map(|(path, text)| callgrind::Input { path, text })
+        .collect();
+    let result = callgrind::import(&input_texts, &mut resolver)?;
+    let mut main = None;
+    let mut profiles = Vec::with_capacity(result.profiles.len());
+    for p in result.profiles {
+        if foreign(&p.meta.binary) {
+            continue;
+        }
+        if main.is_none() && main_name.as_deref() == Some(base_name(&p.meta.binary)) {
+            main = Some(p.meta.binary.clone());
+        }
+        profiles.push(p);
+    }
+    if let (Some(name), None) = (&override_name, &main) {
+        bail!(
+            "{}: no object named `{name}` in {}",
+            binary.map(|b| b.display().to_string()).unwrap_or_default(),
+            input.display()
+        );
+    }
+    let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
+    warnings.extend(callgrind_warnings(&result.stats, &unreadable));
+    Ok(Imported {
+        source: "callgrind",
+        profiles,
+        main,
+        warnings,
+    })
+}
+
+/// Binds a profile whose keys came from names only (perf script, fdata) to the symbols of the
+/// binary at `path`, when it can be read; returns the profile unchanged, with a warning, when
+/// it names no regular file. `input` (the profile's file) is named in errors.
+fn bind_to_file(
+    profile: Profile,
+    path: &Path,
+    input: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Profile> {
+    let for_input = input.display().to_string();
+    let Some(bytes) = read_binary(path, &for_input).map_err(anyhow::Error::msg)? else {
+        warnings.push(format!(
+            "{}: not found (or not a regular file); function names kept as recorded \
+             (same-named statics not told apart)",
+            path.display()
+        ));
+        return Ok(profile);
+    };
+    let binary = sediment_elf::Binary::parse(&path.display().to_string(), &bytes)?;
+    let (bound, report) = sediment_import::bind::bind(&profile, &binary);
+    warnings.extend(bind_warning(&path.display().to_string(), &report));
+    Ok(bound)
+}
+
+/// Imports `perf script` text. The main executable is `--binary` (matched by base name), else
+/// the dso with the most weight; each dso is bound to its binary where it can be read.
+fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Imported> {
+    let text = fsio::read_text(input)?;
+    let result = sediment_import::perf_script::read(&input.display().to_string(), &text, mode)?;
+    let mut warnings = Vec::new();
+    let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
+    let named = |p: &Profile| override_name.as_deref() == Some(base_name(&p.meta.binary));
+    // Branch entries printed without their dso (`-F brstacksym`) belong to `--binary` when no
+    // dso of that name was printed.
+    let unknown_is_binary = !result.profiles.iter().any(named);
+    let mut profiles = Vec::new();
+    let mut main = None;
+    for mut p in result.profiles {
+        if unknown_is_binary && p.meta.binary == sediment_import::perf_script::UNKNOWN_DSO {
+            if let Some(b) = binary {
+                p.meta.binary = b.display().to_string();
+            }
+        }
+        let is_main = named(&p);
+        if binary.is_some() && !is_main {
+            continue;
+        }
+        let path = match binary {
+            Some(b) => b.to_path_buf(),
+            None => PathBuf::from(&p.meta.binary),
+        };
+        if is_main {
+            main = Some(p.meta.binary.clone());
+        }
+        profiles.push(bind_to_file(p, &path, input, &mut warnings)?);
+    }
+    if let (Some(name), None) = (&override_name, &main) {
+        bail!("{}: no dso named `{name}` in the samples", input.display());
+    }
+    if main.is_none() {
+        // Heaviest dso, ties to the smaller path (profiles are sorted by path).
+        main = heaviest_binary(&profiles);
+    }
+    Ok(Imported {
+        source: "perf-script",
+        profiles,
+        main,
+        warnings,
+    })
+}
+
+/// The `--binary` a format that does not name its binary needs.
+fn required_binary<'a>(input: &Path, binary: Option<&'a Path>, what: &str) -> Result<&'a Path> {
+    binary.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: {what} does not say which binary it describes: pass --binary",
+            input.display()
+        )
+    })
+}
+
+/// Imports a pprof profile: one profile per mapping that got weight, the first mapping first.
+fn import_pprof(input: &Path, mode: Mode) -> Result<Imported> {
+    let data = fsio::read_bytes(input)?;
+    let profiles = sediment_import::pprof::read(&input.display().to_string(), &data, None, mode)?;
+    let main = profiles.first().map(|p| p.meta.binary.clone());
+    Ok(Imported {
+        source: "pprof",
+        profiles,
+        main,
+        warnings: Vec::new(),
+    })
+}
+
+/// Imports a gprof `gmon.out` against the `-pg` binary `--binary` names.
+fn import_gprof(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+    let bin = required_binary(input, binary, "gmon.out")?;
+    let data = fsio::read_bytes(input)?;
+    let bin_name = bin.display().to_string();
+    let bin_bytes = fsio::read_bytes(bin)?;
+    let elf = sediment_elf::Binary::parse(&bin_name, &bin_bytes)?;
+    let profile =
+        sediment_import::gprof::read(&input.display().to_string(), &data, &bin_name, &elf)?;
+    Ok(Imported {
+        source: "gprof",
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings: Vec::new(),
+    })
+}
+
+/// Imports GCC `-fcallgraph-info` files into one static call graph for `--binary`; bound to the
+/// binary's symbols when that file exists.
+fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
+    let bin = required_binary(&inputs[0], binary, "a .ci file")?;
+    let texts = inputs
+        .iter()
+        .map(|p| Ok((p.display().to_string(), fsio::read_text(p)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let files: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let bin_name = bin.display().to_string();
+    let profile = sediment_import::gcc_callgraph::read(&files, &bin_name)?;
+    let mut warnings = Vec::new();
+    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
+    Ok(Imported {
+        source: "gcc-callgraph",
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings,
+    })
+}
+
+/// Imports the static call graph of relocatable objects for `--binary`; bound to the binary's
+/// symbols when that file exists.
+fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
+    let bin = required_binary(&inputs[0], binary, "an object file")?;
+    let objects = super::link::read_inventory(inputs)?;
+    let bin_name = bin.display().to_string();
+    let profile = sediment_import::relocs::read(&objects, &bin_name)?;
+    let mut warnings = Vec::new();
+    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
+    Ok(Imported {
+        source: sediment_import::relocs::SOURCE,
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings,
+    })
+}
+
+/// Imports a BOLT `.fdata` file for the binary `--binary` names (required: fdata names no binary).
+fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+    let bin = required_binary(input, binary, "fdata")?;
+    let text = fsio::read_text(input)?;
+    let bin_name = bin.display().to_string();
+    let profile = sediment_import::fdata::read(&input.display().to_string(), &text, &bin_name)?;
+    let mut warnings = Vec::new();
+    let profile = bind_to_file(profile, bin, input, &mut warnings)?;
+    Ok(Imported {
+        source: "fdata",
+        profiles: vec![profile],
+        main: Some(bin_name),
+        warnings,
+    })
+}
+
+/// Imports a `.gv` call graph: every cluster is a profile; the main executable is the first
+/// cluster, or with `binary` the cluster of that base name (and only it is imported).
+fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+    let text = fsio::read_text(input)?;
+    let mut profiles = sediment_import::gv::read(&input.display().to_string(), &text)?;
+    let mut main = profiles.first().map(|p| p.meta.binary.clone());
+    if let Some(bin) = binary {
+        let name = base_name(&bin.to_string_lossy()).to_string();
+        profiles.retain(|p| base_name(&p.meta.binary) == name);
+        if profiles.is_empty() {
+            bail!(
+                "{}: no cluster for a binary named `{name}` in {}",
+                bin.display(),
+                input.display()
+            );
+        }
+        main = Some(profiles[0].meta.binary.clone());
+    }
+    if main.is_none() {
+        bail!("{}: the graph has no cluster", input.display());
+    }
+    // Two clusters of one binary name would be one file twice: merge is the tool for that.
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &profiles {
+        if !seen.insert(p.meta.binary.clone()) {
+            bail!(
+                "{}: two clusters are labelled `{}`",
+                input.display(),
+                p.meta.binary
+            );
+        }
+    }
+    profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
+    Ok(Imported {
+        source: sediment_import::gv::SOURCE,
+        profiles,
+        main,
+        warnings: Vec::new(),
+    })
+}
+
+/// Path of the profile of a non-main binary: `OUT.<basename>.sprof`, numbered on a clash
+/// (`OUT.<basename>.2.sprof`; the profiles come sorted by binary path, so the numbers are the
+/// same on every run). The base name comes from the recording, a stranger's file for `import`,
+/// so it goes through [`safe_file_name`] first: no newline, escape sequence or `/` in a name.
+fn side_path(out: &Path, binary: &str, taken: &mut std::collections::BTreeSet<PathBuf>) -> PathBuf {
+    let stem = format!("{}.{}", out.display(), safe_file_name(base_name(binary)));
+    let mut candidate = PathBuf::from(format!("{stem}.sprof"));
+    let mut n = 2;
+    while taken.contains(&candidate) {
+        candidate = PathBuf::from(format!("{stem}.{n}.sprof"));
+        n += 1;
+    }
+    taken.insert(candidate.clone());
+    candidate
+}
+
+/// `name` with every character outside `[A-Za-z0-9._+-]` (the set `sediment_link::safe`
+/// allows in a path component) replaced by `_`. Two names that become the same are told apart
+/// by [`side_path`]'s numbering.
+fn safe_file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

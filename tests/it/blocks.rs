@@ -229,9 +229,7 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     let expected = labels_trained(dir);
     ok(
         dir,
-        &[
-            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "app1", "cg.out", "-o", "plan"],
     );
     let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
     for f in ["!step\n!!0 ", "!run\n!!0 ", "!main\n!!0 "] {
@@ -242,7 +240,7 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
     ok(
         dir,
         &[
-            "blocks", "plan", "--binary", "app1", "-p", "cg.out", "-o", "plan2",
+            "blocks", "plan", "--binary", "app1", "cg.out", "-o", "plan2",
         ],
     );
     for f in ["bb-list.txt", "order.txt"] {
@@ -275,7 +273,10 @@ fn clang_flow_puts_cold_parts_after_hot_code() {
         .min()
         .unwrap();
     assert!(hot_end < cold_start, "{syms:?}");
-    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app2"]);
+    let report = ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app2"],
+    );
     assert!(report.contains("3 found of 3"), "{report}");
     // The labels build itself (no split) has no cold parts to find.
     let unsplit = symbols(&dir.join("app1"));
@@ -294,7 +295,7 @@ fn clang_flow_places_very_hot_parts_first() {
     let Some(tmp) = clang_app() else { return };
     let dir = tmp.path();
     let expected = labels_trained(dir);
-    let plan = ["blocks", "plan", "--binary", "app1", "-p", "cg.out"];
+    let plan = ["blocks", "plan", "--binary", "app1", "cg.out"];
     ok(
         dir,
         &[&plan[..], &["--hot-coverage", "0.9", "-o", "plan"]].concat(),
@@ -347,10 +348,14 @@ fn clang_flow_places_very_hot_parts_first() {
         last(&["main", "run"]) < first(&["run.cold", "step.cold"]),
         "{syms:?}"
     );
-    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app2"]);
+    let report = ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app2"],
+    );
     assert!(report.contains("ok: every hot part"), "{report}");
     // The same objects linked without the order: the check fails.
     sh(dir, "clang-16", &["-fuse-ld=lld", "app2.o", "-o", "app3"]);
+    // The binary as the operand: the old spelling of `--binary`, still accepted.
     let out = sediment(dir, &["blocks", "check", "--plan", "plan", "app3"]);
     assert!(
         !out.status.success(),
@@ -392,9 +397,7 @@ fn gcc_flow_puts_cold_parts_last() {
     callgrind(dir, "./pgo", "cg.out");
     ok(
         dir,
-        &[
-            "blocks", "plan", "--binary", "pgo", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "pgo", "cg.out", "-o", "plan"],
     );
     assert!(!dir.join("plan/bb-list.txt").exists());
     link_ordered(dir, "gcc", "app.o", "app");
@@ -408,7 +411,10 @@ fn gcc_flow_puts_cold_parts_last() {
     for c in &split {
         assert!(address(&syms, c) > hot_end, "{c} before hot code: {syms:?}");
     }
-    ok(dir, &["blocks", "check", "--plan", "plan", "app"]);
+    ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app"],
+    );
 }
 
 // Bad input: a truncated binary and a damaged profile are one-line errors naming the file,
@@ -421,9 +427,7 @@ fn bad_inputs_fail_cleanly() {
     std::fs::write(dir.join("cg.out"), "events: Ir\nfn=x\n0x10 zz\n").unwrap();
     let out = sediment(
         dir,
-        &[
-            "blocks", "plan", "--binary", "bin", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "bin", "cg.out", "-o", "plan"],
     );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -440,6 +444,7 @@ fn bad_inputs_fail_cleanly() {
             "plan",
             "--binary",
             me.to_str().unwrap(),
+            // `-p` is the old spelling of the positional INPUT, a hidden alias.
             "-p",
             "cg.out",
             "-o",
@@ -482,7 +487,10 @@ fn regress_check_fails_when_plan_parts_are_missing() {
     plan("cold", "main -\nhot -\nhot.cold -\n");
     plan("empty", "_start -\n");
 
-    let report = ok(dir, &["blocks", "check", "--plan", "plan", "app"]);
+    let report = ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app"],
+    );
     assert!(report.contains("hot parts: 2 found of 2"), "{report}");
     assert!(report.contains("cold parts: 0 found of 0\n"), "{report}");
     assert!(!report.contains("0xffffffffffffffff"), "{report}");
@@ -494,15 +502,15 @@ fn regress_check_fails_when_plan_parts_are_missing() {
         assert!(!report.contains("0xffffffffffffffff"), "{report}");
     };
     fails(
-        &["blocks", "check", "--plan", "plan", "z"],
+        &["blocks", "check", "--plan", "plan", "--binary", "z"],
         &["z: 1 of the 2 parts in plan/order.txt are not in the binary (first: hot)"],
     );
     fails(
-        &["blocks", "check", "--plan", "cold", "app"],
+        &["blocks", "check", "--plan", "cold", "--binary", "app"],
         &["app: 1 of the 3 parts", "(first: hot.cold)"],
     );
     fails(
-        &["blocks", "check", "--plan", "empty", "app"],
+        &["blocks", "check", "--plan", "empty", "--binary", "app"],
         &["empty/order.txt: lists no parts to check"],
     );
 }
@@ -523,7 +531,7 @@ fn gcc_profiled() -> Option<tempfile::TempDir> {
 
 // Regression: a plan without a block map left the `bb-list.txt` of an earlier clang plan in
 // the directory, and `blocks check` then took the plan for a clang one. Now the plan removes
-// it (docs/blocks.md: the GCC route writes `order.txt` only).
+// it (docs/design/blocks.md: the GCC route writes `order.txt` only).
 #[test]
 fn gcc_plan_removes_a_stale_block_list() {
     let Some(tmp) = gcc_profiled() else { return };
@@ -532,9 +540,7 @@ fn gcc_plan_removes_a_stale_block_list() {
     std::fs::write(dir.join("plan/bb-list.txt"), "v1\nf stale\n!stale\n!!0\n").unwrap();
     ok(
         dir,
-        &[
-            "blocks", "plan", "--binary", "app", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "app", "cg.out", "-o", "plan"],
     );
     assert!(!dir.join("plan/bb-list.txt").exists());
     let order = std::fs::read_to_string(dir.join("plan/order.txt")).unwrap();
@@ -551,9 +557,7 @@ fn plan_changes_nothing_when_an_output_is_in_the_way() {
     std::fs::write(dir.join("plan/order.txt"), "keep").unwrap();
     let out = sediment(
         dir,
-        &[
-            "blocks", "plan", "--binary", "app", "-p", "cg.out", "-o", "plan",
-        ],
+        &["blocks", "plan", "--binary", "app", "cg.out", "-o", "plan"],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");

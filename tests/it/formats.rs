@@ -168,7 +168,7 @@ fn gcc_callgraph_info_gives_the_static_graph() {
         "import",
         "--format",
         "gcc-callgraph",
-        "--binary",
+        "--program",
         "/nonexistent/prog",
         "-o",
         "s.sprof",

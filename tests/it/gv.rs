@@ -44,6 +44,7 @@ fn write(dir: &Path, name: &str, p: &Profile) {
 // clusters; import gives the same functions and self weights, and re-export is byte-identical.
 #[test]
 fn gv_renders_with_dot_and_round_trips() {
+    require!("dot");
     // `dot` answers `-V`, not `--version`: check it the same strict way as `have_tool`.
     let dot = Command::new("dot").arg("-V").output();
     assert!(
@@ -139,6 +140,7 @@ fn gv_renders_with_dot_and_round_trips() {
             "import",
             "--format",
             "gv",
+            // `--binary` is the old spelling of `--cluster`, still accepted.
             "--binary",
             "lib\"odd\".so",
             "a.gv",
@@ -151,7 +153,14 @@ fn gv_renders_with_dot_and_round_trips() {
     let none = sediment(
         d,
         &[
-            "import", "--format", "gv", "--binary", "nope", "a.gv", "-o", "x.sprof",
+            "import",
+            "--format",
+            "gv",
+            "--cluster",
+            "nope",
+            "a.gv",
+            "-o",
+            "x.sprof",
         ],
     );
     assert!(!none.status.success());

@@ -59,6 +59,7 @@ fn merge_two_profiles_exactly() {
     for out in ["m1.sprof", "m2.sprof"] {
         let o = sediment(
             dir.path(),
+            // `-f` is the old spelling of `-p`, still accepted.
             &[
                 "merge", "-o", out, "-w", "3", "-f", "a.sprof", "-w", "1", "-f", "b.sprof",
             ],
@@ -93,13 +94,13 @@ fn default_weight_and_input_order() {
     write_inputs(dir.path());
     let o = sediment(
         dir.path(),
-        &["merge", "-o", "x.sprof", "-f", "a.sprof", "b.sprof"],
+        &["merge", "-o", "x.sprof", "-p", "a.sprof", "b.sprof"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let o = sediment(
         dir.path(),
         &[
-            "merge", "-o", "y.sprof", "-w", "1.0", "-f", "b.sprof", "-f", "a.sprof",
+            "merge", "-o", "y.sprof", "-w", "1.0", "-p", "b.sprof", "-f", "a.sprof",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -124,9 +125,9 @@ fn bad_input_leaves_no_output() {
             "merge",
             "-o",
             "out.sprof",
-            "-f",
+            "-p",
             "a.sprof",
-            "-f",
+            "-p",
             "cut.sprof",
         ],
     );
@@ -147,7 +148,7 @@ fn different_binaries_need_force() {
     fs::write(dir.path().join("o.sprof"), other.to_text()).unwrap();
     let o = sediment(
         dir.path(),
-        &["merge", "-o", "out.sprof", "-f", "a.sprof", "-f", "o.sprof"],
+        &["merge", "-o", "out.sprof", "-p", "a.sprof", "-f", "o.sprof"],
     );
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
@@ -162,9 +163,9 @@ fn different_binaries_need_force() {
             "--force",
             "-o",
             "out.sprof",
-            "-f",
+            "-p",
             "a.sprof",
-            "-f",
+            "-p",
             "o.sprof",
         ],
     );
@@ -181,7 +182,7 @@ fn bad_weights_rejected() {
     write_inputs(dir.path());
     let o = sediment(
         dir.path(),
-        &["merge", "-o", "out.sprof", "-w", "-1", "-f", "a.sprof"],
+        &["merge", "-o", "out.sprof", "-w", "-1", "-p", "a.sprof"],
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -191,12 +192,12 @@ fn bad_weights_rejected() {
     );
     let o = sediment(
         dir.path(),
-        &["merge", "-o", "out.sprof", "-w", "nan", "-f", "a.sprof"],
+        &["merge", "-o", "out.sprof", "-w", "nan", "-p", "a.sprof"],
     );
     assert_eq!(o.status.code(), Some(2));
     let o = sediment(
         dir.path(),
-        &["merge", "-o", "out.sprof", "-f", "a.sprof", "-w", "2"],
+        &["merge", "-o", "out.sprof", "-p", "a.sprof", "-w", "2"],
     );
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(

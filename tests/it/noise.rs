@@ -44,11 +44,11 @@ fn build(dir: &Path) {
     );
 }
 
-/// Runs `sediment noise --json -n 3 --mode MODE prog.o` in `dir`; returns stdout and the JSON.
+/// Runs `sediment noise --json -n 3 --vary MODE prog.o` in `dir`; returns stdout and the JSON.
 fn noise_json(dir: &Path, mode: &str) -> (String, serde_json::Value) {
     let out = sediment(
         dir,
-        &["noise", "--json", "-n", "3", "--mode", mode, "prog.o"],
+        &["noise", "--json", "-n", "3", "--vary", mode, "prog.o"],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -150,6 +150,7 @@ fn link_failure_reports_the_linkers_last_line() {
         .status()
         .unwrap();
     assert!(ok.success());
+    // `--mode` is the old spelling of `--vary`, still accepted.
     let out = sediment(dir.path(), &["noise", "-n", "2", "--mode", "shift", "u.o"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8(out.stderr).unwrap();

@@ -134,7 +134,7 @@ fn callgrind_profile_feeds_llvm_profgen_and_clang() {
     let dir = tmp.path();
     let out = sediment(
         dir,
-        &["pgo", "--binary", "app", "-p", "cg.out", "-o", "app.unsym"],
+        &["pgo", "--binary", "app", "cg.out", "-o", "app.unsym"],
     );
     assert!(
         out.status.success(),
@@ -208,7 +208,7 @@ fn pgo_output_is_deterministic() {
     let Some(tmp) = trained(true) else { return };
     let dir = tmp.path();
     for out in ["a.unsym", "b.unsym"] {
-        let o = sediment(dir, &["pgo", "--binary", "app", "-p", "cg.out", "-o", out]);
+        let o = sediment(dir, &["pgo", "--binary", "app", "cg.out", "-o", out]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     assert_eq!(
@@ -226,12 +226,9 @@ fn pgo_refuses_bad_input() {
     std::fs::write(dir.join("notelf"), "not an ELF file").unwrap();
     let cases: [(&[&str], &str); 3] = [
         // Recorded without --collect-jumps: no branches for llvm-profgen.
-        (
-            &["--binary", "app", "-p", "cg.out"],
-            "cg.out: no jump counts",
-        ),
-        (&["--binary", "app", "-p", "junk.out"], "junk.out"),
-        (&["--binary", "notelf", "-p", "cg.out"], "notelf"),
+        (&["--binary", "app", "cg.out"], "cg.out: no jump counts"),
+        (&["--binary", "app", "junk.out"], "junk.out"),
+        (&["--binary", "notelf", "cg.out"], "notelf"),
     ];
     for (args, want) in cases {
         let mut a = vec!["pgo"];
@@ -302,7 +299,7 @@ fn regress_profile_of_another_build_with_the_same_name_is_refused() {
     );
     let o = sediment(
         dir,
-        &["pgo", "--binary", "oth/app", "-p", "cg.out", "-o", "u.txt"],
+        &["pgo", "--binary", "oth/app", "cg.out", "-o", "u.txt"],
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
@@ -310,6 +307,7 @@ fn regress_profile_of_another_build_with_the_same_name_is_refused() {
     assert!(err.contains("sediment: cg.out: "), "{err}");
     assert!(err.contains("lie outside oth/app's code"), "{err}");
     assert!(!dir.join("u.txt").exists());
+    // `-p` is the old spelling of the positional INPUT, a hidden alias.
     let o = sediment(
         dir,
         &["pgo", "--binary", "app", "-p", "cg.out", "-o", "u.txt"],

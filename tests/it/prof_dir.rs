@@ -65,7 +65,7 @@ fn build(d: &Path) {
 fn record(d: &Path, args: &[&str], env_dir: Option<&str>) -> String {
     let mut cmd = Command::new(sediment_bin());
     cmd.current_dir(d).arg("record").args(args);
-    cmd.env_remove("PROF_DIR");
+    cmd.env_remove("PROF_DIR").env_remove("SEDIMENT_PROF_DIR");
     if let Some(dir) = env_dir {
         cmd.env("PROF_DIR", dir);
     }
@@ -193,6 +193,7 @@ fn record_without_output_is_refused() {
     let out = Command::new(sediment_bin())
         .current_dir(dir.path())
         .env_remove("PROF_DIR")
+        .env_remove("SEDIMENT_PROF_DIR")
         .args(["record", "--", "/bin/true"])
         .output()
         .unwrap();
@@ -200,7 +201,7 @@ fn record_without_output_is_refused() {
     assert!(!out.status.success());
     assert_eq!(
         stderr.trim_end(),
-        "sediment: no output: give -o OUT or --prof-dir DIR (or set PROF_DIR)"
+        "sediment: no output: give -o FILE or --prof-dir DIR (or set SEDIMENT_PROF_DIR)"
     );
 }
 
@@ -225,6 +226,7 @@ fn prof_dir_failure_leaves_dir_as_it_was() {
     let out = Command::new(sediment_bin())
         .current_dir(d)
         .env_remove("PROF_DIR")
+        .env_remove("SEDIMENT_PROF_DIR")
         .args(["record", "--via", "callgrind", "--prof-dir", "profs"])
         .args(["--", "sh", "run.sh"])
         .output()

@@ -46,7 +46,9 @@ fn structs_report_agrees_with_the_compiler_and_flags_shared_lines() {
     let truth = Command::new(dir.path().join("st")).output().unwrap();
     let out = sediment(
         dir.path(),
-        &["structs", "st", "--all", "--json", "--top", "100"],
+        &[
+            "structs", "--binary", "st", "--all", "--json", "--top", "100",
+        ],
     );
     assert!(
         out.status.success(),
@@ -88,7 +90,7 @@ fn structs_report_agrees_with_the_compiler_and_flags_shared_lines() {
     assert_eq!(find("straddle")["straddling"][0], "x");
 
     // Text mode lists the line sharers first.
-    let text = sediment(dir.path(), &["structs", "st"]);
+    let text = sediment(dir.path(), &["structs", "--binary", "st"]);
     let t = String::from_utf8(text.stdout).unwrap();
     let first = t.lines().find(|l| l.starts_with("struct ")).unwrap();
     assert!(
@@ -110,6 +112,7 @@ fn structs_without_debug_info_is_a_one_line_error() {
         .status()
         .unwrap();
     assert!(ok.success());
+    // The binary as the operand: the old spelling of `--binary`, still accepted.
     let out = sediment(dir.path(), &["structs", "n"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

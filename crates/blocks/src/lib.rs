@@ -64,7 +64,7 @@
 //! Turned down: a global ExtTSP over the blocks of all functions (Propeller's whole-program
 //! layout). It would need a cluster per chain, so many more sections and jumps, and the call
 //! edges at block level, which the function-level profile does not give; the two tiers get most
-//! of the density on SQLite (docs/blocks.md).
+//! of the density on SQLite (docs/journal/blocks.md).
 
 use sediment_elf::{BbFunction, Binary};
 use sediment_link::safe::is_safe_symbol;
@@ -99,7 +99,7 @@ pub struct Params {
     /// hold ([`hot_threshold`]); 0 keeps one hot cluster per function. With a share, each
     /// function gets up to two listed clusters, the very hot blocks and the warm ones, and the
     /// order places every very hot part, then every warm part, then every cold part. Tuned on
-    /// SQLite speedtest1 (docs/blocks.md): 9900 and 9990 gave the fewest 64-byte lines for 99%
+    /// SQLite speedtest1 (docs/journal/blocks.md): 9900 and 9990 gave the fewest 64-byte lines for 99%
     /// of the executed code (665 and 668 against 726 with one cluster); 9999 makes 111 KB of
     /// blocks very hot, with more jumps between the parts, and was worse (690); `bench/run`
     /// uses 9990.
@@ -108,7 +108,7 @@ pub struct Params {
     /// map they are the labels build's layout) instead of ExtTSP's. For a build that already
     /// had a profile (`-fprofile-sample-use`), whose block placement was made from the same
     /// counts: on SQLite such a build ran 8.4 M more instructions with ExtTSP's order than
-    /// without a split (docs/blocks.md, "Sample PGO from a VM profile").
+    /// without a split (docs/design/blocks.md, "Sample PGO from a VM profile").
     pub keep_block_order: bool,
 }
 

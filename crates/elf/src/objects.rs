@@ -36,7 +36,7 @@
 //! symbol, reduced to its base name as in [`sediment_profile::FuncKey`].
 //!
 //! LTO inputs are recognised, not read: their functions only exist after the code generation
-//! the linker runs (docs/packaging.md, "LTO"). An [`ObjectFile`] with [`ObjectFile::lto`] set
+//! the linker runs (docs/guide/packaging.md, "LTO"). An [`ObjectFile`] with [`ObjectFile::lto`] set
 //! is one of
 //!
 //! | input                                   | how it is told                                        |

@@ -4,7 +4,7 @@
 //!
 //! No specification of the old files survives, so this module defines the format, as the
 //! subset of the DOT language (graphviz.org, "The DOT Language") that a Sediment writer emits,
-//! one statement per line. `docs/profile-format.md` ("The historical .gv call graph") describes
+//! one statement per line. `docs/design/profile-format.md` ("The historical .gv call graph") describes
 //! it field by field:
 //!
 //! ```text

@@ -22,6 +22,9 @@
 //!   compiler), read by `sediment_elf::objects`.
 //! - [`pprof`]: pprof `profile.proto` (Go, Parca, Pyroscope, Cloud Profiler), gzipped or raw,
 //!   decoded with `prost`; one profile per mapped binary, inlined frames folded into their caller.
+//! - [`report`]: the one report type every import returns ([`Imported`]: profiles, the main
+//!   executable, counted warnings), and the warnings and main-executable rules shared by the
+//!   callers of the readers above.
 //! - [`bind`]: shared by importers that only know a function's name and a source-file *hint*
 //!   (callgrind's `fl=`): rewrites keys to the canonical form using the binary's symbols.
 //!
@@ -51,6 +54,9 @@ mod perf_branch;
 pub mod perf_script;
 pub mod pprof;
 pub mod relocs;
+pub mod report;
+
+pub use report::Imported;
 
 /// Errors of every importer in this crate.
 #[derive(Debug, thiserror::Error)]

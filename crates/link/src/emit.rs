@@ -210,7 +210,7 @@ fn note_skip_lto(first: &mut Option<String>, key: &FuncKey, why: &str) {
 /// | clang 14 ThinLTO           | `static s` imported into another module    | `.text.s.llvm.1002628665616604530` |
 ///
 /// Left out: `.text.unlikely.f`, which also holds the split-off cold part of `f`; ordering `f`
-/// must not drag that along (docs/linkers.md); and the catch-all names of objects built without
+/// must not drag that along (docs/design/linkers.md); and the catch-all names of objects built without
 /// `-ffunction-sections` (`.text.hot` for a function named `hot`), which would move those
 /// objects' code. A renamed static matches the globs of every static of its name: like lld and
 /// gold without LTO, same-named statics are placed together, at the hottest position.

@@ -30,6 +30,11 @@
 //!    [`emit::lto_sections`]), and [`verify`] checks the linked output afterwards: how many of
 //!    the order's functions are there, and how many in the intended relative order.
 //!
+//! 4. [`cmdline`] reads the linker's own command line, as a compiler driver passes it (the
+//!    linker shims of `sediment wrappers`): the output, the inputs, whether the build already
+//!    orders or scripts the link, LTO plugins, and the option that makes each linker read the
+//!    emitted file.
+//!
 //! Safety: anything that reaches a linker script or order file must match a conservative
 //! character set ([`safe`]); anything else is skipped with one counted warning. Outputs are
 //! deterministic: they follow the order file, duplicates are dropped keeping the first (the
@@ -39,6 +44,7 @@
 //! This crate does no I/O: the caller reads the files, runs `ld --verbose` when a bfd script
 //! is wanted, writes the result, and reads the linked output's symbols for [`verify`].
 
+pub mod cmdline;
 pub mod emit;
 pub mod placement;
 pub mod resolve;

@@ -295,7 +295,7 @@ pub const VALGRIND_PIE_BASE: u64 = 0x10_8000;
 /// `.text.cold` beside it and the functions it left alone in the original segment: callgrind
 /// names only the first, the rest comes as `???` at run-time addresses, and a footprint of the
 /// named object alone leaves it out (18% of the program's instructions on SQLite's held-out
-/// workload, docs/blocks.md). Usual binaries have a few such instructions (start-up code).
+/// workload, docs/journal/blocks.md). Usual binaries have a few such instructions (start-up code).
 pub fn add_unattributed(
     counts: &mut BTreeMap<u64, u64>,
     unnamed: &BTreeMap<u64, u64>,

@@ -4,7 +4,7 @@
 //! seed, then runs every algorithm on it, each in a child process of its own, and prints a
 //! Markdown table: layout time (CPU and wall), peak RSS of the process (graph included), the
 //! two scores, and a hash of the layout (equal hashes: the same layout, byte for byte).
-//! The target recorded in `docs/algorithms.md` is 1,000,000 functions and 10,000,000 edges in
+//! The target recorded in `docs/design/algorithms.md` is 1,000,000 functions and 10,000,000 edges in
 //! under 2 s and 1 GiB on one core.
 //!
 //! ```text

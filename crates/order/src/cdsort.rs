@@ -399,7 +399,7 @@ fn gated_layout(
 /// which most calls lead to, share a few cache lines at the front of each array. On the
 /// 1,000,000-function benchmark graph the first evaluation of all pairs went from 0.40-0.46
 /// to 0.18-0.20 s of wall time, and CDSort from 2.10-2.47 to 1.78-1.90 s of CPU in quiet
-/// runs (`docs/algorithms.md`, "Scale", third round).
+/// runs (`docs/journal/scale.md`, "Scale", third round).
 fn gated_names(
     node_size: &[u64],
     weight: &[f64],

@@ -54,7 +54,7 @@
 //! calls form heaviest first (the fall-throughs the loop would make first). At 1,000,000
 //! functions and 10,000,000 calls that took ExtTSP from 6 to 8 s of CPU to 2.0 to 2.7 s, for
 //! 5.6% of the score, and a second round of faster passes (same layouts) to 1.4 to 1.7 s
-//! (`docs/algorithms.md`, "Scale"); below the gate the layout is unchanged.
+//! (`docs/journal/scale.md`, "Scale"); below the gate the layout is unchanged.
 
 use crate::large::for_each_call_path;
 use crate::merge::{concat_chains, greedy_merge, Chains, MergeType, Scan, EPS};

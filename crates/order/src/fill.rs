@@ -43,7 +43,7 @@
 //! construction.
 //!
 //! The score of the result is that of the layout it extends ([`crate::score`]); filling adds no
-//! measured weight, so it is judged by measurement (`docs/merge.md` has the SQLite numbers).
+//! measured weight, so it is judged by measurement (`docs/journal/merge.md` has the SQLite numbers).
 
 use crate::{EdgeCount, Error};
 
@@ -58,7 +58,7 @@ pub struct FillParams {
     pub rest: bool,
 }
 
-/// The defaults, tuned on SQLite 3.40 speedtest1 (`bench/fill`, `docs/merge.md`): callees only,
+/// The defaults, tuned on SQLite 3.40 speedtest1 (`bench/fill`, `docs/journal/merge.md`): callees only,
 /// two levels. Depth 2 reaches 346 more of the 589 executed functions than the sampled profile
 /// alone, depth 3 only 42 more again; following callers as well reaches 441, but adds 1123
 /// functions of which only 39% ever run (callees only: 628, 55%), and spread the 99.9% tail over

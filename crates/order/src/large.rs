@@ -3,7 +3,7 @@
 //!
 //! The chain-merging and partitioning algorithms cost a random memory access per call per step
 //! ([`crate::ext_tsp`], [`crate::cdsort`], [`crate::pettis_hansen`], [`crate::bp`]; see "The
-//! merging engine" in `docs/algorithms.md`), which made them 3.5 to 45 times slower than the
+//! merging engine" in `docs/journal/ordering.md`), which made them 3.5 to 45 times slower than the
 //! 2-second target at 1,000,000 functions and 10,000,000 calls. On a graph with more than
 //! [`LargeGraph::min_calls`] calls, far more than any real profile (SQLite's has about 1,000
 //! executed functions, PostgreSQL's a few thousand), they run on a reduced graph instead:
@@ -28,7 +28,7 @@
 //!    calls, until at most `bp::LARGE_GRAPH_GROUPS` are left) instead of functions.
 //!
 //! Scores are still computed on the whole graph, so what the gate gives up shows in them
-//! (`docs/algorithms.md`, "Scale"). Below the gate nothing changes: the algorithms see every
+//! (`docs/journal/scale.md`, "Scale"). Below the gate nothing changes: the algorithms see every
 //! call, and their layouts are byte for byte what they were before the gate existed.
 //!
 //! Ties between calls of equal count go to the earlier edge in the input, so the kept set, the
@@ -42,7 +42,7 @@ use crate::EdgeCount;
 pub const LARGE_GRAPH_MIN_CALLS: usize = 2_000_000;
 
 /// Heaviest calls each function keeps on a large graph. Tuned on the scale benchmark's
-/// 1,000,000-function, 10,000,000-call graph (seed 42; `docs/algorithms.md`, "Scale"): with
+/// 1,000,000-function, 10,000,000-call graph (seed 42; `docs/journal/scale.md`, "Scale"): with
 /// the paths, ExtTSP took 2.2 s of CPU and scored 5.429e8 keeping 4, 2.0 s and 5.176e8
 /// keeping 3 (5.753e8 with every call); keeping the heaviest 4,000,000 calls of the whole
 /// graph instead (4 a function on average) scored 5.189e8 in the same time.
@@ -87,7 +87,7 @@ impl LargeGraph {
     /// it replaced kept each node's best calls so far in slots read at random for every call
     /// end, and sorted the kept calls again for the paths (on the scale benchmark's
     /// 1,000,000-function graph, the two took 1.71 s of ExtTSP's 3.24 s of wall time, load
-    /// average 4.9; 0.56 s of 1.51 s after, load average 2.7; `docs/algorithms.md`, "Scale").
+    /// average 4.9; 0.56 s of 1.51 s after, load average 2.7; `docs/journal/scale.md`, "Scale").
     pub(crate) fn sparsify(&self, n: usize, edges: &[EdgeCount]) -> Option<Kept> {
         // Only a graph of more edges than the gate can pass it: only then are the calls of
         // each count counted for the ranking's buckets in the same pass.

@@ -44,7 +44,7 @@
 //! - [`large`]: not a layout of its own: the size gate above which ExtTSP, CDSort, tiered,
 //!   Pettis-Hansen and bp run on each function's heaviest calls and the paths they form.
 //!
-//! `docs/algorithms.md` compares them and records the scale benchmark.
+//! `docs/design/algorithms.md` compares them and records the scale benchmark.
 
 pub mod adapter;
 pub mod bp;

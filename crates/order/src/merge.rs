@@ -73,7 +73,7 @@
 //!   stays proportional to the live pairs rather than to every gain ever computed, and the heap
 //!   stays small enough for its pops to hit the cache: before this, stale entries made pops
 //!   two thirds of the run time (100,000 nodes, 1,000,000 edges: 21 s before, see
-//!   `docs/algorithms.md` for after). LLVM's CDSort
+//!   `docs/journal/ordering.md` for after). LLVM's CDSort
 //!   erases the merged chains' entries from a `std::set` instead; that needs per-pair storage of
 //!   the queued key, which costs more memory than the occasional compaction.
 //!

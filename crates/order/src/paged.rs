@@ -31,7 +31,7 @@
 //! 14; a function needs that much slack (`sqlite3VdbeExec` has 2136 bytes), or the linker's
 //! offset undoes step 3 for it.
 //!
-//! Measured on speedtest1 (`docs/algorithms.md`): see there for where it wins and where it does
+//! Measured on speedtest1 (`docs/journal/ordering.md`): see there for where it wins and where it does
 //! not. Tuning: `hot_share` 99.8% and the straddle threshold were chosen on `--size 2` replays
 //! of a `--size 10` profile among 99%, 99.5%, 99.8%, 99.9% and alignment of all, hot or big
 //! functions; the held-out workloads were not looked at before the choice.

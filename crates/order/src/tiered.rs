@@ -25,7 +25,7 @@
 //!
 //! The shares are a choice, not a tuning: they are the shares Sediment's `compare` reports
 //! (pages and lines holding 99% and 99.9% of executed bytes). Measured on SQLite's speedtest1
-//! (`docs/algorithms.md`): the fewest pages for 99.9% of all variants (47, against 50 for
+//! (`docs/journal/ordering.md`): the fewest pages for 99.9% of all variants (47, against 50 for
 //! CDSort and 56 for lld's C3) and tied best for 99%, but more iTLB-64 misses than CDSort or
 //! either C3 (0.282 of the default link against 0.245-0.257): the calls it cuts between tiers
 //! cost more than the tighter hot region wins. It does not (yet) beat every published order.

@@ -1,5 +1,5 @@
 //! The text form of a profile (format version 1), documented for users in
-//! `docs/profile-format.md`.
+//! `docs/design/profile-format.md`.
 //!
 //! ```text
 //! sediment-profile 1

@@ -3,7 +3,7 @@
 //!
 //! Every importer produces a [`Profile`], every ordering algorithm consumes one, and the text
 //! form written by [`Profile::to_text`] is the one file a user keeps per executable (documented
-//! in `docs/profile-format.md`).
+//! in `docs/design/profile-format.md`).
 //!
 //! Design constraints:
 //! - **No I/O.** This crate never opens a file or runs a program; it converts between the model
@@ -26,21 +26,23 @@ mod key;
 mod merge;
 mod names;
 mod order_file;
+mod share;
 
 pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
 pub use key::{base_name, FuncKey};
-pub use merge::{merge, merge_with, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
+pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
 pub use names::{
     match_profile, normalize, remap, Mapping, Match, MatchReport, MatchRule, Normalized,
     SuffixKind, REPORT_NAMES,
 };
 pub use order_file::{FunctionOrder, ORDER_MAGIC};
+pub use share::{binary_share, generic_name, require_share, Share, C_RUNTIME, DEFAULT_MIN_SHARE};
 
 use intern::Interner;
 use std::collections::{BTreeMap, HashMap};
 
 /// Errors of this crate. Parse errors carry the 1-based line number of the offending line.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// The text is not a Sediment profile at all (wrong or missing first line).
@@ -83,6 +85,22 @@ pub enum Error {
         /// The later input's value.
         b: String,
     },
+    /// Too little of a profile's weight lands on functions of the binary it is used with
+    /// ([`require_share`]): a profile of another program.
+    #[error(
+        "only {:.1}% of the profile's weight{} is in functions {binaries} defines, {:.0}% needed (a profile of another program?)",
+        .share.fraction() * 100.0,
+        share::generic_note(.share),
+        .min * 100.0
+    )]
+    ForeignProfile {
+        /// The share found.
+        share: Share,
+        /// The least share needed, from 0 to 1.
+        min: f64,
+        /// The binary or binaries the share was measured on.
+        binaries: String,
+    },
 }
 
 /// Index of a function inside one [`Profile`]: a position in [`Profile::functions`].
@@ -112,7 +130,7 @@ pub struct Edge {
 
 /// The [`Meta::extra`] key counting the recordings merged into one profile-directory file
 /// (`sediment record --prof-dir`): its weight when the next recording is merged in
-/// (docs/profile-format.md).
+/// (docs/design/profile-format.md).
 pub const META_RECORDINGS: &str = "recordings";
 
 /// Where a profile came from.
@@ -150,7 +168,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Parses the text form (see `docs/profile-format.md`).
+    /// Parses the text form (see `docs/design/profile-format.md`).
     pub fn from_text(text: &str) -> Result<Profile, Error> {
         format::parse(text)
     }

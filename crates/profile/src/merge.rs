@@ -48,12 +48,15 @@
 //! take many times the memory of the profile itself (keying the sums by the keys, as before,
 //! copied both names for every call).
 //!
+//! **Plain sum.** [`sum`] adds two parts of one recording of one binary as they are, without
+//! normalization: their weights are already in the same units.
+//!
 //! Turned down: summing in `f64`. It is simpler, but floating-point addition is not
 //! associative, so the same inputs in another order could print different bytes; and rationals,
 //! which are exact but need unbounded integers for thousands of inputs with unrelated totals.
 
 use crate::intern::Interner;
-use crate::{base_name, Error, Meta, Profile};
+use crate::{base_name, Error, Meta, Profile, ProfileBuilder};
 use std::collections::{BTreeMap, HashMap};
 
 /// Every input's total self weight is scaled to this before its weight is applied. Large enough
@@ -308,6 +311,31 @@ fn merged_meta(metas: &[Meta], options: MergeOptions) -> Result<Meta, Error> {
         total: 0,
         extra,
     })
+}
+
+/// `a` with the weights of `b` added, unscaled: self weights, call weights and `meta total`
+/// summed, a function's size the largest either reported, `a`'s other metadata kept. For two
+/// parts of one recording of one binary (copies of one build at two paths, which
+/// `sediment record --prof-dir` sums before merging), where the weights are in the same units;
+/// profiles of different recordings are combined with the normalizing [`merge`] instead.
+pub fn sum(a: Profile, b: &Profile) -> Profile {
+    let total = a.meta.total.saturating_add(b.meta.total);
+    let mut builder = ProfileBuilder::from(a);
+    builder.meta_mut().total = total;
+    for f in &b.functions {
+        builder.add_self(&f.key, f.self_weight);
+        if let Some(size) = f.size {
+            builder.set_size(&f.key, size);
+        }
+    }
+    for e in &b.edges {
+        let (caller, callee) = (
+            &b.functions[e.caller as usize],
+            &b.functions[e.callee as usize],
+        );
+        builder.add_call(&caller.key, &callee.key, e.weight);
+    }
+    builder.build()
 }
 
 #[cfg(test)]

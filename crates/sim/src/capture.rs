@@ -56,7 +56,7 @@
 //! shift; the virtual shift costs K more array lookups per fetch in one run. What it does not
 //! reproduce is what a linker does differently when a pad is present (a pad before `.text`
 //! does not move `.init` or the PLT, which the virtual shift moves with the rest of the text
-//! range); `docs/simulator.md` compares the two on the demo.
+//! range); `docs/journal/simulator.md` compares the two on the demo.
 //!
 //! Turned down: storing the trace (a file of tens of gigabytes for a few seconds of a real
 //! program), and `--log-file` to a named pipe (a reader opening the FIFO blocks forever when
@@ -439,14 +439,22 @@ impl Capture {
     /// One instruction of `size` bytes at `addr`: extends the pending range or flushes it.
     #[inline]
     fn instruction(&mut self, addr: u64, size: u64) {
-        self.instructions += 1;
+        // `parse_insn` bounds `size` and `addr + size` cannot overflow (checked there).
+        self.run(addr, addr + size, 1);
+    }
+
+    /// `count` instructions executed one after the other, filling `[addr, end)` (a run of the
+    /// binary trace, [`crate::bintrace`]): the same as `count` calls for its instructions,
+    /// except that all of them count as text instructions when the first one starts inside
+    /// the text range. The caller guarantees `addr < end`.
+    #[inline]
+    pub(crate) fn run(&mut self, addr: u64, end: u64, count: u64) {
+        self.instructions += count;
         if let Some((s, e)) = self.text {
             if addr >= s && addr < e {
-                self.text_instructions += 1;
+                self.text_instructions += count;
             }
         }
-        // `parse_insn` bounds `size` and `addr + size` cannot overflow (checked there).
-        let end = addr + size;
         match &mut self.pending {
             Some((_, pend)) if *pend == addr => *pend = end,
             _ => {

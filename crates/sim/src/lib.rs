@@ -26,7 +26,11 @@
 //!   metrics of a simulated run ([`SimMetrics`]) as a table or JSON.
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
-//!   relative to its functions, replayable under any order; [`refine()`] searches orders on it.
+//!   relative to its functions, replayable under any order (`sediment-tune` searches orders
+//!   on it).
+//! - [`bintrace`]: the binary trace of Sediment's own valgrind tool (runs of consecutive
+//!   instructions and the program's executable mappings), decoded into a [`Capture`] ten
+//!   to fifty times faster than lackey's text can be produced.
 //! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
 //!   and into further sets of arrays that see the main binary's code moved: shifted by a
 //!   constant (the layout a pad would give) or relaid out by a proposed function order
@@ -42,12 +46,13 @@
 //!   bad input; it returns an [`Error`].
 //! - **Fast enough to sweep layouts**: the cache model is a flat array of `u64` tags per set,
 //!   kept in MRU-first order, with power-of-two set masks and no hashing (see
-//!   `docs/simulator.md` for measured throughput).
+//!   `docs/journal/simulator.md` for measured throughput).
 //!
 //! Non-goals: data-side caches, prefetchers, branch predictors, cache hierarchies with
 //! inclusion policies, replacement policies other than true LRU, timing. The numbers are counts
 //! of accesses and misses; turning them into cycles is a different model.
 
+pub mod bintrace;
 pub mod capture;
 pub mod footprint;
 pub mod geometry;
@@ -56,7 +61,6 @@ pub mod layout;
 pub mod lru;
 mod machine;
 pub mod record;
-pub mod refine;
 pub mod table;
 pub mod trace;
 
@@ -67,7 +71,6 @@ pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
 pub use record::{Recording, Saved};
-pub use refine::{refine, I1Over, LayoutMetrics, RefineParams, Refined};
 pub use table::{format_json, format_table, SimMetrics};
 pub use trace::{TraceEvent, TraceReader};
 
@@ -146,6 +149,14 @@ pub enum Error {
     Trace {
         /// 1-based line number.
         line: u64,
+        /// What was wrong with it.
+        message: String,
+    },
+    /// A binary trace ([`bintrace`]) that could not be decoded.
+    #[error("binary trace, byte {offset}: {message}")]
+    BinTrace {
+        /// Offset of the record that failed, from the start of the stream.
+        offset: u64,
         /// What was wrong with it.
         message: String,
     },

@@ -9,7 +9,7 @@
 //! associative. This is the classic model (Hennessy & Patterson, *Computer Architecture: A
 //! Quantitative Approach*, appendix B.1) and the one valgrind's cachegrind simulates for I1/D1/LL
 //! in `cg_sim.c`, minus cachegrind's handling of an access straddling two lines as one
-//! reference (here each line is its own access; see `docs/simulator.md`).
+//! reference (here each line is its own access; see `docs/design/simulator.md`).
 //!
 //! Representation: one flat `Vec<u64>` of `sets * ways` tags. The slice of a set is kept in
 //! recency order, most recently used first; an empty way holds [`EMPTY`]. A hit at position

@@ -21,7 +21,7 @@
 //!   (Sampled simulation in this sense: Wunderlich et al., "SMARTS", ISCA 2003.) What the
 //!   sample cannot keep is a miss count made in short stretches of the run that the dropped
 //!   windows hold: on SQLite's `--size 2` run, one window in four ranked two orders' iTLB
-//!   misses the other way round from the whole run (`docs/algorithms.md`, "What the
+//!   misses the other way round from the whole run (`docs/journal/tune.md`, "What the
 //!   remaining losses are made of"); a larger cap keeps more, up to the whole run.
 //! - **Exact counts beside the sample.** Per distinct function-relative range, how often it
 //!   ran, over the whole run (bounded by the program's distinct straight-line runs, as

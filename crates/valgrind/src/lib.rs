@@ -1,5 +1,9 @@
-//! Every run of a program under valgrind, in one place: cachegrind, callgrind and lackey.
+//! Every run of a program under valgrind, in one place: cachegrind, callgrind, lackey and
+//! Sediment's own trace tool.
 //!
+//! - [`tracer`]: Sediment's valgrind tool `sedtrace` (a binary instruction trace, tens of times
+//!   faster than lackey's text), built from its C source on first use and cached, and a run of
+//!   a program under it whose trace streams through a pipe.
 //! - [`lackey`]: a lackey run whose instruction trace streams through a pipe to the caller
 //!   (nothing stored), the program's own output kept in a private temporary directory.
 //! - [`tools`]: cachegrind and callgrind runs to a result file the caller parses.
@@ -16,6 +20,7 @@
 pub mod lackey;
 pub mod maps;
 pub mod tools;
+pub mod tracer;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,6 +29,9 @@ use std::process::{Command, Stdio};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// Sediment's valgrind tool could not be built (what is missing, in one line).
+    #[error("{0}")]
+    ToolBuild(String),
     /// Valgrind (or the shell wrapping it) could not be started.
     #[error("cannot run `{tool}` to measure {binary}: {source} (is valgrind installed?)")]
     ToolMissing {
