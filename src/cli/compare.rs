@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<()> {
             &plan,
             args.stdin.as_deref(),
         )?;
-        let sim_columns: Vec<(String, Vec<sediment_sim::SimMetrics>)> = columns
+        let sim_columns: Vec<(String, Vec<sediment_sim::Metrics>)> = columns
             .iter()
             .map(|(l, _)| l.clone())
             .zip(

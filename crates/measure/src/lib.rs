@@ -28,6 +28,7 @@ pub mod spread;
 mod table;
 
 pub use run::{instruction_footprint, measure, Options};
+pub use sediment_sim::Metrics;
 pub use sediment_valgrind::fnv1a;
 pub use table::{
     format_json, format_table, format_table_without, parse_json, report, Report, ROWS,
@@ -82,38 +83,4 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
-}
-
-/// Layout metrics of one binary run with one set of arguments. Counts are whole-run totals.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Metrics {
-    /// The binary, as given.
-    pub binary: String,
-    /// Instructions executed by the whole process (cachegrind `Ir`, including ld.so and libc).
-    pub instructions: u64,
-    /// I1 misses, 32 KiB, 8-way, 64-byte lines.
-    pub i1_misses_32k_8way: u64,
-    /// I1 misses, 16 KiB, 4-way, 64-byte lines.
-    pub i1_misses_16k_4way: u64,
-    /// Instruction-TLB misses, 64 entries, 8-way, 4 KiB pages.
-    pub itlb_misses_64: u64,
-    /// Instruction-TLB misses, 128 entries, 8-way, 4 KiB pages.
-    pub itlb_misses_128: u64,
-    /// Instructions executed inside the binary's own object (callgrind).
-    pub object_instructions: u64,
-    /// 4 KiB pages of the binary holding 99% of [`Metrics::object_instructions`].
-    pub pages_99: u64,
-    /// 4 KiB pages holding 99.9%.
-    pub pages_99_9: u64,
-    /// 64-byte lines holding 99%.
-    pub lines_99: u64,
-    /// 64-byte lines holding 99.9%.
-    pub lines_99_9: u64,
-    /// Distinct 4 KiB pages of the binary with an executed instruction.
-    pub pages_touched: u64,
-    /// Distinct 64-byte lines of the binary with an executed instruction.
-    pub lines_touched: u64,
-    /// FNV-1a 64 hash (hex) of the program's standard output under callgrind: two layouts of
-    /// one program must print the same thing.
-    pub stdout_fnv1a: String,
 }

@@ -188,6 +188,7 @@ mod tests {
             pages_touched: pages,
             lines_touched: 4,
             stdout_fnv1a: String::new(),
+            ..Metrics::default()
         }
     }
 

@@ -1,4 +1,4 @@
-//! The metrics of a simulated run ([`SimMetrics`]) and their one table and JSON form, shared by
+//! The metrics of simulated runs ([`Metrics`]) and their one table and JSON form, shared by
 //! `sediment sim`, `sediment compare --shifts` and `sediment order --simulate`.
 //!
 //! A column is one layout over K shifts; a cell is the value, or `median [min-max]` over the
@@ -6,26 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::{geometry::GEOMETRIES, Footprint};
-
-/// Everything `sediment sim` reports for one binary.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SimMetrics {
-    /// Instructions executed by the whole process (comparable to cachegrind's `Ir`).
-    pub instructions: u64,
-    /// Instructions whose first byte is in the binary's executable segments.
-    pub object_instructions: u64,
-    /// Merged fetch ranges replayed.
-    pub fetches: u64,
-    /// Misses per entry of [`GEOMETRIES`], whole process.
-    pub misses: Vec<u64>,
-    /// Footprint of the binary's code at 4 KiB pages.
-    pub pages: Footprint,
-    /// Footprint of the binary's code at 64-byte lines.
-    pub lines: Footprint,
-    /// FNV-1a 64 of the program's standard output.
-    pub stdout_fnv1a: String,
-}
+use crate::{geometry::GEOMETRIES, Metrics};
 
 /// One value of the table: a count, or a ratio `num / den` (printed with three decimals).
 #[derive(Clone, Copy)]
@@ -45,7 +26,7 @@ impl Cell {
 }
 
 /// The rows: (JSON key, label, value).
-fn rows(m: &SimMetrics) -> Vec<(String, String, Cell)> {
+fn rows(m: &Metrics) -> Vec<(String, String, Cell)> {
     let mut r = vec![
         (
             "instructions".into(),
@@ -58,40 +39,50 @@ fn rows(m: &SimMetrics) -> Vec<(String, String, Cell)> {
             Cell::Count(m.object_instructions),
         ),
     ];
+    let misses = m.misses();
     for (i, g) in GEOMETRIES.iter().enumerate() {
         r.push((
             g.key.into(),
             g.label.into(),
-            Cell::Count(m.misses.get(i).copied().unwrap_or(0)),
+            Cell::Count(misses.get(i).copied().unwrap_or(0)),
         ));
     }
-    for (unit, key, f) in [
-        ("4K pages", "pages", &m.pages),
-        ("64B lines", "lines", &m.lines),
+    let b = m.bounds.unwrap_or_default();
+    let weighed = m.weighed_by.label();
+    for (unit, key, rows) in [
+        (
+            "4K pages",
+            "pages",
+            [
+                ("for 99%", "99", m.pages_99, b.pages_99),
+                ("for 99.9%", "99_9", m.pages_99_9, b.pages_99_9),
+                ("touched", "touched", m.pages_touched, b.pages_touched),
+            ],
+        ),
+        (
+            "64B lines",
+            "lines",
+            [
+                ("for 99%", "99", m.lines_99, b.lines_99),
+                ("for 99.9%", "99_9", m.lines_99_9, b.lines_99_9),
+                ("touched", "touched", m.lines_touched, b.lines_touched),
+            ],
+        ),
     ] {
-        for (what, k, actual, bound) in [
-            ("for 99% (executed bytes)", "99", f.p99, f.bound_p99),
-            ("for 99.9% (executed bytes)", "99_9", f.p999, f.bound_p999),
-            (
-                "touched (executed bytes)",
-                "touched",
-                f.touched,
-                f.bound_touched,
-            ),
-        ] {
+        for (what, k, actual, bound) in rows {
             r.push((
                 format!("{key}_{k}"),
-                format!("{unit} {what}"),
+                format!("{unit} {what} {weighed}"),
                 Cell::Count(actual),
             ));
             r.push((
                 format!("{key}_{k}_bound"),
-                format!("{unit} {what}, lower bound"),
+                format!("{unit} {what} {weighed}, lower bound"),
                 Cell::Count(bound),
             ));
             r.push((
                 format!("{key}_{k}_to_bound"),
-                format!("{unit} {what} / bound"),
+                format!("{unit} {what} {weighed} / bound"),
                 Cell::Ratio(actual, bound),
             ));
         }
@@ -152,7 +143,7 @@ impl Summary {
 }
 
 /// Every row of a column summarised over its shifts: (JSON key, label, summary).
-fn summarise(shifted: &[SimMetrics]) -> Vec<(String, String, Summary)> {
+fn summarise(shifted: &[Metrics]) -> Vec<(String, String, Summary)> {
     let per_shift: Vec<Vec<(String, String, Cell)>> = shifted.iter().map(rows).collect();
     let Some(first) = per_shift.first() else {
         return Vec::new();
@@ -171,7 +162,7 @@ fn summarise(shifted: &[SimMetrics]) -> Vec<(String, String, Summary)> {
 /// column per layout, then NEW/BASE ratio columns of the medians (three decimals, `-` when
 /// the base is 0). A cell is the value, or `median [min-max]` over the column's shifts.
 /// Right-aligned to the widest cell.
-pub fn format_table(columns: &[(String, Vec<SimMetrics>)], only: Option<&[&str]>) -> String {
+pub fn format_table(columns: &[(String, Vec<Metrics>)], only: Option<&[&str]>) -> String {
     let Some((base_label, _)) = columns.first() else {
         return String::new();
     };
@@ -299,7 +290,7 @@ pub struct Report {
 
 /// The [`Report`] of `columns` over `shifts`: counts are the median over the shifts, ratios
 /// rounded to three decimals (or null).
-pub fn report(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> Report {
+pub fn report(columns: &[(String, Vec<Metrics>)], shifts: &[u64]) -> Report {
     let fields = |summary: &[(String, String, Summary)], pick: &dyn Fn(Summary) -> Option<f64>| {
         Fields(
             summary
@@ -315,7 +306,9 @@ pub fn report(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> Report {
             let summary = summarise(shifted);
             let mut metrics = fields(&summary, &|c| c.median());
             if let Some(m) = shifted.first() {
-                metrics.0.push(("fetches".into(), Value::Count(m.fetches)));
+                metrics
+                    .0
+                    .push(("fetches".into(), Value::Count(m.fetches.unwrap_or(0))));
                 metrics
                     .0
                     .push(("stdout_fnv1a".into(), Value::Text(m.stdout_fnv1a.clone())));
@@ -343,7 +336,7 @@ pub fn report(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> Report {
 }
 
 /// [`report`] as pretty-printed JSON (serde_json), ending in a newline.
-pub fn format_json(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> String {
+pub fn format_json(columns: &[(String, Vec<Metrics>)], shifts: &[u64]) -> String {
     // Serialising strings, integers and finite numbers cannot fail.
     let mut s = serde_json::to_string_pretty(&report(columns, shifts)).unwrap_or_default();
     s.push('\n');
