@@ -3,14 +3,18 @@
 //! ratio of each NEW to BASE. The measuring is `sediment_measure::measure`; this file only
 //! labels the columns and prints.
 //!
-//! `--shifts K` answers "is this difference more than layout luck?" for the I1 rows: every
-//! binary is also simulated once more by `sediment sim` (valgrind lackey, streamed), with its
-//! code virtually shifted by 0, STEP, ..., (K-1)*STEP bytes in the same pass
-//! (`sediment_sim::capture` views), and the I1 misses are then reported only as
-//! `median [min-max]` over those K layouts, beside the iTLB and page rows over the same
-//! shifts, so that a gain can be read against the spread. The cachegrind table keeps its
-//! exact rows except the I1 ones. The lackey run costs about 25 times a cachegrind run
-//! (docs/design/simulator.md); the shifts themselves add only array lookups to it.
+//! The footprint rows say what they count: the cachegrind table's come from callgrind's
+//! per-instruction counts (executed instructions), `sediment sim`'s from lackey's fetches
+//! (executed bytes, with the lower bound over all layouts).
+//!
+//! `--shifts K` answers "is this difference more than layout luck?": every binary is also
+//! simulated once more by `sediment sim` (valgrind lackey, streamed), with its code virtually
+//! shifted by 0, STEP, ..., (K-1)*STEP bytes in the same pass (`sediment_sim::capture` views).
+//! The I1 misses and the 99% / 99.9% footprints are then reported only as `median [min-max]`
+//! over those K layouts, so that a gain can be read against the spread; the cachegrind table
+//! keeps its other rows (instructions, iTLB misses, blocks touched). Each metric is printed
+//! once. The lackey run costs about 25 times a cachegrind run (docs/design/simulator.md); the shifts
+//! themselves add only array lookups to it.
 //!
 //! More than one NEW is accepted (the contract names one) so that `sediment demo` can measure
 //! the default link once and every relinked binary beside it in one table.
@@ -35,8 +39,8 @@ pub struct Args {
     /// Simulations to run at once (default: the number of cores).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// Also report I1 misses over this many layouts shifted by `--shift-step` bytes, as median
-    /// [min-max] (one extra `sediment sim` run per binary).
+    /// Also report I1 misses and footprints over this many layouts shifted by `--shift-step`
+    /// bytes, as median [min-max] (one extra `sediment sim` run per binary).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub shifts: u64,
     /// Bytes between consecutive shifts (default: a 4 KiB page and 80 bytes, so that the
@@ -52,19 +56,27 @@ pub struct Args {
     pub args: Vec<OsString>,
 }
 
-/// Cachegrind rows that `--shifts` replaces by their spread over shifted layouts.
-const I1_ROWS: [&str; 2] = ["I1 misses 32K/8-way", "I1 misses 16K/4-way"];
-
-/// `sediment sim` rows printed over the shifted layouts (JSON keys).
-const SHIFTED_ROWS: [&str; 8] = [
+/// Cachegrind rows (JSON keys) that `--shifts` replaces by their spread over shifted layouts:
+/// the I1 misses and the 99% / 99.9% footprints, so that each metric is printed once.
+const REPLACED_ROWS: [&str; 6] = [
     "i1_misses_32k_8way",
     "i1_misses_16k_4way",
-    "itlb_misses_64",
-    "itlb_misses_128",
+    "pages_99",
+    "pages_99_9",
+    "lines_99",
+    "lines_99_9",
+];
+
+/// `sediment sim` rows printed over the shifted layouts (JSON keys). The iTLB rows stay in the
+/// cachegrind table.
+const SHIFTED_ROWS: [&str; 7] = [
+    "i1_misses_32k_8way",
+    "i1_misses_16k_4way",
     "pages_99",
     "pages_99_to_bound",
     "pages_99_9",
     "lines_99",
+    "lines_99_9",
 ];
 
 /// Runs `sediment compare`.
@@ -117,7 +129,7 @@ pub fn run(args: Args) -> Result<()> {
             &plan,
             args.stdin.as_deref(),
         )?;
-        let sim_columns: Vec<(String, Vec<sediment_sim::SimMetrics>)> = columns
+        let sim_columns: Vec<(String, Vec<sediment_sim::Metrics>)> = columns
             .iter()
             .map(|(l, _)| l.clone())
             .zip(
@@ -127,15 +139,22 @@ pub fn run(args: Args) -> Result<()> {
             )
             .collect();
         if args.json {
-            format!(
-                "{{\n\"cachegrind\": {},\n\"shifted\": {}}}\n",
-                sediment_measure::format_json(&columns).trim_end(),
-                sediment_sim::format_json(&sim_columns, &plan.shifts).trim_end()
-            )
+            #[derive(serde::Serialize)]
+            struct Both<'a> {
+                cachegrind: sediment_measure::Report<'a>,
+                shifted: sediment_sim::table::Report,
+            }
+            let both = Both {
+                cachegrind: sediment_measure::report(&columns),
+                shifted: sediment_sim::table::report(&sim_columns, &plan.shifts),
+            };
+            let mut s = serde_json::to_string_pretty(&both)?;
+            s.push('\n');
+            s
         } else {
             format!(
                 "{}\n# {} (sediment sim)\n{}",
-                sediment_measure::format_table_without(&columns, &I1_ROWS),
+                sediment_measure::format_table_without(&columns, &REPLACED_ROWS),
                 plan.describe_shifts().unwrap_or_default(),
                 sediment_sim::format_table(&sim_columns, Some(&SHIFTED_ROWS))
             )

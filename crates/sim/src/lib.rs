@@ -22,8 +22,9 @@
 //! - [`trace`]: a small line-oriented trace format and its streaming reader over any
 //!   [`std::io::BufRead`].
 //! - [`geometry`]: the one table of simulated L1i and iTLB geometries ([`GEOMETRIES`]).
-//! - [`lackey`]: one live lackey run replayed under many layouts at once; [`table`]: the
-//!   metrics of a simulated run ([`SimMetrics`]) as a table or JSON.
+//! - [`metrics`]: the one metrics struct ([`Metrics`]) of every measured or simulated run.
+//! - [`lackey`]: one live lackey run replayed under many layouts at once; [`table`]: simulated
+//!   metrics over shifted layouts as a table or JSON.
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
 //!   relative to its functions, replayable under any order (`sediment-tune` searches orders
@@ -60,18 +61,20 @@ pub mod lackey;
 pub mod layout;
 pub mod lru;
 mod machine;
+pub mod metrics;
 pub mod record;
 pub mod table;
 pub mod trace;
 
 pub use capture::{Capture, Relayout, TextMap};
-pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
+pub use footprint::{blocks_for_target, ExecProfile, ExecRange, Footprint, Share};
 pub use geometry::{Geometry, GEOMETRIES};
 pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
+pub use metrics::{Bounds, FootprintWeight, Metrics};
 pub use record::{Recording, Saved};
-pub use table::{format_json, format_table, SimMetrics};
+pub use table::{format_json, format_table};
 pub use trace::{TraceEvent, TraceReader};
 
 /// Default step in bytes between shifted layouts when their iTLB figures count: one 4 KiB
