@@ -84,6 +84,7 @@ struct PlanArgs {
 
 /// Arguments of `sediment blocks check`.
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("binary_given").required(true).args(["binary_option", "binary_operand"])))]
 struct CheckArgs {
     /// The directory `blocks plan` wrote (`order.txt`, and `bb-list.txt` for clang).
     #[arg(long, value_name = "DIR")]
@@ -96,7 +97,7 @@ struct CheckArgs {
     )]
     binary_option: Option<PathBuf>,
     /// The old spelling of `--binary`: the binary as the operand.
-    #[arg(value_name = "BINARY", hide = true, conflicts_with = "binary_option")]
+    #[arg(value_name = "BINARY", hide = true)]
     binary_operand: Option<PathBuf>,
     /// The binary, under either spelling ([`CheckArgs::with_binary`] sets it).
     #[arg(skip)]

@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long)]
     no_pie: bool,
     /// GNU ld program asked for its version and default script.
-    #[arg(long, default_value = "ld.bfd")]
+    #[arg(long, value_name = "PROGRAM", default_value = "ld.bfd")]
     ld: String,
     /// Object files (`.o`) and static archives (`.a`) of the program, as they will be linked.
     #[arg(required = true, value_name = "OBJECT")]

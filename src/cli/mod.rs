@@ -20,6 +20,7 @@ pub mod record;
 pub mod sim;
 pub mod stat;
 pub mod structs;
+pub mod tune;
 pub mod vocab;
 
 use clap::{Parser, Subcommand};
@@ -56,6 +57,8 @@ pub enum Command {
     Export(export::Args),
     /// Compute a function order from a profile.
     Order(order::Args),
+    /// Search for a function order with the simulator on one recorded run of the binary.
+    Tune(tune::Args),
     /// Split hot from cold blocks inside functions through the compiler (clang list file, GCC).
     Blocks(blocks::Args),
     /// Write a callgrind training run as llvm-profgen's unsymbolized profile (clang sample PGO
@@ -103,6 +106,7 @@ pub fn main() {
         Command::Import(a) => import::run(a),
         Command::Export(a) => export::run(a),
         Command::Order(a) => order::run(a),
+        Command::Tune(a) => tune::run(a),
         Command::Blocks(a) => blocks::run(a),
         Command::Pgo(a) => pgo::run(a),
         Command::Link(a) => link::run(a),

@@ -61,7 +61,7 @@ pub struct Args {
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     /// The `valgrind` executable.
-    #[arg(long, default_value = "valgrind")]
+    #[arg(long, value_name = "PROGRAM", default_value = "valgrind")]
     pub valgrind: OsString,
     /// Layouts per column: the code as linked and shifted by BYTES, 2*BYTES, ... bytes; cells
     /// become `median [min-max]` over them.

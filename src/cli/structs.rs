@@ -20,6 +20,7 @@ use std::path::PathBuf;
 
 /// Arguments of `sediment structs`.
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("binary_given").required(true).args(["binary_option", "binary_operand"])))]
 pub struct Args {
     /// A linked binary with DWARF debug information (`-g`).
     #[arg(
@@ -29,7 +30,7 @@ pub struct Args {
     )]
     pub binary_option: Option<PathBuf>,
     /// The old spelling of `--binary`: the binary as the operand.
-    #[arg(value_name = "BINARY", hide = true, conflicts_with = "binary_option")]
+    #[arg(value_name = "BINARY", hide = true)]
     pub binary_operand: Option<PathBuf>,
     /// The binary, under either spelling ([`Args::with_binary`] sets it).
     #[arg(skip)]

@@ -208,7 +208,7 @@ pub fn labels(binaries: &[PathBuf]) -> Vec<String> {
 
 /// Self weight per function key of the profile at `path`; empty without one. The profile must
 /// be of the program `binaries` are builds of: it fails when too little of its weight names
-/// functions of the best-fitting binary (`crate::cli::matching::require_share`).
+/// functions of the best-fitting binary ([`crate::pipeline::require_share`]).
 pub fn read_weights(
     path: Option<&Path>,
     binaries: &[(&Path, &sediment_elf::Binary)],
@@ -222,7 +222,7 @@ pub fn read_weights(
         .map(|(_, b)| {
             let keys: Vec<sediment_profile::FuncKey> =
                 b.functions.iter().map(|s| s.key.clone()).collect();
-            crate::cli::matching::binary_share(&profile, &keys)
+            sediment_profile::binary_share(&profile, &keys)
         })
         .max_by(|a, b| a.fraction().total_cmp(&b.fraction()));
     if let Some(share) = best {
@@ -230,12 +230,7 @@ pub fn read_weights(
             .iter()
             .map(|(p, _)| p.display().to_string())
             .collect();
-        crate::cli::matching::require_share(
-            path,
-            &names.join(" or "),
-            share,
-            crate::cli::matching::DEFAULT_MIN_SHARE,
-        )?;
+        crate::pipeline::require_share(path, &names.join(" or "), share)?;
     }
     Ok(weights_by_key(&profile))
 }

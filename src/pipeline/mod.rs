@@ -18,3 +18,15 @@ pub mod order;
 pub mod timings;
 pub mod tune;
 pub mod verify;
+
+/// Refuses a profile of another program: fails, naming `profile_path`, when `share` (from
+/// [`sediment_profile::binary_share`]) is below [`sediment_profile::DEFAULT_MIN_SHARE`].
+/// `binaries` names the file or files the share was measured on.
+pub fn require_share(
+    profile_path: &std::path::Path,
+    binaries: &str,
+    share: sediment_profile::Share,
+) -> anyhow::Result<()> {
+    sediment_profile::require_share(share, sediment_profile::DEFAULT_MIN_SHARE, binaries)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", profile_path.display()))
+}

@@ -31,17 +31,81 @@ pub fn fails_one_line(dir: &Path, args: &[&str], needles: &[&str]) -> Output {
     out
 }
 
-/// True when `tool` runs (`tool --version` exits 0). Tests that need a missing tool fail
-/// loudly rather than skip, unless `SEDIMENT_ALLOW_MISSING_TOOLS=1` is set.
-pub fn have_tool(tool: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok && std::env::var_os("SEDIMENT_ALLOW_MISSING_TOOLS").is_none() {
-        panic!("{tool} is not installed; run the README's setup (or set SEDIMENT_ALLOW_MISSING_TOOLS=1)");
+/// The two test tiers. The quick tier (`SEDIMENT_TEST_TIER=quick`, `scripts/test --quick`) runs
+/// no external tool: every test that needs one (a compiler, a linker, valgrind, perf, a build
+/// system) is skipped with a printed reason, even when the tool is installed, so the tier is
+/// fast and runs anywhere. The full tier (the default) runs them all and fails on a missing
+/// tool.
+pub fn quick_tier() -> bool {
+    std::env::var_os("SEDIMENT_TEST_TIER").is_some_and(|t| t == "quick")
+}
+
+/// The running test's name, for skip messages.
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string()
+}
+
+/// True when `tool --version` (or `tool -V`, as `dot` wants) exits 0.
+fn runs(tool: &str) -> bool {
+    ["--version", "-V"].iter().any(|flag| {
+        Command::new(tool)
+            .arg(flag)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Whether the calling test may run `tools`. Quick tier: false, after printing
+/// `skipped: TEST: needs TOOL (full tier)` (or `TOOL not found`). Full tier: true when every
+/// tool runs (`TOOL --version` or `TOOL -V` exits 0); a missing one panics, unless
+/// `SEDIMENT_ALLOW_MISSING_TOOLS=1` is set, which makes it a printed skip. Use [`require!`].
+pub fn require(tools: &[&str]) -> bool {
+    let missing = tools.iter().find(|t| !runs(t));
+    if quick_tier() {
+        match missing {
+            Some(t) => skipped(&format!("{t} not found")),
+            None => skipped(&format!("needs {} (full tier)", tools.join(", "))),
+        }
+        return false;
     }
-    ok
+    let Some(t) = missing else { return true };
+    if std::env::var_os("SEDIMENT_ALLOW_MISSING_TOOLS").is_none() {
+        panic!(
+            "{t} is not installed; run the README's setup (or set SEDIMENT_ALLOW_MISSING_TOOLS=1)"
+        );
+    }
+    skipped(&format!("{t} not found"));
+    false
+}
+
+/// Prints `skipped: TEST: WHY` on standard error past the test harness's capture (a write to
+/// the stream itself, not `eprintln!`), so that the reason shows in a passing run.
+fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {}: {why}", test_name());
+}
+
+/// `require!("gcc", "valgrind");` at the top of a test: returns from the test (skips it) when
+/// [`require`] says so. In a helper returning `Option`: `require!(None; "clang")`.
+macro_rules! require {
+    ($ret:expr; $($tool:expr),+ $(,)?) => {
+        if !$crate::common::require(&[$($tool),+]) {
+            return $ret;
+        }
+    };
+    ($($tool:expr),+ $(,)?) => {
+        if !$crate::common::require(&[$($tool),+]) {
+            return;
+        }
+    };
+}
+
+/// True when `tool` may run: [`require`] for one tool (a test that gets false returns).
+pub fn have_tool(tool: &str) -> bool {
+    require(&[tool])
 }
 
 /// Runs `prog args` in `dir`, asserts it succeeded (its stderr in the message), and returns its

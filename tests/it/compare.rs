@@ -123,7 +123,7 @@ fn=(3) cold
 fn compare_sees_hot_functions_split_by_cold_code() {
     // hot() calls leaf() in a loop. BASE links 8 KiB of cold code between them, NEW puts them
     // side by side: 99% of the binary's instructions need 2 pages in BASE and 1 in NEW.
-    assert!(have_tool("gcc") && have_tool("valgrind"));
+    require!("gcc", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let files = [
@@ -201,7 +201,7 @@ fn compare_sees_hot_functions_split_by_cold_code() {
 #[test]
 fn compare_counts_the_code_bolt_left_in_place() {
     let bolt = "/usr/lib/llvm-16/bin/llvm-bolt";
-    assert!(have_tool("gcc") && have_tool("valgrind") && have_tool(bolt));
+    require!("gcc", "valgrind", bolt);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(
@@ -278,7 +278,7 @@ fn compare_missing_binary_is_a_one_line_error() {
 #[test]
 fn compare_failing_program_names_tool_and_binary() {
     // A program that exits non-zero under valgrind is an error naming the tool and the binary.
-    assert!(have_tool("valgrind"));
+    require!("valgrind");
     let dir = tempfile::tempdir().unwrap();
     let out = sediment(dir.path(), &["compare", "/bin/false", "/bin/false"]);
     assert!(!out.status.success());
@@ -295,8 +295,8 @@ fn demo_pipeline_meets_the_layout_target() {
     // The demo's promise, end to end (build, record under callgrind, C3 order, relink with every
     // linker, compare): each ordered binary needs at most half the 4 KiB pages for 99% of
     // instructions and at most a fifth of the 64-entry iTLB misses of the default link.
-    assert!(have_tool("gcc") && have_tool("valgrind"));
-    assert!(have_tool("ld.lld") && have_tool("ld.gold") && have_tool("ld.bfd"));
+    require!("gcc", "valgrind");
+    require!("ld.lld", "ld.gold", "ld.bfd");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let out = sediment(d, &["demo", "--dir", ".", "--json"]);
@@ -360,7 +360,7 @@ fn demo_pipeline_meets_the_layout_target() {
 fn compare_stdin_feeds_every_run() {
     // A program that loops as many times as its standard input says: with --stdin every run
     // (callgrind and each cachegrind) reads the file from its start; without it, nothing.
-    assert!(have_tool("gcc") && have_tool("valgrind"));
+    require!("gcc", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(

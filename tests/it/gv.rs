@@ -44,6 +44,7 @@ fn write(dir: &Path, name: &str, p: &Profile) {
 // clusters; import gives the same functions and self weights, and re-export is byte-identical.
 #[test]
 fn gv_renders_with_dot_and_round_trips() {
+    require!("dot");
     // `dot` answers `-V`, not `--version`: check it the same strict way as `have_tool`.
     let dot = Command::new("dot").arg("-V").output();
     assert!(

@@ -196,6 +196,7 @@ fn link_with(dir: &Path, linker: &str) -> std::path::PathBuf {
 // The inventory sees what gcc 12 really emits: section names for hot, cold, startup, clones.
 #[test]
 fn inventory_of_gcc_objects() {
+    require!("gcc");
     let tmp = tempfile::tempdir().unwrap();
     build_objects(tmp.path());
     let a = read_objects("a.o", &std::fs::read(tmp.path().join("a.o")).unwrap()).unwrap();
@@ -318,6 +319,7 @@ fn inventory_recognises_lto_inputs() {
 // GNU ld gets a file-qualified script: the exact order holds, same-named statics apart.
 #[test]
 fn bfd_places_exact_order() {
+    require!("gcc");
     have_tool("ld.bfd");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -337,6 +339,7 @@ fn bfd_places_exact_order() {
 // lld and gold: the order holds; same-named statics sit together at the hottest position.
 #[test]
 fn lld_and_gold_follow_order() {
+    require!("gcc");
     have_tool("ld.lld");
     have_tool("ld.gold");
     let tmp = tempfile::tempdir().unwrap();
@@ -377,6 +380,7 @@ fn lld_and_gold_follow_order() {
 // mold cannot order; the ld -r pre-link route does, and link-flags prints its two steps.
 #[test]
 fn mold_prelink_route() {
+    require!("gcc");
     have_tool("mold");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -430,6 +434,7 @@ fn mold_prelink_route() {
 // Same inputs give byte-identical files; a different order gives a different file.
 #[test]
 fn link_output_is_deterministic() {
+    require!("gcc");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     build_objects(dir);
@@ -488,6 +493,7 @@ fn link_output_is_deterministic() {
 // Bad input: unknown linker, an order from another program, a non-object: one line, no file.
 #[test]
 fn link_errors_leave_no_output() {
+    require!("gcc");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     build_objects(dir);
@@ -560,6 +566,7 @@ fn link_errors_leave_no_output() {
 // Missing entries are one counted warning, and non-function-sections objects are flagged.
 #[test]
 fn link_warnings_are_counted() {
+    require!("gcc");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     build_objects(dir);
@@ -605,6 +612,7 @@ fn link_warnings_are_counted() {
 // A name carrying linker-script syntax (INCLUDE, SECTIONS, braces) never reaches any output.
 #[test]
 fn script_injection_never_reaches_output() {
+    require!("gcc");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     build_objects(dir);

@@ -1,10 +1,15 @@
 //! The one integration-test binary: end-to-end runs of the `sediment` executable and the real
-//! tools it drives (gcc, lld, gold, GNU ld, valgrind, perf). One module per area.
+//! tools it drives (gcc, lld, gold, GNU ld, valgrind, perf). One module per area. A test that
+//! runs an external tool starts with `require!(...)`: skipped in the quick tier
+//! (`SEDIMENT_TEST_TIER=quick`), failing on a missing tool in the full tier (`common::require`).
+
+// First, for its `require!` macro.
+#[macro_use]
+mod common;
 
 mod bench;
 mod blocks;
 mod callgrind;
-mod common;
 mod compare;
 mod diff;
 mod formats;
@@ -20,7 +25,9 @@ mod packaging;
 mod perf;
 mod pgo;
 mod prof_dir;
+mod reference;
 mod sim;
 mod stat;
 mod structs;
+mod tune;
 mod vocabulary;

@@ -1,6 +1,6 @@
 //! `sediment stat`: two real shell loops, one four times longer, run interleaved.
 
-use crate::common::{have_tool, sediment};
+use crate::common::sediment;
 
 /// A shell loop of `n` iterations (about 1 µs each in dash), as a command line.
 fn loop_cmd(n: u32) -> Vec<String> {
@@ -189,7 +189,7 @@ fn running(needle: &str) -> usize {
 // (PR_SET_PDEATHSIG): nothing keeps running behind a killed benchmark.
 #[test]
 fn killed_runners_leave_no_children_behind() {
-    assert!(have_tool("valgrind"));
+    require!("valgrind");
     for (i, sub) in ["stat", "compare"].iter().enumerate() {
         let needle = format!("31.{}{}7", std::process::id() % 1000, i);
         let args: Vec<String> = match *sub {

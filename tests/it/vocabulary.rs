@@ -81,10 +81,6 @@ const SYNONYMS: &[&str] = &[
 const ALLOWED_VALUES: &[(&str, &str, &str)] = &[
     // `blocks plan` writes a directory of two files (`bb-list.txt`, `order.txt`).
     ("sediment blocks plan", "output", "DIR"),
-    // order.rs is being reworked into `order` + `tune` by another change; its remaining
-    // spellings are listed for that change: `--startup FILE`, and `--simulate` names a binary.
-    ("sediment order", "startup", "ORDER"),
-    ("sediment order", "simulate", "BIN"),
 ];
 
 /// Long names used with different value sets or defaults in different verbs on purpose.
@@ -135,12 +131,6 @@ const ENV: &[(&str, &[&str])] = &[
 const HAND_CHECKS: &[&str] = &[
     // clap cannot conflict with one value of `--via`, which has a default.
     "--mode {} is for --via perf only",
-    // order.rs, reworked by another change: to be declared in clap there
-    // (`--simulate` requires a group of --compare/--refine, `--fill-rest` requires `--fill-from`,
-    // `--refine` already declares `requires_all`).
-    "--simulate needs --compare or --refine",
-    "--fill-rest needs --fill-from",
-    "--refine needs --simulate",
 ];
 
 /// One argument of one verb.
@@ -526,4 +516,29 @@ fn old_spellings_still_parse() {
         "sediment", "blocks", "plan", "--binary", "b", "x", "-p", "y", "-o", "d",
     ];
     assert!(cli::command().try_get_matches_from(both).is_err());
+}
+
+#[test]
+fn the_written_table_is_this_one() {
+    // docs/reference/vocabulary.md states every noun's spelling held here.
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference/vocabulary.md"),
+    )
+    .unwrap();
+    for n in NOUNS {
+        let spelling = match n.short {
+            Some(s) => format!("`-{s}, --{} {}`", n.long, n.value),
+            None => format!("`--{} {}`", n.long, n.value),
+        };
+        assert!(
+            page.contains(&spelling),
+            "{}: {spelling} not in vocabulary.md",
+            n.noun
+        );
+    }
+    for (_, vars) in ENV {
+        for v in vars.iter().filter(|v| v.starts_with("SEDIMENT_")) {
+            assert!(page.contains(v), "{v} not in vocabulary.md");
+        }
+    }
 }

@@ -26,7 +26,8 @@
 //!   metrics of a simulated run ([`SimMetrics`]) as a table or JSON.
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
-//!   relative to its functions, replayable under any order; [`refine()`] searches orders on it.
+//!   relative to its functions, replayable under any order (`sediment-tune` searches orders
+//!   on it).
 //! - [`bintrace`]: the binary trace of Sediment's own valgrind tool (runs of consecutive
 //!   instructions and the program's executable mappings), decoded into a [`Capture`] ten
 //!   to fifty times faster than lackey's text can be produced.
@@ -60,7 +61,6 @@ pub mod layout;
 pub mod lru;
 mod machine;
 pub mod record;
-pub mod refine;
 pub mod table;
 pub mod trace;
 
@@ -71,7 +71,6 @@ pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
 pub use record::{Recording, Saved};
-pub use refine::{refine, I1Over, LayoutMetrics, RefineParams, Refined};
 pub use table::{format_json, format_table, SimMetrics};
 pub use trace::{TraceEvent, TraceReader};
 

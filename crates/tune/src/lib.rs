@@ -1,103 +1,103 @@
-//! Simulation-guided refinement of a function order: Sediment's own ordering step that starts
-//! from the best of several orders and keeps a change only when the simulator, replaying a
-//! recorded run ([`Recording`]), says the layout got better.
+//! Simulation-guided search for a function order (`sediment tune`): starts from the orders of
+//! the published algorithms, replays each layout on one recorded run ([`Recording`]) through
+//! Sediment's simulator, and keeps a change only when the simulator says the layout got
+//! cheaper.
 //!
-//! Every published ordering algorithm optimises a proxy (call locality, the ExtTSP score, a
-//! cache model of chain merging, page footprint) and each wins on some of the measured metrics
-//! and loses on others (`docs/journal/tune.md`: on SQLite, C3 has the fewest I1 and 64-entry
-//! iTLB misses, CDSort the fewest hot pages, balanced partitioning the fewest lines). Here the
-//! metrics themselves are the objective:
+//! # The objective
 //!
-//! 1. Every candidate order is replayed; the *targets* are the best value of each metric over
-//!    the reference candidates (the published algorithms). A layout's *cost* is the
-//!    number of its metrics above their targets, then the sum of their excess ratios (ratio
-//!    minus 1), then the sum of all ratios, compared in that order: a cost of 0 metrics above
-//!    is at least as good as every reference on every metric, and no move is kept that puts
-//!    one more metric above its target, however much it gains on another. (The earlier cost,
-//!    the largest ratio first, let the metrics below the worst one drift up to it: on Lua the
-//!    hot pages, 15 at the best start, ended at 17 while the climb cut the I1 misses.)
-//! 2. Each candidate is also tried in density tiers: the densest items (executed bytes per
-//!    byte) holding 99% (99.5%, 99.9%) of the executed bytes moved before the rest, or three
-//!    tiers cut at 99% and 99.9%; each tier in the candidate's order, and again with every
-//!    tier after the first in the order the run first fetched its items
-//!    ([`Recording::first_fetches`]). The first tier is the steady state, where call-chain
-//!    order keeps callers and callees on shared lines; the rest is code a phase of the run
-//!    uses (a test of a benchmark, a request type, startup) and then leaves, and in
-//!    first-fetch order each phase's code shares few pages, where the candidate's order
-//!    spreads it over all of them: on SQLite's recorded run that alone took the 64- and
-//!    128-entry iTLB misses of C3 in the blend's tiers (below) from 3,252 and 605 to 2,940 and
-//!    535, below C3's own 3,088 and 549 (`docs/journal/tune.md`).
+//! A layout is measured by twelve counts ([`LayoutMetrics`]), lower is better for each:
+//!
+//! - misses of a 32 KiB 8-way and a 16 KiB 4-way L1i, each the **mean** over every page phase
+//!   (the layout shifted by [`Params::shifts`] and [`Params::tlb_shifts`], steps of
+//!   [`sediment_sim::PAGE_SHIFT_STEP`]): the expected count when address randomisation draws
+//!   where the program's code sits against the libraries' (which share the cache's sets and
+//!   do not move with it);
+//! - misses of a 64- and a 128-entry 8-way iTLB, each the **median** over the same phases;
+//! - the 4 KiB pages and 64-byte lines holding 99% and 99.9% of the run's executed bytes, with
+//!   the code where the layout places it (a link moves whole pages, never a boundary inside
+//!   the code);
+//! - the same four footprints with each item weighed as the profile weighs it
+//!   ([`Params::item_weights`]), its weight spread over its bytes as the run executed them
+//!   (all 0 when no weights are given).
+//!
+//! The *targets* are the best value of each count over the reference candidates (the
+//! published algorithms). The search minimises one cost, compared lexicographically:
+//!
+//! 1. the number of the run's eight counts above their targets,
+//! 2. the number of the profile-weighted four above theirs,
+//! 3. the sum of the excess ratios (count / target - 1, over the counts above target),
+//! 4. the sum of all twelve ratios (a target of 0 counts as 1).
+//!
+//! Ties are broken by keeping the earlier layout: the candidates in input order, then the
+//! tiered layouts, then the climb's moves in their fixed sequence. The result is never
+//! costlier than any candidate.
+//!
+//! # The search
+//!
+//! 1. Every candidate order is replayed; the targets are taken.
+//! 2. The starting candidate ([`Params::start`], or every one) is also tried in density tiers
+//!    ([`Params::tiers`]): the densest items (executed bytes per byte, weighed by the mean of
+//!    the run's and the profile's share) holding 99% (99.5%, 99.9%) of the executed bytes
+//!    moved before the rest, or three tiers cut at 99% and 99.9%; each tier in the
+//!    candidate's order, and again with every tier after the first in the order the run first
+//!    fetched its items ([`Recording::first_fetches`]), which keeps the code of one phase of
+//!    the run on few pages.
 //! 3. From the cheapest layout so far, hill climbing: the items of the hot prefix (99.9% of the
-//!    executed bytes), heaviest first, are each tried 1, 4 and 16 positions earlier and later,
-//!    and from a tiered layout only inside the item's tier (so the climb cannot undo what the
-//!    tiers gathered on few pages); the first move that lowers the cost is kept. Passes
-//!    repeat until one changes nothing or the evaluation budget is spent. If the climb stops
-//!    with budget left and a metric still above its target, a second climb starts from the
-//!    cheapest layout of steps 1 and 2 that meets that metric, and the cheaper of the two ends
-//!    wins. With [`RefineParams::start`] both climbs start only from that candidate's own
-//!    layouts (on SQLite, C3's, with I1 counted over every page phase, gave the refined order
-//!    that held up best on tests the recorded run did not cover); if they end costlier than
-//!    the cheapest layout of steps 1 and 2, that layout is the result, so the refined layout
-//!    is never costlier than any candidate.
-//!
-//! The metrics ([`LayoutMetrics`]): misses of a 32 KiB 8-way and a 16 KiB 4-way L1i and of
-//! 64- and 128-entry 8-way iTLBs (each the median over the layout shifted by every entry of
-//! [`RefineParams::shifts`], as the bench measures relinked binaries behind pads), and the 4
-//! KiB pages and 64-byte lines holding 99% and 99.9% of the executed bytes. The default shifts
-//! are steps of [`crate::PAGE_SHIFT_STEP`], a page and 80 bytes (why: there). The iTLB medians
-//! also cover [`RefineParams::tlb_shifts`], by default all eight page phases: the libraries'
-//! code shares the iTLB's sets with the program's and does not move with it, and under
-//! valgrind it sits at the same addresses every run. On Lua one set holds 13 or 14 hot
-//! library pages, and nearly all 64-entry misses are that set's; which three of the program's
-//! pages join it decides the count. Over three phases that is a draw the climb learns to win
-//! (or a published order wins by luck); address randomisation draws it afresh for every run
-//! of the real program, so the search counts every phase. With [`RefineParams::tlb_mean`] the
-//! count is the mean over the phases instead: the expected count under a random phase, which
-//! a layout that thrashes at a few phases cannot hide behind a low median. The L1i sets are
-//! shared with the libraries in the same way, and [`RefineParams::i1_over`] counts I1 at
-//! every iTLB shift too, their median or mean: on SQLite's measured workload replayed at all
-//! sixteen phases, the search counting the mean over eight had 15% fewer 32 KiB I1 misses
-//! than the one counting three shifts (`docs/journal/tune.md`, "I1 over every page phase").
-//! The pages and lines are counted where the layout places the code: a linked program runs
-//! there (address randomisation moves whole pages, never a line or page boundary within the
-//! code), and the bench's relinked columns count them there too. With
-//! [`RefineParams::footprint_median`] each is the median over all the shifts instead, what the
-//! order holds wherever its code starts (step 5c of the bench counts them so).
-//!
-//! The run the search replays is usually a shorter one than the profile's workload (lackey
-//! is slow), and which functions make up its 99% differs: on SQLite the search had one page
-//! fewer than CDSort on its `--size 2` run and two more on the measured `--size 5`, CDSort
-//! having ordered by the `--size 25` profile. With [`RefineParams::item_weights`] (the
-//! profile's weight of each item) the pages and lines are also counted with each item weighed
-//! as the profile does, spread over its bytes as the run executed them, and those four counts
-//! get targets too, counted after the run's own: among layouts with as many of the run's
-//! metrics above target, the one holding the profile's footprint targets is cheaper. The
-//! density tiers are then cut by the mean of each item's share of the run and of the
-//! profile: on SQLite that blend predicted the measured run's footprint far better than
-//! either alone.
+//!    executed bytes), heaviest first, are each tried 1, 4 and 16 positions earlier and later
+//!    (from a tiered layout only inside the item's tier); the first move that lowers the cost
+//!    is kept. Passes repeat until one changes nothing or [`Params::budget`] layouts have been
+//!    replayed. If the climb stops with budget left and a count still above its target, a
+//!    second climb starts from the cheapest layout of steps 1 and 2 that meets the count
+//!    furthest above, and the cheaper end wins. If both end costlier than the cheapest layout
+//!    of steps 1 and 2, that layout is the result.
 //!
 //! An *item* is a group of units (functions) placed together: one name of an order file, which
 //! a linker applies to every section defining it. Items are laid out back to back from the
 //! first unit's address, each unit aligned, and units in no item follow in address order, as
 //! a linker places the sections an order file does not name.
 //!
-//! Deterministic: no randomness, a fixed move sequence, ties kept by the earlier layout.
+//! Design constraints: no I/O (the caller records or reads the run), no randomness, no clocks;
+//! the same inputs give the same order whatever [`Params::threads`] is. Non-goals: choosing the
+//! candidates (the caller orders the profile with `sediment-order`) and running the program.
 
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use crate::{layout_from_order, Error, Recording, SetAssocLru};
+use sediment_sim::{layout_from_order, ExecProfile, Recording, SetAssocLru};
 
-/// Parameters of [`refine`].
+/// Errors of [`search`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Inputs that do not make a search: no candidate or no shift, a start that is not a
+    /// candidate, a candidate that is not a permutation of the items, a unit in two items.
+    #[error("invalid search: {0}")]
+    Invalid(String),
+    /// Two parallel arrays of different lengths.
+    #[error("{what}: {left} entries vs {right}")]
+    LengthMismatch {
+        /// Which arrays.
+        what: &'static str,
+        /// Length of the first.
+        left: usize,
+        /// Length of the second.
+        right: usize,
+    },
+    /// The simulator refused a replay (a geometry, a range outside a function, ...).
+    #[error(transparent)]
+    Sim(#[from] sediment_sim::Error),
+}
+
+/// Parameters of [`search`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefineParams {
-    /// Shifts in bytes of the whole layout over which the L1i and iTLB misses are a median
+pub struct Params {
+    /// Shifts in bytes of the whole layout over which the I1 and iTLB misses are counted
     /// (the first is usually 0).
     pub shifts: Vec<u64>,
-    /// More shifts over which the iTLB misses alone are a median too (those also in
-    /// [`RefineParams::shifts`] count once). The default, 8 steps of
-    /// [`crate::PAGE_SHIFT_STEP`], puts the code at every one of the 8 page phases of an
-    /// 8-set iTLB relative to the libraries, which do not move: see the module documentation.
+    /// More shifts over which they are counted too (those also in [`Params::shifts`] count
+    /// once). The default, 8 steps of [`sediment_sim::PAGE_SHIFT_STEP`], puts the code at
+    /// every one of the 8 page phases of an 8-set iTLB relative to the libraries, which do not
+    /// move: see the module documentation.
     pub tlb_shifts: Vec<u64>,
     /// Alignment of every unit's start.
     pub align: u64,
@@ -107,69 +107,42 @@ pub struct RefineParams {
     /// executed bytes.
     pub tiers: Vec<Vec<u64>>,
     /// Each item's weight in the profile the candidates were ordered from (its length is the
-    /// number of items), or `None`. When given, the pages and lines for 99% and 99.9% are
-    /// also counted with the items weighed by it ([`LayoutMetrics::weighted`], four more
-    /// targets): the recorded bytes of each item scaled so the items share the run's
-    /// executed bytes as they share this weight (items the run never executed have no shape
-    /// to scale and count nothing). They count after the run's own metrics. The density tiers
+    /// number of items), or `None` when there is no profile. When given, the pages and lines
+    /// for 99% and 99.9% are also counted with the items weighed by it
+    /// ([`LayoutMetrics::weighted`], four more targets): the recorded bytes of each item
+    /// scaled so the items share the run's executed bytes as they share this weight (items
+    /// the run never executed have no shape to scale and count nothing). The density tiers
     /// are cut by the blend of the two weights (each item's mean share); the hot prefix stays
-    /// the run's. The cache and iTLB metrics are always the replayed run's. See the module
-    /// documentation.
+    /// the run's. The cache and iTLB counts are always the replayed run's.
     pub item_weights: Option<Vec<u64>>,
-    /// How the iTLB misses over the shifts make one count: the median (the default) or the
-    /// mean, the expected count when the code's page phase against the libraries is drawn at
-    /// random, as address randomisation draws it for every run (a layout good at most phases
-    /// and bad at a few has a low median and a higher mean). See the module documentation.
-    pub tlb_mean: bool,
-    /// Whether the pages and lines are counted at every shift and their median kept, rather
-    /// than with the code where it is placed (the default). A linked program runs where it
-    /// was placed (address randomisation moves whole pages), so the default counts what the
-    /// link will hold; the median counts what any link of the same order holds wherever its
-    /// code starts. See the module documentation.
-    pub footprint_median: bool,
-    /// Which layouts the I1 misses are counted over: the shifts (the default), or every shift
-    /// and iTLB shift, their median or mean. See the module documentation.
-    pub i1_over: I1Over,
     /// The candidate every climb starts from (its own order or one of its tiered layouts), or
     /// `None` for the cheapest of all. The targets are still the reference candidates' best
     /// values; only this candidate is tried in tiers, and the cheapest layout of all is the
-    /// result when the climbs end costlier. See the module documentation.
+    /// result when the climbs end costlier.
     pub start: Option<usize>,
     /// Threads replaying each layout, the shifts split among them
     /// ([`Recording::replay_parallel`]); the result does not depend on it.
     pub threads: usize,
 }
 
-impl Default for RefineParams {
+/// Steps of [`sediment_sim::PAGE_SHIFT_STEP`] the I1 and iTLB counts are taken at, the first
+/// [`Params::shifts`] of them shifting the whole layout.
+const PHASES: u64 = 8;
+
+impl Default for Params {
     fn default() -> Self {
+        let step = sediment_sim::PAGE_SHIFT_STEP;
         Self {
-            shifts: vec![0, crate::PAGE_SHIFT_STEP, 2 * crate::PAGE_SHIFT_STEP],
-            tlb_shifts: (0..8).map(|k| k * crate::PAGE_SHIFT_STEP).collect(),
+            shifts: vec![0, step, 2 * step],
+            tlb_shifts: (0..PHASES).map(|k| k * step).collect(),
             align: 16,
             budget: 300,
             tiers: vec![vec![990], vec![995], vec![999], vec![990, 999]],
             item_weights: None,
-            tlb_mean: false,
-            footprint_median: false,
-            i1_over: I1Over::Shifts,
             start: None,
             threads: 1,
         }
     }
-}
-
-/// Which layouts [`LayoutMetrics::i1_32k`] and [`LayoutMetrics::i1_16k`] count over
-/// ([`RefineParams::i1_over`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum I1Over {
-    /// The median over [`RefineParams::shifts`].
-    #[default]
-    Shifts,
-    /// The median over the shifts and the iTLB shifts: every page phase.
-    PhaseMedian,
-    /// The mean over the shifts and the iTLB shifts: the expected count when the phase is
-    /// drawn at random.
-    PhaseMean,
 }
 
 /// How many metrics a [`LayoutMetrics`] holds.
@@ -178,17 +151,16 @@ pub const METRICS: usize = 12;
 /// The simulated metrics of one layout; lower is better for every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LayoutMetrics {
-    /// I1 32 KiB 8-way misses, median over the shifts.
+    /// I1 32 KiB 8-way misses, the mean over the shifts and the iTLB shifts.
     pub i1_32k: u64,
-    /// I1 16 KiB 4-way misses, median over the shifts.
+    /// I1 16 KiB 4-way misses, as `i1_32k`.
     pub i1_16k: u64,
-    /// 64-entry 8-way iTLB misses, median (or mean: [`RefineParams::tlb_mean`]) over the
-    /// shifts and the iTLB shifts.
+    /// 64-entry 8-way iTLB misses, the median over the shifts and the iTLB shifts.
     pub itlb_64: u64,
     /// 128-entry 8-way iTLB misses, as `itlb_64`.
     pub itlb_128: u64,
-    /// 4 KiB pages holding 99% of the executed bytes, where the layout places the code (or
-    /// the median over the shifts: [`RefineParams::footprint_median`]); so are the rest.
+    /// 4 KiB pages holding 99% of the executed bytes, where the layout places the code; so
+    /// are the rest.
     pub pages_99: u64,
     /// 4 KiB pages holding 99.9%.
     pub pages_999: u64,
@@ -197,7 +169,7 @@ pub struct LayoutMetrics {
     /// 64-byte lines holding 99.9%.
     pub lines_999: u64,
     /// Pages for 99% and 99.9% and lines for 99% and 99.9% with the items weighed by
-    /// [`RefineParams::item_weights`]; all 0 without them.
+    /// [`Params::item_weights`]; all 0 without them.
     pub weighted: [u64; 4],
 }
 
@@ -253,9 +225,9 @@ impl LayoutMetrics {
     }
 }
 
-/// What [`refine`] found.
+/// What [`search`] found.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refined {
+pub struct Tuned {
     /// The chosen order of the items.
     pub order: Vec<u32>,
     /// Its metrics.
@@ -324,7 +296,7 @@ fn cheaper(a: Cost, b: Cost) -> bool {
 struct Evaluator<'a> {
     rec: &'a Recording,
     items: &'a [Vec<u32>],
-    params: &'a RefineParams,
+    params: &'a Params,
     /// `params.shifts`, then the iTLB shifts not among them.
     shifts: Vec<u64>,
     /// Each unit's count multiplier for the footprint metrics ([`unit_scales`]).
@@ -345,69 +317,31 @@ impl Evaluator<'_> {
     fn metrics(&mut self, order: &[u32]) -> Result<LayoutMetrics, Error> {
         self.count += 1;
         let starts = self.starts(order);
-        // The shifts with all four arrays, then the iTLB-only ones with the two iTLBs (all
-        // four at every shift when the I1 counts cover the iTLB shifts too).
-        let full = match self.params.i1_over {
-            I1Over::Shifts => self.params.shifts.len(),
-            I1Over::PhaseMedian | I1Over::PhaseMean => self.shifts.len(),
-        };
+        // All four arrays at every shift and iTLB shift.
         let mut arrays = Vec::with_capacity(self.shifts.len());
-        for k in 0..self.shifts.len() {
-            let mut set = Vec::with_capacity(4);
-            if k < full {
-                set.push(SetAssocLru::new(64, 512, 8)?);
-                set.push(SetAssocLru::new(64, 256, 4)?);
-            }
-            set.push(SetAssocLru::new(4096, 64, 8)?);
-            set.push(SetAssocLru::new(4096, 128, 8)?);
-            arrays.push(set);
+        for _ in 0..self.shifts.len() {
+            arrays.push(vec![
+                SetAssocLru::new(64, 512, 8)?,
+                SetAssocLru::new(64, 256, 4)?,
+                SetAssocLru::new(4096, 64, 8)?,
+                SetAssocLru::new(4096, 128, 8)?,
+            ]);
         }
         self.rec
             .replay_parallel(&starts, &self.shifts, &mut arrays, self.params.threads)?;
-        // Array `a` of the full sets, counted from the end so the iTLBs are found in both.
-        let misses = |a: usize, sets: &[Vec<SetAssocLru>]| -> Vec<u64> {
-            sets.iter()
-                .map(|s| s[s.len() + a - 4].stats().misses)
-                .collect()
-        };
-        let tlb = |a: usize| {
-            let v = misses(a, &arrays);
-            if self.params.tlb_mean {
-                mean(&v)
-            } else {
-                median(v)
-            }
-        };
-        let i1 = |a: usize| {
-            let v = misses(a, &arrays[..full]);
-            match self.params.i1_over {
-                I1Over::PhaseMean => mean(&v),
-                I1Over::Shifts | I1Over::PhaseMedian => median(v),
-            }
-        };
-        // Pages and lines for 99% and 99.9%, the run's then the profile's, at each place the
-        // code is counted at; each the median over them.
-        let places: &[u64] = if self.params.footprint_median {
-            &self.shifts
-        } else {
-            &[0]
-        };
-        let mut counts: Vec<[u64; 8]> = Vec::with_capacity(places.len());
-        for &d in places {
-            let at: std::borrow::Cow<[u64]> = if d == 0 {
-                (&starts[..]).into()
-            } else {
-                starts.iter().map(|s| s.saturating_add(d)).collect()
-            };
-            let mut row = [0; 8];
-            row[..4].copy_from_slice(&footprints(&self.rec.exec_profile(&at)?)?);
-            if let Some(scale) = &self.scale {
-                let weighted = self.rec.exec_profile_scaled(&at, Some(scale))?;
-                row[4..].copy_from_slice(&footprints(&weighted)?);
-            }
-            counts.push(row);
+        let misses =
+            |a: usize| -> Vec<u64> { arrays.iter().map(|s| s[a].stats().misses).collect() };
+        let tlb = |a: usize| median(misses(a));
+        let i1 = |a: usize| mean(&misses(a));
+        // Pages and lines for 99% and 99.9%, the run's then the profile's, where the layout
+        // places the code.
+        let mut fp = [0; 8];
+        fp[..4].copy_from_slice(&footprints(&self.rec.exec_profile(&starts)?)?);
+        if let Some(scale) = &self.scale {
+            let weighted = self.rec.exec_profile_scaled(&starts, Some(scale))?;
+            fp[4..].copy_from_slice(&footprints(&weighted)?);
         }
-        let fp = |k: usize| median(counts.iter().map(|r| r[k]).collect());
+        let fp = |k: usize| fp[k];
         Ok(LayoutMetrics {
             i1_32k: i1(0),
             i1_16k: i1(1),
@@ -438,7 +372,7 @@ fn mean(v: &[u64]) -> u64 {
 }
 
 /// Pages for 99% and 99.9% of a profile's executed bytes, then lines.
-fn footprints(profile: &crate::ExecProfile) -> Result<[u64; 4], Error> {
+fn footprints(profile: &ExecProfile) -> Result<[u64; 4], Error> {
     let (p, l) = (profile.footprint(4096)?, profile.footprint(64)?);
     Ok([p.p99, p.p999, l.p99, l.p999])
 }
@@ -464,13 +398,13 @@ struct Layout {
 /// Refines the best of `candidates` (each a permutation of `0..items.len()`), with the targets
 /// taken from the candidates whose `reference` flag is set (all of them if none is). See the
 /// module documentation.
-pub fn refine(
+pub fn search(
     rec: &Recording,
     items: &[Vec<u32>],
     candidates: &[Vec<u32>],
     reference: &[bool],
-    params: &RefineParams,
-) -> Result<Refined, Error> {
+    params: &Params,
+) -> Result<Tuned, Error> {
     check(rec, items, candidates, reference, params)?;
     let mut shifts = params.shifts.clone();
     for d in &params.tlb_shifts {
@@ -604,7 +538,7 @@ pub fn refine(
     if cheaper(starts[fallback].cost, best.cost) {
         best = starts[fallback].clone();
     }
-    Ok(Refined {
+    Ok(Tuned {
         order: best.order,
         metrics: best.metrics,
         candidates: measured,
@@ -735,13 +669,13 @@ fn check(
     items: &[Vec<u32>],
     candidates: &[Vec<u32>],
     reference: &[bool],
-    params: &RefineParams,
+    params: &Params,
 ) -> Result<(), Error> {
     if candidates.is_empty() || params.shifts.is_empty() {
-        return Err(Error::Geometry("no candidate order or no shift".into()));
+        return Err(Error::Invalid("no candidate order or no shift".into()));
     }
     if params.start.is_some_and(|s| s >= candidates.len()) {
-        return Err(Error::Geometry("the start is not a candidate".into()));
+        return Err(Error::Invalid("the start is not a candidate".into()));
     }
     if reference.len() != candidates.len() {
         return Err(Error::LengthMismatch {
@@ -767,7 +701,7 @@ fn check(
             match owner.get_mut(u as usize) {
                 Some(o) if !*o => *o = true,
                 _ => {
-                    return Err(Error::Geometry(format!(
+                    return Err(Error::Invalid(format!(
                         "unit {u} is out of range or in two items"
                     )))
                 }
@@ -782,7 +716,7 @@ fn check(
                     .is_some_and(|s| !std::mem::replace(s, true))
             });
         if !ok {
-            return Err(Error::Geometry(format!(
+            return Err(Error::Invalid(format!(
                 "candidate {k} is not a permutation of the {} items",
                 items.len()
             )));
@@ -800,7 +734,7 @@ fn item_weights(rec: &Recording, items: &[Vec<u32>]) -> Vec<u128> {
         .collect()
 }
 
-/// How much [`RefineParams::item_weights`] scales each unit's recorded counts: the units of
+/// How much [`Params::item_weights`] scales each unit's recorded counts: the units of
 /// item `i` by `R * w[i] / W / r[i]`, where `r[i]` is the item's executed bytes in the run
 /// ([`item_weights`]), `R` their sum over the items and `W` the sum of `w` over the items the
 /// run executed; so the items keep the run's total and share it as `w` does. Units in no item keep their
@@ -938,7 +872,7 @@ mod tests {
     }
 
     /// Whether the refined layout is at or below the target of every metric.
-    fn meets_targets(r: &Refined) -> bool {
+    fn meets_targets(r: &Tuned) -> bool {
         let t = r.targets.values();
         r.metrics.values().iter().zip(t).all(|(m, t)| *m <= t)
     }
@@ -947,13 +881,13 @@ mod tests {
     fn profile_weights_add_footprint_targets() {
         let rec = recording();
         // The run executes 1 once; the profile says 0 and 1 are the hot pair, 2 nearly cold.
-        let weighted = RefineParams {
+        let weighted = Params {
             budget: 40,
             item_weights: Some(vec![1000, 1000, 1]),
-            ..RefineParams::default()
+            ..Params::default()
         };
         let cands = vec![vec![0, 2, 1], vec![1, 2, 0]];
-        let r = refine(&rec, &items(), &cands, &[true, true], &weighted).unwrap();
+        let r = search(&rec, &items(), &cands, &[true, true], &weighted).unwrap();
         // [0, 2, 1]: the run's pair 0, 2 shares a page, the profile's pair 0, 1 does not.
         assert_eq!(r.candidates[0].pages_99, 1);
         assert_eq!(r.candidates[0].weighted[0], 2);
@@ -964,11 +898,11 @@ mod tests {
         );
         assert!(meets_targets(&r), "{r:?}");
         // Without weights those columns are 0.
-        let run = RefineParams {
+        let run = Params {
             item_weights: None,
             ..weighted.clone()
         };
-        let r = refine(&rec, &items(), &cands, &[true, true], &run).unwrap();
+        let r = search(&rec, &items(), &cands, &[true, true], &run).unwrap();
         assert_eq!(r.candidates[0].weighted, [0; 4]);
         // The scaled items share the run's executed bytes (times 16) as the weights do.
         let run_w = item_weights(&rec, &items());
@@ -983,12 +917,12 @@ mod tests {
         );
         assert!(w[0].abs_diff(w[1]) <= 1 && w[0] > 900 * w[2], "{w:?}");
         // One weight per item, or an error.
-        let bad = RefineParams {
+        let bad = Params {
             item_weights: Some(vec![1, 1]),
             ..weighted
         };
         assert!(matches!(
-            refine(&rec, &items(), &cands, &[true, true], &bad),
+            search(&rec, &items(), &cands, &[true, true], &bad),
             Err(Error::LengthMismatch { .. })
         ));
     }
@@ -996,12 +930,12 @@ mod tests {
     #[test]
     fn picks_the_candidate_that_beats_the_targets() {
         let rec = recording();
-        let params = RefineParams {
+        let params = Params {
             budget: 40,
-            ..RefineParams::default()
+            ..Params::default()
         };
         let cands = vec![vec![0, 1, 2], vec![1, 2, 0]];
-        let r = refine(&rec, &items(), &cands, &[true, true], &params).unwrap();
+        let r = search(&rec, &items(), &cands, &[true, true], &params).unwrap();
         // The hot pair ends up adjacent, in one page, whatever the start.
         let pos = |x: u32| r.order.iter().position(|&i| i == x).unwrap() as i64;
         assert_eq!((pos(0) - pos(2)).abs(), 1, "{:?}", r.order);
@@ -1012,7 +946,7 @@ mod tests {
         assert!(r.evaluations <= 40);
         // Deterministic.
         assert_eq!(
-            refine(&rec, &items(), &cands, &[true, true], &params).unwrap(),
+            search(&rec, &items(), &cands, &[true, true], &params).unwrap(),
             r
         );
     }
@@ -1024,12 +958,12 @@ mod tests {
         let rec = recording();
         let cands = vec![vec![1, 2, 0], vec![0, 2, 1]];
         let run = |start| {
-            let params = RefineParams {
+            let params = Params {
                 budget: 40,
                 start,
-                ..RefineParams::default()
+                ..Params::default()
             };
-            refine(&rec, &items(), &cands, &[true, true], &params)
+            search(&rec, &items(), &cands, &[true, true], &params)
         };
         let free = run(None).unwrap();
         assert_eq!((free.start, free.metrics.pages_99), (1, 1));
@@ -1042,15 +976,15 @@ mod tests {
         );
         // The targets are still every candidate's best.
         assert_eq!(forced.targets, free.targets);
-        assert!(matches!(run(Some(2)), Err(Error::Geometry(_))));
+        assert!(matches!(run(Some(2)), Err(Error::Invalid(_))));
         // With no budget left to tier or climb, the forced start is costlier than the other
         // candidate: that one is the result.
-        let params = RefineParams {
+        let params = Params {
             budget: 2,
             start: Some(0),
-            ..RefineParams::default()
+            ..Params::default()
         };
-        let spent = refine(&rec, &items(), &cands, &[true, true], &params).unwrap();
+        let spent = search(&rec, &items(), &cands, &[true, true], &params).unwrap();
         assert_eq!(
             (spent.start, spent.metrics.pages_99, spent.evaluations),
             (1, 1, 2),
@@ -1064,11 +998,11 @@ mod tests {
     #[test]
     fn hot_set_first_is_tried() {
         let rec = recording();
-        let params = RefineParams {
+        let params = Params {
             budget: 10,
-            ..RefineParams::default()
+            ..Params::default()
         };
-        let r = refine(&rec, &items(), &[vec![0, 1, 2]], &[true], &params).unwrap();
+        let r = search(&rec, &items(), &[vec![0, 1, 2]], &[true], &params).unwrap();
         assert_eq!(r.metrics.pages_99, 1);
         assert_eq!((r.start, r.tiers.as_slice()), (0, &[990][..]));
     }
@@ -1114,11 +1048,11 @@ mod tests {
             }
         }
         let items: Vec<Vec<u32>> = (0..10).map(|i| vec![i]).collect();
-        let params = RefineParams {
+        let params = Params {
             budget: 100,
-            ..RefineParams::default()
+            ..Params::default()
         };
-        let r = refine(&rec, &items, &[(0..10).collect()], &[true], &params).unwrap();
+        let r = search(&rec, &items, &[(0..10).collect()], &[true], &params).unwrap();
         assert_eq!(r.candidates[0].i1_32k, 2000);
         assert!(!r.moves.is_empty());
         assert!(r.metrics.i1_32k <= 10, "{:?} {:?}", r.metrics, r.order);
@@ -1146,12 +1080,12 @@ mod tests {
             }
         }
         let items: Vec<Vec<u32>> = (0..73).map(|i| vec![i]).collect();
-        let params = RefineParams {
+        let params = Params {
             budget: 3,
             tiers: vec![vec![800]],
-            ..RefineParams::default()
+            ..Params::default()
         };
-        let r = refine(&rec, &items, &[(0..73).collect()], &[true], &params).unwrap();
+        let r = search(&rec, &items, &[(0..73).collect()], &[true], &params).unwrap();
         // Every phase fetch misses, 8 x 50 x 9; the hot function's first fetch covers two
         // pages at most shifts (a shift is a page and 80 bytes).
         assert_eq!(r.candidates[0].itlb_64, 8 * 50 * 9 + 2);
@@ -1182,12 +1116,12 @@ mod tests {
             }
         }
         let items: Vec<Vec<u32>> = (0..10).map(|i| vec![i]).collect();
-        let params = RefineParams {
+        let params = Params {
             budget: 200,
             tiers: vec![vec![900]],
-            ..RefineParams::default()
+            ..Params::default()
         };
-        let r = refine(&rec, &items, &[(0..10).collect()], &[true], &params).unwrap();
+        let r = search(&rec, &items, &[(0..10).collect()], &[true], &params).unwrap();
         assert!(!r.tiers.is_empty(), "premise: a tiered start, {r:?}");
         assert!(!r.moves.is_empty(), "premise: moves were kept, {r:?}");
         let weights = item_weights(&rec, &items);
@@ -1229,37 +1163,30 @@ mod tests {
         }
         rec.push(0x20_1000, 0x20_1010);
         let cands = [vec![0, 1], vec![1, 0]];
-        let itlb = |params: RefineParams| -> Vec<u64> {
-            let params = RefineParams {
+        let itlb = |params: Params| -> Vec<u64> {
+            let params = Params {
                 budget: 2,
                 ..params
             };
-            let r = refine(&rec, &[vec![0], vec![1]], &cands, &[true, true], &params).unwrap();
+            let r = search(&rec, &[vec![0], vec![1]], &cands, &[true, true], &params).unwrap();
             r.candidates.iter().map(|m| m.itlb_64).collect()
         };
-        let three = RefineParams {
+        let three = Params {
             tlb_shifts: vec![],
-            ..RefineParams::default()
+            ..Params::default()
         };
         assert_eq!(itlb(three), vec![909, 18]);
-        assert_eq!(itlb(RefineParams::default()), vec![18, 18]);
-        // The mean counts the two bad phases of eight: (2 x 909 + 6 x 18) / 8, rounded.
-        let mean = RefineParams {
-            tlb_mean: true,
-            ..RefineParams::default()
-        };
-        assert_eq!(itlb(mean), vec![241, 241]);
+        assert_eq!(itlb(Params::default()), vec![18, 18]);
     }
 
-    // The I1 counts over the three shifts or over every page phase: one hot 16-byte function
-    // and 32 hot library lines, eight in each of L1i sets 3, 5, 6 and 7 of the 32 KiB cache,
-    // run round robin. Shifted by k pages and 80 bytes, the function sits in set 0, 1, 2, 3,
-    // 5, 6, 7, 8 for k = 0..8: a ninth line of a full 8-way set at k = 3 to 6, where every
-    // fetch of that set misses (900, and 24 first fetches of the other sets' lines), and only
-    // the 33 first fetches elsewhere. The three shifts never meet the library; over the eight
-    // phases the median (the upper middle) is a thrashing phase and the mean is halfway.
+    // The I1 counts are the mean over every page phase: one hot 16-byte function and 32 hot
+    // library lines, eight in each of L1i sets 3, 5, 6 and 7 of the 32 KiB cache, run round
+    // robin. Shifted by k pages and 80 bytes, the function sits in set 0, 1, 2, 3, 5, 6, 7, 8
+    // for k = 0..8: a ninth line of a full 8-way set at k = 3 to 6, where every fetch of that
+    // set misses (900, and 24 first fetches of the other sets' lines), and only the 33 first
+    // fetches elsewhere. The mean is halfway.
     #[test]
-    fn i1_counts_cover_the_page_phases_when_asked() {
+    fn i1_counts_are_the_mean_over_the_page_phases() {
         let mut rec = Recording::new(vec![0x20_0000], vec![16], 1 << 20).unwrap();
         for _ in 0..100 {
             rec.push(0x20_0000, 0x20_0010);
@@ -1270,41 +1197,30 @@ mod tests {
                 }
             }
         }
-        let i1 = |i1_over: I1Over| {
-            let params = RefineParams {
-                budget: 1,
-                i1_over,
-                ..RefineParams::default()
-            };
-            refine(&rec, &[vec![0]], &[vec![0]], &[true], &params)
-                .unwrap()
-                .metrics
-                .i1_32k
+        let params = Params {
+            budget: 1,
+            ..Params::default()
         };
-        assert_eq!(i1(I1Over::Shifts), 33);
-        assert_eq!(i1(I1Over::PhaseMedian), 924);
+        let i1 = search(&rec, &[vec![0]], &[vec![0]], &[true], &params)
+            .unwrap()
+            .metrics
+            .i1_32k;
         // (4 x 924 + 4 x 33) / 8 = 478.5, rounded up.
-        assert_eq!(i1(I1Over::PhaseMean), 479);
+        assert_eq!(i1, 479);
     }
 
-    // Footprints where the code is placed, or the median over the shifts: a 64-byte function
-    // run whole, placed at a line's start, fills one line; each shift of a page and 80 bytes
-    // moves it 16 bytes further across a line, and at six of the eight it straddles two.
+    // Footprints where the code is placed: a 64-byte function run whole, placed at a line's
+    // start, fills one line (shifted by a page and 80 bytes it would straddle two).
     #[test]
-    fn footprint_median_counts_every_shift() {
+    fn footprints_count_where_the_code_is_placed() {
         let mut rec = Recording::new(vec![0x10_0000], vec![64], 1 << 20).unwrap();
         rec.push(0x10_0000, 0x10_0040);
-        let lines = |footprint_median: bool| {
-            let params = RefineParams {
-                budget: 1,
-                footprint_median,
-                ..RefineParams::default()
-            };
-            let r = refine(&rec, &[vec![0]], &[vec![0]], &[true], &params).unwrap();
-            (r.metrics.lines_99, r.metrics.pages_99)
+        let params = Params {
+            budget: 1,
+            ..Params::default()
         };
-        assert_eq!(lines(false), (1, 1));
-        assert_eq!(lines(true), (2, 1));
+        let r = search(&rec, &[vec![0]], &[vec![0]], &[true], &params).unwrap();
+        assert_eq!((r.metrics.lines_99, r.metrics.pages_99), (1, 1));
     }
 
     // The cost counts the metrics above their targets first: one metric 50% above beats two
@@ -1429,11 +1345,11 @@ mod tests {
     #[test]
     fn rejects_bad_candidates() {
         let rec = recording();
-        let p = RefineParams::default();
-        assert!(refine(&rec, &items(), &[vec![0, 1]], &[true], &p).is_err());
-        assert!(refine(&rec, &items(), &[vec![0, 0, 1]], &[true], &p).is_err());
-        assert!(refine(&rec, &items(), &[], &[], &p).is_err());
-        assert!(refine(&rec, &[vec![0], vec![0]], &[vec![0, 1]], &[true], &p).is_err());
-        assert!(refine(&rec, &items(), &[vec![0, 1, 2]], &[], &p).is_err());
+        let p = Params::default();
+        assert!(search(&rec, &items(), &[vec![0, 1]], &[true], &p).is_err());
+        assert!(search(&rec, &items(), &[vec![0, 0, 1]], &[true], &p).is_err());
+        assert!(search(&rec, &items(), &[], &[], &p).is_err());
+        assert!(search(&rec, &[vec![0], vec![0]], &[vec![0, 1]], &[true], &p).is_err());
+        assert!(search(&rec, &items(), &[vec![0, 1, 2]], &[], &p).is_err());
     }
 }
