@@ -376,6 +376,19 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    // The one counting rule over exact and f64 weights: runs (heaviest first) 50 x1, 20 x2,
+    // 5 x2 of 100; 50% takes one block, 90% three (50 + 20 + 20), 99% five, a zero target
+    // none.
+    #[test]
+    fn blocks_for_target_on_both_weights() {
+        let exact: [(u128, u64); 3] = [(50, 1), (20, 2), (5, 2)];
+        let float: [(f64, u64); 3] = [(50.0, 1), (20.0, 2), (5.0, 2)];
+        for (target, want) in [(50, 1), (90, 3), (99, 5), (0, 0), (1000, 5)] {
+            assert_eq!(blocks_for_target(&exact, target), want, "{target}");
+            assert_eq!(blocks_for_target(&float, target as f64), want, "{target}");
+        }
+    }
+
     fn r(start: u64, len: u64, count: u64) -> ExecRange {
         ExecRange { start, len, count }
     }
