@@ -21,6 +21,18 @@
 //!   split byte by byte.) `bound_p99 = ceil(b / B)` where `b` is the smallest number of bytes,
 //!   taken hottest first, whose weight reaches the target.
 //!
+//! This is Sediment's one footprint definition; every "pages (lines) for 99%" figure is
+//! counted by [`blocks_for_target`] over block weights built one of these ways, and its label
+//! says which:
+//! - **executed bytes**: the per-byte counts of a simulated trace, as above (`sediment sim`,
+//!   `compare --shifts`);
+//! - **executed instructions**: per-instruction counts without lengths (callgrind, for
+//!   `sediment compare` and `noise`): each instruction is a one-byte range at its first byte;
+//! - **predicted from the profile's weights**: a function's self weight spread evenly over its
+//!   bytes, placed by a proposed order (`sediment_order::weight_footprint`, an `f64` weight);
+//! - **functions covered** (`sediment diff`): the hottest functions holding 99% of the profile's
+//!   weight, every byte of each weighing 1, counted as blocks touched.
+//!
 //! Why bytes and not instructions: the natural wording is "lines holding 99% of executed
 //! instructions", but an instruction straddling a line boundary belongs to two lines, and with
 //! instruction weights no packing argument gives an exact lower bound (a line can "hold" more
