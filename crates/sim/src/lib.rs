@@ -30,8 +30,9 @@
 //!   relative to its functions, replayable under any order (`sediment-tune` searches orders
 //!   on it).
 //! - [`bintrace`]: the binary trace of Sediment's own valgrind tool (runs of consecutive
-//!   instructions and the program's executable mappings), decoded into a [`Capture`] ten
-//!   to fifty times faster than lackey's text can be produced.
+//!   instructions and the program's executable mappings), decoded into a [`Capture`]; the
+//!   same fetches as lackey's text, produced tens of times faster (`sediment-valgrind`'s
+//!   `capture` bench measures both).
 //! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
 //!   and into further sets of arrays that see the main binary's code moved: shifted by a
 //!   constant (the layout a pad would give) or relaid out by a proposed function order
