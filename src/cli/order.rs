@@ -296,5 +296,9 @@ fn compare_table(g: &CallGraph, chosen: Algorithm) -> Result<String> {
         }
         out.push('\n');
     }
+    out.push_str(
+        "(pages and lines predicted from the profile's weights, each function's spread over its \
+         bytes, in the order's layout; measured figures: --simulate, `sediment compare`)\n",
+    );
     Ok(out)
 }
