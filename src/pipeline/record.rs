@@ -42,6 +42,9 @@ pub struct Request<'a> {
     pub mode: Option<Mode>,
     /// A whole package: children are followed and binaries without symbols are skipped.
     pub whole: bool,
+    /// The command's standard output goes to `/dev/null` instead of this process's (the demo
+    /// prints its own table there).
+    pub quiet: bool,
 }
 
 /// Runs the command under the profiler and imports the recording. The warnings of the
@@ -76,6 +79,9 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
                 .arg("--")
                 .arg(program)
                 .args(rest);
+            if req.quiet {
+                cmd.stdout(std::process::Stdio::null());
+            }
             warnings.extend(run_profiler(cmd, "perf record", program, &data)?);
             let options = import::Options {
                 mode: Some(req.mode.unwrap_or_default()),
@@ -106,6 +112,9 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
                 cmd.arg("--trace-children=yes");
             }
             cmd.arg(flag).arg(program).args(rest);
+            if req.quiet {
+                cmd.stdout(std::process::Stdio::null());
+            }
             let status = cmd.status().context("cannot run valgrind")?;
             let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
                 .context("cannot list the recording directory")?
