@@ -1,11 +1,13 @@
-//! `sediment sim BINARY... [--json] [-j N] -- ARGS`: run each binary with ARGS under valgrind's
-//! lackey, stream its instruction trace into Sediment's own simulator (`sediment_sim::capture`)
-//! and print I-cache and iTLB misses for several geometries, and the page and line footprint
-//! of the binary's own code with its lower bound, side by side like `sediment compare`.
+//! `sediment sim BINARY... [--json] [-j N] -- ARGS`: run each binary with ARGS under valgrind
+//! with Sediment's own trace tool (lackey where it cannot be built), stream its instruction
+//! trace into Sediment's own simulator (`sediment_sim::capture`) and print I-cache and iTLB
+//! misses for several geometries, and the page and line footprint of the binary's own code
+//! with its lower bound, side by side like `sediment compare`.
 //!
-//! The run is `crate::pipeline::measure::simulate_all`: the lackey driver lives in
-//! `sediment_valgrind::lackey`, the location of the code in `sediment_valgrind::maps`, the replay
-//! in `sediment_sim::lackey`, lld's placement rule in `sediment_link::placement`. One pass
+//! The run is `crate::pipeline::measure::simulate_all`: the tool and its runs live in
+//! `sediment_valgrind::tracer` (lackey's in `sediment_valgrind::lackey`, the location of the
+//! code for it in `sediment_valgrind::maps`), the replay in `sediment_sim::bintrace` (and
+//! `sediment_sim::lackey`), lld's placement rule in `sediment_link::placement`. One pass
 //! answers every geometry of `sediment_sim::GEOMETRIES`.
 //!
 //! Other layouts in the same run (`sediment_sim::capture` views):

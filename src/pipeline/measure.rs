@@ -1,7 +1,8 @@
 //! The `measure` stage: runs binaries under valgrind and measures their code layout.
 //!
-//! [`simulate`] runs one binary under lackey and replays its instruction trace through
-//! Sediment's simulator (`sediment_sim::lackey`) under every layout of a [`Plan`]: the binary as
+//! [`simulate`] runs one binary under valgrind with Sediment's own trace tool (lackey when the
+//! tool cannot be built) and replays its instruction trace through Sediment's simulator
+//! (`sediment_sim::bintrace`, `sediment_sim::lackey`) under every layout of a [`Plan`]: the binary as
 //! linked, shifted by a pad's worth of bytes, or relaid out by a proposed function order
 //! (`sediment_link::placement`, lld's rule) without relinking. One pass answers every geometry
 //! of `sediment_sim::GEOMETRIES`. [`simulate_all`] does it for several binaries in parallel;
@@ -136,7 +137,7 @@ pub fn simulate_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(b) = binaries.get(i) else { break };
-                let r = run_lackey(b, args, valgrind, plan, stdin).map(|(s, _)| s);
+                let r = run_traced(b, args, valgrind, plan, stdin).map(|(s, _)| s);
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some(r);
                 }
@@ -153,7 +154,7 @@ pub fn simulate_all(
     Ok(out)
 }
 
-/// Runs one binary under lackey and replays its trace under every layout of `plan`; the
+/// Runs one binary under valgrind and replays its trace under every layout of `plan`; the
 /// program reads `stdin` (a file) or nothing.
 pub fn simulate(
     binary: &Path,
@@ -163,7 +164,7 @@ pub fn simulate(
     stdin: Option<&Path>,
 ) -> Result<Simulated> {
     let _t = timings::stage("measure");
-    Ok(run_lackey(binary, args, valgrind, plan, stdin)?.0)
+    Ok(run_traced(binary, args, valgrind, plan, stdin)?.0)
 }
 
 /// [`simulate`], also keeping the run ([`Plan::record`], or the default cap when unset).
@@ -178,7 +179,7 @@ pub fn record(
     plan.record = plan
         .record
         .or(Some(sediment_sim::record::DEFAULT_MAX_EVENTS));
-    match run_lackey(binary, args, valgrind, &plan, None)? {
+    match run_traced(binary, args, valgrind, &plan, None)? {
         (s, Some(r)) => Ok((s, r)),
         (_, None) => bail!("{}: the trace has no instruction", binary.display()),
     }
@@ -244,10 +245,99 @@ fn weights_by_key(
         .collect()
 }
 
-/// One lackey run: the binary's functions placed under every order of the plan
-/// (`sediment_link::placement`), the trace replayed under every layout (`sediment_sim::lackey`),
-/// the code located through `/proc/PID/maps` (`sediment_valgrind::maps`).
-fn run_lackey(
+/// Sediment's own valgrind tool, built on first use ([`sediment_valgrind::tracer`]), or `None`
+/// when it cannot be built; then one line says why, once per process, and runs use lackey.
+fn sedtrace(valgrind: &OsString) -> Option<&'static sediment_valgrind::tracer::Tool> {
+    static TOOL: std::sync::OnceLock<Option<sediment_valgrind::tracer::Tool>> =
+        std::sync::OnceLock::new();
+    TOOL.get_or_init(|| match sediment_valgrind::tracer::Tool::get(valgrind) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("sediment: simulating with valgrind lackey (much slower): {e}");
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// A running traced program, lackey or sedtrace.
+trait Traced {
+    fn kill(&mut self);
+    fn stderr_tail(&self) -> String;
+    fn wait(self) -> Result<(std::process::ExitStatus, Vec<u8>, String)>;
+}
+
+impl Traced for sediment_valgrind::lackey::Lackey {
+    fn kill(&mut self) {
+        self.kill();
+    }
+    fn stderr_tail(&self) -> String {
+        self.stderr_tail()
+    }
+    fn wait(self) -> Result<(std::process::ExitStatus, Vec<u8>, String)> {
+        let f = self.wait()?;
+        Ok((f.status, f.stdout, f.stderr_tail))
+    }
+}
+
+impl Traced for sediment_valgrind::tracer::Run {
+    fn kill(&mut self) {
+        self.kill();
+    }
+    fn stderr_tail(&self) -> String {
+        self.stderr_tail()
+    }
+    fn wait(self) -> Result<(std::process::ExitStatus, Vec<u8>, String)> {
+        let f = self.wait()?;
+        Ok((f.status, f.stdout, f.stderr_tail))
+    }
+}
+
+/// Waits for a traced run whose trace was replayed (`replayed`), turning a failed replay or
+/// run into an error that names the tool and says what valgrind said; returns the capture and
+/// the program's standard output.
+fn finish(
+    mut run: impl Traced,
+    replayed: Result<Capture, sediment_sim::Error>,
+    binary: &Path,
+    tool: &str,
+) -> Result<(Capture, Vec<u8>)> {
+    if replayed.is_err() {
+        // Stop a run whose trace we no longer read; it would block on the full pipe.
+        run.kill();
+    }
+    let capture = match replayed {
+        Ok(c) => c,
+        Err(e) => {
+            let tail = run.stderr_tail();
+            let e = anyhow::Error::new(e).context(format!("{tool} trace"));
+            return Err(if tail.is_empty() {
+                e
+            } else {
+                e.context(format!("valgrind said: {tail}"))
+            })
+            .with_context(|| format!("{tool} run of {}", binary.display()));
+        }
+    };
+    let (status, stdout, stderr_tail) = run
+        .wait()
+        .with_context(|| format!("{}: waiting for valgrind", binary.display()))?;
+    if !status.success() {
+        let detail = capture.messages().last().cloned().unwrap_or(stderr_tail);
+        bail!(
+            "valgrind {tool} run of {} failed ({status}): {detail}",
+            binary.display()
+        );
+    }
+    Ok((capture, stdout))
+}
+
+/// One traced run: the binary's functions placed under every order of the plan
+/// (`sediment_link::placement`), the trace replayed under every layout. The trace comes from
+/// Sediment's own tool (`sediment_sim::bintrace`, the code located by the tool's mapping
+/// records), or from lackey when the tool cannot be built (`sediment_sim::lackey`, the code
+/// located through `/proc/PID/maps`, `sediment_valgrind::maps`); both give the same numbers.
+fn run_traced(
     binary: &Path,
     args: &[OsString],
     valgrind: &OsString,
@@ -310,49 +400,41 @@ fn run_lackey(
         .map(|s| (s.offset, s.mem_size))
         .collect();
 
-    let (mut run, pipe) = sediment_valgrind::lackey::spawn(valgrind, &canon, args, stdin)?;
-    let pid = run.pid();
-    let replayed = sediment_sim::lackey::replay_run(
-        pipe,
-        || {
-            sediment_valgrind::maps::exec_range(pid, &canon, &segs)
-                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
-        },
-        &layouts,
-    );
-    if replayed.is_err() {
-        // Stop a run whose trace we no longer read; it would block on the full pipe.
-        run.kill();
-    }
-    let capture = match replayed {
-        Ok(c) => c,
-        Err(e) => {
-            let tail = run.stderr_tail();
-            let e = anyhow::Error::new(e).context("lackey trace");
-            return Err(if tail.is_empty() {
-                e
-            } else {
-                e.context(format!("valgrind said: {tail}"))
-            })
-            .with_context(|| format!("lackey run of {}", binary.display()));
+    let (capture, stdout) = match sedtrace(valgrind) {
+        Some(tool) => {
+            let (run, pipe) =
+                sediment_valgrind::tracer::spawn(valgrind, tool, &canon, args, stdin)?;
+            let replayed = sediment_sim::bintrace::replay_run(
+                pipe,
+                |maps| {
+                    sediment_sim::bintrace::exec_hull(maps, &canon, &segs).map_err(|offset| {
+                        format!(
+                            "{}: executable segment at file offset {offset:#x} not in the \
+                             trace's mapping records",
+                            canon.display()
+                        )
+                        .into()
+                    })
+                },
+                &layouts,
+            );
+            finish(run, replayed, binary, "sedtrace")?
+        }
+        None => {
+            let (run, pipe) = sediment_valgrind::lackey::spawn(valgrind, &canon, args, stdin)?;
+            let pid = run.pid();
+            let replayed = sediment_sim::lackey::replay_run(
+                pipe,
+                || {
+                    sediment_valgrind::maps::exec_range(pid, &canon, &segs)
+                        .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+                },
+                &layouts,
+            );
+            finish(run, replayed, binary, "lackey")?
         }
     };
-    let finished = run
-        .wait()
-        .with_context(|| format!("{}: waiting for valgrind", binary.display()))?;
-    if !finished.status.success() {
-        let detail = capture
-            .messages()
-            .last()
-            .cloned()
-            .unwrap_or(finished.stderr_tail);
-        bail!(
-            "valgrind lackey run of {} failed ({}): {detail}",
-            binary.display(),
-            finished.status
-        );
-    }
-    let stdout = sediment_valgrind::fnv1a(&finished.stdout);
+    let stdout = sediment_valgrind::fnv1a(&stdout);
     let per_layout = sediment_sim::lackey::metrics(&capture, &layouts, &stdout)
         .with_context(|| format!("{}: footprint", binary.display()))?;
     let first_executed = if plan.first_order {

@@ -66,7 +66,8 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::capture::MAX_INSN_BYTES;
-use crate::{Capture, Error};
+use crate::lackey::RunLayouts;
+use crate::{geometry, Capture, Error};
 
 /// The first eight bytes of a trace.
 pub const MAGIC: &[u8; 8] = b"SEDTRACE";
@@ -313,6 +314,37 @@ impl<R: Read> BinTraceReader<R> {
             }
         }
     }
+}
+
+/// Reads a `sedtrace` stream from `pipe` under every layout of `layouts`, as
+/// [`crate::lackey::replay_run`] reads lackey's: `code_range` gets the mapping records that
+/// precede the first run (the executable is mapped by then) and returns the run-time
+/// `[start, end)` of the binary's code (usually [`exec_hull`]); views are added in the same
+/// order, so [`crate::lackey::metrics`] reads the result.
+pub fn replay_run(
+    pipe: impl Read,
+    code_range: impl FnOnce(&[Mapping]) -> Result<(u64, u64), Box<dyn std::error::Error + Send + Sync>>,
+    layouts: &RunLayouts<'_>,
+) -> Result<Capture, Error> {
+    let mut capture = Capture::new(geometry::arrays()?);
+    capture.set_threads(layouts.threads);
+    let mut reader = BinTraceReader::new(pipe)?;
+    let mut maps = Vec::new();
+    let first = loop {
+        match reader.next_record()? {
+            Some(Record::Map(m)) => maps.push(m),
+            other => break other,
+        }
+    };
+    if matches!(first, Some(Record::Run { .. })) {
+        let range = code_range(&maps).map_err(Error::CodeRange)?;
+        crate::lackey::set_up(&mut capture, range, layouts)?;
+    } else if layouts.shifts.len() > 1 || !layouts.relayouts.is_empty() {
+        return Err(Error::NoInstruction);
+    }
+    reader.replay(&mut capture, first)?;
+    capture.finish();
+    Ok(capture)
 }
 
 /// The run-time `[start, end)` hull of a file's executable segments, each given as

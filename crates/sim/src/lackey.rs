@@ -1,5 +1,7 @@
 //! One live lackey run replayed under many layouts at once, and the metrics of each.
 //!
+//! (The same for Sediment's own tool's binary trace: [`crate::bintrace::replay_run`].)
+//!
 //! The trace arrives on a pipe (`sediment_valgrind::lackey`). [`replay_run`] reads it up to the
 //! first instruction line (the dynamic loader's, before any of the program's): at that point
 //! the binary is mapped and the caller's `code_range` tells where its code is at run time (from
@@ -63,34 +65,48 @@ pub fn replay_run(
         }
     }
     if first_insn {
-        let (s, e) = code_range().map_err(Error::CodeRange)?;
-        capture.set_text(s, e)?;
-        // Run-time minus link-time address of the code (the PIE load bias; 0 otherwise).
-        let bias = s.wrapping_sub(layouts.link_start);
-        if let Some((starts, sizes, max)) = layouts.record {
-            let run: Vec<u64> = starts.iter().map(|a| a.wrapping_add(bias)).collect();
-            capture.set_recording(Recording::new(run, sizes.to_vec(), max)?);
-        }
-        for &d in shifts.iter().skip(1) {
-            capture.add_view(TextMap::Shift(d), geometry::arrays()?);
-        }
-        for (old, size, new) in layouts.relayouts {
-            let old: Vec<u64> = old.iter().map(|a| a.wrapping_add(bias)).collect();
-            for &d in shifts {
-                let new: Vec<u64> = new
-                    .iter()
-                    .map(|a| a.wrapping_add(bias).saturating_add(d))
-                    .collect();
-                let r = Relayout::new(&old, size, &new)?;
-                capture.add_view(TextMap::Relayout(r), geometry::arrays()?);
-            }
-        }
+        let range = code_range().map_err(Error::CodeRange)?;
+        set_up(&mut capture, range, layouts)?;
     } else if shifts.len() > 1 || !layouts.relayouts.is_empty() {
         return Err(Error::NoInstruction);
     }
     capture.replay(head.as_slice().chain(reader))?;
     capture.finish();
     Ok(capture)
+}
+
+/// Sets the binary's run-time code range `[s, e)` on `capture`, and from it (through the load
+/// bias) the recording and one view per other layout of `layouts`. Called once the code range
+/// is known and before the first instruction is replayed; shared with
+/// [`crate::bintrace::replay_run`].
+pub(crate) fn set_up(
+    capture: &mut Capture,
+    (s, e): (u64, u64),
+    layouts: &RunLayouts<'_>,
+) -> Result<(), Error> {
+    let shifts = layouts.shifts;
+    capture.set_text(s, e)?;
+    // Run-time minus link-time address of the code (the PIE load bias; 0 otherwise).
+    let bias = s.wrapping_sub(layouts.link_start);
+    if let Some((starts, sizes, max)) = layouts.record {
+        let run: Vec<u64> = starts.iter().map(|a| a.wrapping_add(bias)).collect();
+        capture.set_recording(Recording::new(run, sizes.to_vec(), max)?);
+    }
+    for &d in shifts.iter().skip(1) {
+        capture.add_view(TextMap::Shift(d), geometry::arrays()?);
+    }
+    for (old, size, new) in layouts.relayouts {
+        let old: Vec<u64> = old.iter().map(|a| a.wrapping_add(bias)).collect();
+        for &d in shifts {
+            let new: Vec<u64> = new
+                .iter()
+                .map(|a| a.wrapping_add(bias).saturating_add(d))
+                .collect();
+            let r = Relayout::new(&old, size, &new)?;
+            capture.add_view(TextMap::Relayout(r), geometry::arrays()?);
+        }
+    }
+    Ok(())
 }
 
 /// The metrics of every layout of a finished [`replay_run`]: per layout (as linked, then each

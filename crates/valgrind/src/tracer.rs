@@ -24,10 +24,10 @@
 //! either), so the program's environment is exactly what lackey's run gives it.
 //!
 //! **Running.** [`spawn`] starts `valgrind --tool=... --trace-fd=3 -q --vgdb=no BINARY ARGS`
-//! through `sh -c '... exec valgrind ... 3>&1 1>OUT 2>ERR'`, so that descriptor 3 is our pipe
-//! and the program's own output goes to files in a private temporary directory (the wrapper's
-//! variables are plain shell variables, not exported). Valgrind's own messages go to the
-//! standard error file. The trace is never stored.
+//! the way [`crate::lackey`] starts lackey: `sh -c '... exec valgrind ... 3>&1 1>OUT 2>ERR'`
+//! makes descriptor 3 our pipe, the program's own output goes to files in a private temporary
+//! directory, the environment is Sediment's unchanged, and the child dies with Sediment.
+//! Valgrind's own messages go to the standard error file. The trace is never stored.
 //!
 //! Non-goals: other platforms than amd64 Linux (the static libraries are per platform), and
 //! 32-bit programs (valgrind would look for `NAME-x86-linux`).
@@ -36,7 +36,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 
-use crate::Error;
+use crate::{die_with_parent, stdin_for, Error};
 
 /// The tool's C source, compiled on first use.
 pub const TOOL_SOURCE: &str = include_str!("../tool/sediment_trace.c");
@@ -110,7 +110,7 @@ impl Tool {
         key.push(0);
         key.extend_from_slice(&version.stdout);
         key.extend_from_slice(&core_size.to_le_bytes());
-        let dir = cache_root().join(format!("{:016x}", fnv1a(&key)));
+        let dir = cache_root().join(crate::fnv1a(&key));
         let exe = dir.join(format!("{TOOL_NAME}-{PLATFORM}"));
         if !exe.is_file() {
             // Threads of one process (binaries simulated in parallel) build once; processes
@@ -225,13 +225,6 @@ fn build(dir: &Path, exe: &Path, lib_dir: &Path, include_dir: &Path) -> Result<(
     std::fs::rename(&tmp, exe).map_err(io(exe))
 }
 
-/// FNV-1a, 64 bits: a stable key for the cache (not a defence against collisions on purpose).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 /// A running `sedtrace`; dropping it before [`Run::wait`] kills the run.
 #[derive(Debug)]
 pub struct Run {
@@ -265,14 +258,9 @@ pub fn spawn(
         path: std::env::temp_dir(),
         source,
     })?;
-    let stdin = match stdin {
-        Some(p) => Stdio::from(std::fs::File::open(p).map_err(|source| Error::Io {
-            path: p.to_path_buf(),
-            source,
-        })?),
-        None => Stdio::null(),
-    };
-    let mut child = Command::new("sh")
+    let mut sh = Command::new("sh");
+    die_with_parent(&mut sh);
+    let mut child = sh
         .arg("-c")
         .arg(r#"o=$1 e=$2; shift 2; exec "$@" 3>&1 1>"$o" 2>"$e""#)
         .arg("sh")
@@ -283,7 +271,7 @@ pub fn spawn(
         .args(["-q", "--vgdb=no"])
         .arg(binary)
         .args(args)
-        .stdin(stdin)
+        .stdin(stdin_for(stdin)?)
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|source| Error::ToolMissing {
