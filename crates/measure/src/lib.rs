@@ -25,9 +25,11 @@
 //! importers (that is `sediment-import`). Non-goal: wall-clock timing, which is noisy and
 //! host-dependent; every number here is a deterministic simulation.
 
+pub mod cache;
 pub mod cachegrind;
 pub mod callgrind;
 pub mod footprint;
+pub mod onepass;
 mod run;
 pub mod spread;
 mod table;
@@ -98,6 +100,17 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A one-pass run under Sediment's trace tool ([`onepass`]) failed.
+    #[error("sedtrace run of {binary}: {message}")]
+    Trace {
+        /// The binary being measured.
+        binary: PathBuf,
+        /// What failed, with valgrind's last message when it said something.
+        message: String,
+    },
+    /// The trace could not be decoded or simulated.
+    #[error("trace: {0}")]
+    Simulate(#[source] sediment_sim::Error),
 }
 
 /// Layout metrics of one binary run with one set of arguments. Counts are whole-run totals.

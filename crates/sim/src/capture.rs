@@ -446,9 +446,12 @@ impl Capture {
     /// `count` instructions executed one after the other, filling `[addr, end)` (a run of the
     /// binary trace, [`crate::bintrace`]): the same as `count` calls for its instructions,
     /// except that all of them count as text instructions when the first one starts inside
-    /// the text range. The caller guarantees `addr < end`.
+    /// the text range. An empty or reversed range is ignored.
     #[inline]
-    pub(crate) fn run(&mut self, addr: u64, end: u64, count: u64) {
+    pub fn run(&mut self, addr: u64, end: u64, count: u64) {
+        if addr >= end {
+            return;
+        }
         self.instructions += count;
         if let Some((s, e)) = self.text {
             if addr >= s && addr < e {
