@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{have_tool, sediment};
+use crate::common::sediment;
 
 /// Runs a tool in `dir` and panics with its stderr if it fails.
 fn run(dir: &Path, tool: &str, args: &[&str]) {
