@@ -218,10 +218,10 @@ pub fn run(args: Args) -> Result<()> {
         sediment_measure::format_table_without(&columns, &skip)
     };
     let text = if args.json {
-        annotate_json(&text, sampled, &wanted)?
+        annotate_json(&text, sampled.and(args.sample_first), &wanted)?
     } else {
         let mut t = String::new();
-        if let Some(n) = sampled {
+        if let (Some(n), Some(_)) = (args.sample_first, sampled) {
             t.push_str(&sampled_note(n));
             t.push('\n');
         }
@@ -268,6 +268,7 @@ fn annotate_json(
     }
     prune(&mut doc, wanted);
     if let (Some(n), Some(map)) = (sampled, doc.as_object_mut()) {
+        // The requested limit; each column's `instructions` is what its run measured.
         map.insert("sampled_first_instructions".into(), n.into());
     }
     let mut s = serde_json::to_string_pretty(&doc)?;

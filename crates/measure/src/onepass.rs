@@ -47,7 +47,8 @@
 //!
 //! [`output_differences`] names the variants whose standard output or error differs from the
 //! base's. [`nondeterminism_warning`] flags binaries built from the same objects (the same
-//! function symbols with the same sizes, [`Measured::code_fingerprint`]) that executed
+//! function symbols and data sections with the same sizes, [`Measured::code_fingerprint`]:
+//! a heuristic, blind to a change that keeps every size) that executed
 //! different instruction counts: a layout change alone does not change what a deterministic
 //! program executes, so the workload varies from run to run, and so does every other number.
 //!
@@ -119,8 +120,8 @@ pub struct Measured {
     pub stderr_fnv1a: String,
     /// `Some(n)`: the run was stopped after its first `n` instructions.
     pub sampled: Option<u64>,
-    /// Hash of the binary's function symbols (name and size, sorted): equal for two links of
-    /// the same objects in any order.
+    /// Hash of the binary's function symbols and allocated data sections (names and sizes,
+    /// sorted): equal for two links of the same objects in any order.
     pub code_fingerprint: String,
     /// Read from the cache rather than measured now.
     #[serde(skip)]
@@ -427,7 +428,9 @@ struct Code {
 /// The executable segments and the function fingerprint of an ELF file; `None` when it is not
 /// one or has no executable segment.
 fn code_of(data: &[u8]) -> Option<Code> {
-    use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags, SymbolKind};
+    use object::{
+        Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SegmentFlags, SymbolKind,
+    };
     let file = object::File::parse(data).ok()?;
     let segments: Vec<(u64, u64)> = file
         .segments()
@@ -446,6 +449,14 @@ fn code_of(data: &[u8]) -> Option<Code> {
         .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
         .filter_map(|s| Some((s.name().ok()?, s.size())))
         .collect();
+    // Data of another size (a changed string, a new table) means other objects, even with
+    // the same functions; code sections are left out, as padding between functions is
+    // a layout's choice.
+    funcs.extend(
+        file.sections()
+            .filter(|s| s.address() != 0 && s.kind() != SectionKind::Text)
+            .filter_map(|s| Some((s.name().ok()?, s.size()))),
+    );
     funcs.sort_unstable();
     let mut text = Vec::new();
     for (name, size) in funcs {
