@@ -9,19 +9,21 @@
 //!   entry of the order but the C runtime's start-up code, for a plan without a cluster list)
 //!   lies before every cold part, and reports how many bytes the hot parts span.
 //!
-//! The stages call `sediment_elf::read_bb_addr_map`, `sediment_import::callgrind::instr_counts`
-//! and `sediment_blocks::plan`; this module only reads the files and writes the outputs
-//! atomically.
+//! The steps are the `import` stage (the callgrind profile, [`crate::pipeline::import`]),
+//! `sediment_elf::read_bb_addr_map`, `sediment_import::callgrind::instr_counts`,
+//! `sediment_blocks::plan` and `sediment_blocks::check::check`; this module only reads the
+//! files, writes the outputs atomically and prints.
 
 use crate::cli::vocab;
 use crate::fsio;
 use crate::pipeline::import;
 use anyhow::{anyhow, bail, Context, Result};
-use sediment_blocks::{list_file, part_parent, plan, Params, COLD_SUFFIX};
+use sediment_blocks::check::{check, listed_functions};
+use sediment_blocks::{list_file, plan, Params};
 use sediment_elf::{read_bb_addr_map, Binary};
 use sediment_import::callgrind;
 use sediment_order::Algorithm;
-use sediment_profile::{FunctionOrder, C_RUNTIME};
+use sediment_profile::FunctionOrder;
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -260,14 +262,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
     // linker places them where it likes.
     let list_path = args.plan.join("bb-list.txt");
     let listed: Option<HashSet<String>> = if list_path.exists() {
-        let list = fsio::read_text(&list_path)?;
-        Some(
-            list.lines()
-                .filter_map(|l| l.strip_prefix('!'))
-                .filter(|l| !l.starts_with('!'))
-                .map(str::to_string)
-                .collect(),
-        )
+        Some(listed_functions(&fsio::read_text(&list_path)?))
     } else {
         None
     };
@@ -328,71 +323,4 @@ fn run_check(args: CheckArgs) -> Result<()> {
     }
     println!("ok: every hot part lies before every cold part");
     Ok(())
-}
-
-/// Where the hot and cold parts named by an order ended up in a binary.
-#[derive(Debug, Default)]
-struct CheckReport {
-    hot_listed: usize,
-    hot_found: usize,
-    hot_start: u64,
-    hot_end: u64,
-    cold_listed: usize,
-    cold_found: usize,
-    cold_start: u64,
-    /// The first part of the order (checked, not found) the binary does not define once.
-    first_missing: Option<String>,
-    /// Parts found at a lower address than the part before them in the order.
-    inversions: usize,
-    /// Address of the last part found (for `inversions`).
-    last: u64,
-}
-
-fn check(order: &FunctionOrder, listed: Option<&HashSet<String>>, binary: &Binary) -> CheckReport {
-    let mut r = CheckReport {
-        hot_start: u64::MAX,
-        cold_start: u64::MAX,
-        ..CheckReport::default()
-    };
-    for key in &order.functions {
-        let cold = key.name.ends_with(COLD_SUFFIX);
-        if !cold
-            && (listed.is_some_and(|l| !l.contains(part_parent(&key.name)))
-                || C_RUNTIME.contains(&key.name.as_str()))
-        {
-            continue;
-        }
-        if cold {
-            r.cold_listed += 1;
-        } else {
-            r.hot_listed += 1;
-        }
-        // A key without a file matches a unique symbol of that name (the cold parts are
-        // locals); with a file, the symbol of that file.
-        let found: Vec<_> = binary
-            .functions
-            .iter()
-            .filter(|s| s.key.name == key.name && (key.file.is_none() || s.key.file == key.file))
-            .collect();
-        let [s] = found.as_slice() else {
-            r.first_missing.get_or_insert_with(|| key.to_string());
-            continue;
-        };
-        if s.address < r.last {
-            r.inversions += 1;
-        }
-        r.last = s.address;
-        if cold {
-            r.cold_found += 1;
-            r.cold_start = r.cold_start.min(s.address);
-        } else {
-            r.hot_found += 1;
-            r.hot_start = r.hot_start.min(s.address);
-            r.hot_end = r.hot_end.max(s.address.saturating_add(s.size));
-        }
-    }
-    if r.hot_found == 0 {
-        r.hot_start = 0;
-    }
-    r
 }

@@ -25,6 +25,10 @@
 //!    directory, and runs the real linker with the matching option appended. One line on
 //!    standard error says what was applied.
 //!
+//! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
+//! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
+//! ([`crate::pipeline::verify::verify`]).
+//!
 //! **LTO** (docs/guide/packaging.md, "LTO"). Distributions build with `-flto`: then the inputs are
 //! LLVM bitcode or GCC LTO objects (alone or in archives, told by their first bytes and, for
 //! GCC, their `.gnu.lto_*` sections: [`sediment_elf::objects::Lto`]) and the code the linker
@@ -45,7 +49,7 @@
 //! ([`sediment_link::resolve_lto`]): the other entries are written by name
 //! ([`sediment_link::lto_sections`]), and once the real linker has succeeded the output's
 //! symbols are read and the summary line says how many of the profiled functions are there in
-//! the intended order ([`sediment_link::check_order`]). A profile none of whose functions is in
+//! the intended order ([`crate::pipeline::verify`], [`sediment_link::check_order`]). A profile none of whose functions is in
 //! the output is the same mistake as one matching none of the objects: one line naming the
 //! profile, exit 1, and the output removed, so that no build goes on with it. A GCC LTO link
 //! whose link-time options lack `-ffunction-sections` cannot be ordered: it links unchanged,
@@ -72,7 +76,7 @@ use sediment_link::cmdline::{
     has_plugin, is_shared, output_of, pie_mode, why_not_after_lto, why_not_ordered,
 };
 use sediment_link::{BfdFlavor, Linker};
-use sediment_order::{order_profile, Algorithm};
+use sediment_order::{Algorithm, CallGraph};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -102,7 +106,7 @@ pub struct LdArgs {
 }
 
 /// Runs `sediment wrappers`: finds the linkers, then writes their shims as one set
-/// ([`fsio::replace_files`], executable), in DIR created if missing ([`fsio::in_dir`]), so a
+/// (`fsio::replace_files`, executable), in DIR created if missing (`fsio::in_dir`), so a
 /// failure (no linker on PATH, a directory in the way of a shim) leaves DIR as it was.
 pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
     let me = std::env::current_exe().context("cannot find the sediment executable")?;
@@ -349,8 +353,8 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     let algorithm_name = std::env::var("SEDIMENT_ALGORITHM").unwrap_or_else(|_| "c3".to_string());
     let algorithm =
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
-    let order = order_profile(&profile, algorithm)
-        .with_context(|| format!("{}: cannot order", profile_path.display()))?;
+    let graph = CallGraph::from_profile(&profile);
+    let order = crate::pipeline::order::order(&profile, &profile_path, &graph, algorithm)?;
     let inputs = link_stage::link_inputs(&args.args);
     let SplitInputs { objects, lto } =
         link_stage::split_lto(&inputs, linker, has_plugin(&args.args))?;
@@ -368,7 +372,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
             order: &order,
             objects: &objects,
             lto: true,
-            bfd: Bfd::Known(bfd.clone()),
+            bfd: Bfd::Known(&bfd),
         })
         .map_err(|e| anyhow!("{}: {e}", profile_path.display()))?;
         let (extra, dir) = link_stage::write_for_linker(linker, &bfd, &linked.emitted.text)?;
@@ -394,7 +398,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         order: &order,
         objects: &objects,
         lto: false,
-        bfd: Bfd::Known(bfd.clone()),
+        bfd: Bfd::Known(&bfd),
     })
     .map_err(|e| match e {
         // The objects the profile was checked against are the ones that could be read: with an

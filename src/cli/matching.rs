@@ -12,7 +12,7 @@
 //! missing on each side (count, then the heaviest unmatched profile functions and the first
 //! unmatched target functions in key order).
 //!
-//! With `-o`, the profile is rewritten onto BIN's names (`sediment_profile::remap`: clones that
+//! With `-o`, the profile is rewritten onto BIN's names (`sediment_profile::retarget`: clones that
 //! land on one function are summed, unmatched functions and their calls dropped) and takes
 //! BIN's identity: `meta binary` is BIN as given on the command line, `build-id` and `arch` are
 //! BIN's (a build-id of the old build is removed, not kept), sizes are BIN's symbol sizes, and
@@ -36,11 +36,10 @@
 use crate::fsio;
 use anyhow::{anyhow, Result};
 use sediment_elf::Binary;
-use sediment_profile::{match_profile, remap, FuncKey, Mapping, MatchReport, Profile};
-use std::collections::BTreeMap;
+use sediment_profile::{match_profile, retarget, FuncKey, MatchReport, Profile, Target};
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `sediment match`.
 #[derive(clap::Args)]
@@ -69,20 +68,7 @@ pub struct Args {
     pub min_share: f64,
 }
 
-/// Kept for the verbs that still name it here; the check is [`sediment_profile::require_share`].
-pub use sediment_profile::{binary_share, DEFAULT_MIN_SHARE};
-
-/// [`sediment_profile::require_share`] with the profile's file named before the message (for
-/// the verbs that still call it here; new callers call the profile crate directly).
-pub fn require_share(
-    profile_path: &Path,
-    binaries: &str,
-    share: sediment_profile::Share,
-    min: f64,
-) -> Result<()> {
-    sediment_profile::require_share(share, min, binaries)
-        .map_err(|e| anyhow!("{}: {e}", profile_path.display()))
-}
+use sediment_profile::{binary_share, DEFAULT_MIN_SHARE};
 
 /// Parses a share between 0 and 1.
 fn parse_share(text: &str) -> Result<f64, String> {
@@ -117,7 +103,15 @@ pub fn run(args: Args) -> Result<()> {
     // Match by name, then write the remapped profile (before printing, see the module docs).
     let (mapping, report) = match_profile(&profile, &targets);
     if let Some(out) = &args.output {
-        let moved = retarget(&profile, &mapping, &binary, &targets, &args.binary);
+        let sizes: Vec<u64> = binary.functions.iter().map(|s| s.size).collect();
+        let target = Target {
+            binary: args.binary.display().to_string(),
+            build_id: binary.build_id.clone(),
+            arch: Some(binary.arch.clone()),
+            functions: &targets,
+            sizes: &sizes,
+        };
+        let moved = retarget(&profile, &mapping, target);
         fsio::write_atomic(out, moved.to_text().as_bytes())?;
     }
 
@@ -131,34 +125,6 @@ pub fn run(args: Args) -> Result<()> {
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
     Ok(())
-}
-
-/// The profile rewritten onto the target's keys, with the target's identity and sizes.
-fn retarget(
-    profile: &Profile,
-    mapping: &Mapping,
-    binary: &Binary,
-    targets: &[FuncKey],
-    binary_path: &Path,
-) -> Profile {
-    let mut moved = remap(profile, mapping, targets);
-    // For duplicate keys (two locals of one name and file) `match_profile` picks the lowest
-    // index, so the size is taken from the lowest index too.
-    let mut sizes: BTreeMap<&FuncKey, u64> = BTreeMap::new();
-    for s in &binary.functions {
-        sizes.entry(&s.key).or_insert(s.size);
-    }
-    for f in &mut moved.functions {
-        // Size 0 means the symbol did not say (hand-written assembly), not an empty function.
-        f.size = sizes.get(&f.key).copied().filter(|&s| s > 0);
-    }
-    let old_binary = std::mem::take(&mut moved.meta.binary);
-    let meta = &mut moved.meta;
-    meta.binary = binary_path.display().to_string();
-    meta.build_id = binary.build_id.clone();
-    meta.arch = Some(binary.arch.clone());
-    meta.extra.insert("matched-from".to_string(), old_binary);
-    moved
 }
 
 /// The report as text: where each side came from, then the library's report.

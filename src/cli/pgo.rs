@@ -39,7 +39,7 @@ pub struct Args {
     /// The old spelling of INPUT (`-p, --profile` names a Sediment profile in every other verb).
     #[arg(short = 'p', long = "profile", value_name = "FILE", hide = true)]
     pub profile_option: Vec<PathBuf>,
-    /// Every callgrind.out given, INPUTs first ([`Args::with_inputs`] fills it).
+    /// Every callgrind.out given, INPUTs first (`Args::with_inputs` fills it).
     #[arg(skip)]
     pub profile: Vec<PathBuf>,
     /// Where to write the unsymbolized profile (input of `llvm-profgen

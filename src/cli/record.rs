@@ -10,13 +10,14 @@
 //! same-named static functions defined in one header (callgrind merges those by name).
 //!
 //! The raw recording goes to a temporary directory that is removed afterwards; the profiles
-//! are then imported exactly as `sediment import` would (main executable -> OUT, every other
-//! binary with samples -> `OUT.<basename>.sprof`), written atomically.
+//! are then imported by the `import` stage, exactly as `sediment import` does
+//! ([`crate::pipeline::import`]: main executable -> OUT, every other binary with samples ->
+//! `OUT.<basename>.sprof`), written atomically.
 //!
 //! **Whole packages** (`--prof-dir DIR`, or the environment variable `SEDIMENT_PROF_DIR`, alias
-//! `PROF_DIR`, when neither `-o` nor `--prof-dir` is given: [`vocab::prof_dir_from_env`]): one recording of a test suite or script that runs many
-//! programs writes one profile per executable or shared library it touched, under a name a
-//! build can find: `DIR/<basename>.sprof` (`DIR/sqlite3.sprof`, `DIR/libz.so.1.sprof`).
+//! `PROF_DIR`, when neither `-o` nor `--prof-dir` is given: [`vocab::prof_dir_from_env`]): one
+//! recording of a test suite or script that runs many programs writes one profile per
+//! executable or shared library it touched, under a name a build can find: `DIR/<basename>.sprof` (`DIR/sqlite3.sprof`, `DIR/libz.so.1.sprof`).
 //! perf follows child processes by itself; callgrind is run with `--trace-children=yes` and one
 //! output file per process (`callgrind.out.%p.%n`), which are summed per binary. The naming rules:
 //! - Two *different* binaries of one base name in one recording (same name, other build-id;
@@ -26,8 +27,9 @@
 //!   ld's build-id hashes the loaded sections only, so two programs that differ only in symbol
 //!   names share one; such twins are summed too.)
 //! - An existing `DIR/<basename>.sprof` of the same binary is merged with the new recording
-//!   (the `merge` stage, [`crate::pipeline::merge::into_prof_dir`]), each recording counting once: the file's `meta recordings`
-//!   (1 if absent) is its weight, the new recording's is 1, and the result says one more.
+//!   (the `merge` stage, [`crate::pipeline::merge::into_prof_dir`]), each recording counting
+//!   once: the file's `meta recordings` (1 if absent) is its weight, the new recording's is 1,
+//!   and the result says one more.
 //! - An existing file that describes another build (merge refuses: build-id or architecture
 //!   differ) is left alone; the new profile goes to `DIR/<basename>.<build-id>.sprof` instead,
 //!   with a warning.

@@ -4,7 +4,7 @@
 //! [`import`] is the one entry, taking a [`Format`]. The readers of [`sediment_import`] parse
 //! bytes and ask for the bytes of each binary through a resolver; this module opens the input
 //! files and the binaries (read from the path the profiler recorded, or from
-//! [`Options::binary`] for the binary of that base name) through [`crate::fsio`], which refuses
+//! [`Options::binary`] for the binary of that base name) through `crate::fsio`, which refuses
 //! FIFOs, devices and directories a stranger's profile might name. [`outputs`] says where each
 //! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`).
 
@@ -125,7 +125,7 @@ pub struct ProfileFiles {
 }
 
 impl ProfileFiles {
-    /// The files as [`fsio::write_profiles`] takes them.
+    /// The files as `fsio::write_profiles` takes them.
     pub fn as_set(&self) -> Vec<(&Path, &Profile)> {
         self.files
             .iter()
@@ -581,4 +581,77 @@ fn safe_file_name(name: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(binary: &str) -> Profile {
+        Profile {
+            meta: Meta {
+                binary: binary.to_string(),
+                ..Meta::default()
+            },
+            ..Profile::default()
+        }
+    }
+
+    // The main executable's profile goes to OUT, first; the others beside it by base name,
+    // made safe and numbered on a clash; a main executable without samples gets an empty
+    // profile and a warning.
+    #[test]
+    fn outputs_name_every_profile() {
+        let imported = Imported {
+            source: "perf",
+            profiles: vec![
+                profile("/a/libx.so"),
+                profile("/b/libx.so"),
+                profile("/c/we\nird"),
+            ],
+            main: Some("/bin/prog".to_string()),
+            warnings: vec!["w".to_string()],
+        };
+        let out = outputs(Path::new("o.sprof"), imported).unwrap();
+        let paths: Vec<&Path> = out.files.iter().map(|(p, _)| p.as_path()).collect();
+        assert_eq!(
+            paths,
+            [
+                Path::new("o.sprof"),
+                Path::new("o.sprof.libx.so.sprof"),
+                Path::new("o.sprof.libx.so.2.sprof"),
+                Path::new("o.sprof.we_ird.sprof"),
+            ]
+        );
+        assert_eq!(out.files[0].1.meta.binary, "/bin/prog");
+        assert_eq!(out.files[0].1.meta.source, "perf");
+        assert_eq!(
+            out.warnings,
+            ["w", "the main executable /bin/prog got no samples"]
+        );
+    }
+
+    // A format that takes one input refuses two, and `--mode` is refused for a format without
+    // sampled chains, before any file is read.
+    #[test]
+    fn arguments_checked_first() {
+        let two = [
+            PathBuf::from("/nonexistent/a"),
+            PathBuf::from("/nonexistent/b"),
+        ];
+        let e = import(Format::Perf, &two, &Options::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/nonexistent/b: one input file expected for this format (2 given)"
+        );
+        let options = Options {
+            mode: Some(Mode::Chain),
+            ..Options::default()
+        };
+        let e = import(Format::Gv, &two[..1], &options).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--mode chain is for sampled"),
+            "{e}"
+        );
+    }
 }

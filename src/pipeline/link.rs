@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// How the stage learns which input GNU ld takes ([`BfdFlavor`]); unused for other linkers.
-pub enum Bfd {
+pub enum Bfd<'a> {
     /// Already known (the linker shim asked the real linker before anything else).
-    Known(BfdFlavor),
+    Known(&'a BfdFlavor),
     /// Ask this GNU ld program, for a final link of this PIE mode ([`bfd_flavor`]), once the
     /// order has been resolved.
     Ask {
@@ -49,7 +49,7 @@ pub struct Request<'a> {
     /// ([`sediment_link::resolve_lto`]), instead of counted as missing.
     pub lto: bool,
     /// GNU ld's flavour, or where to ask for it.
-    pub bfd: Bfd,
+    pub bfd: Bfd<'a>,
 }
 
 /// What [`link`] made.
@@ -92,12 +92,16 @@ pub fn link(request: Request<'_>) -> Result<Linked, Error> {
     } else {
         sediment_link::resolve(request.order, request.objects).map_err(Error::Resolve)?
     };
+    let asked;
     let bfd = match (request.linker, request.bfd) {
         (_, Bfd::Known(flavor)) => flavor,
-        (Linker::Bfd, Bfd::Ask { ld, pie }) => bfd_flavor(&ld, pie).map_err(Error::Ld)?,
-        (_, Bfd::Ask { .. }) => BfdFlavor::OrderingFile,
+        (Linker::Bfd, Bfd::Ask { ld, pie }) => {
+            asked = bfd_flavor(&ld, pie).map_err(Error::Ld)?;
+            &asked
+        }
+        (_, Bfd::Ask { .. }) => &BfdFlavor::OrderingFile,
     };
-    let emitted = sediment_link::emit(request.linker, &resolution, request.objects, &bfd)
+    let emitted = sediment_link::emit(request.linker, &resolution, request.objects, bfd)
         .map_err(Error::Emit)?;
     Ok(Linked {
         resolution,

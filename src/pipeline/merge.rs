@@ -163,3 +163,58 @@ pub fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
         Err(e) => Err(anyhow!("{}: {e}", path.display())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sediment_profile::{FuncKey, Meta, ProfileBuilder};
+
+    fn profile(binary: &str, build_id: Option<&str>, weight: u64) -> Profile {
+        let mut b = ProfileBuilder::new(Meta {
+            binary: binary.to_string(),
+            build_id: build_id.map(str::to_string),
+            ..Meta::default()
+        });
+        b.add_self(&FuncKey::global("f"), weight);
+        b.build()
+    }
+
+    // Copies of one build at two paths are summed into one file; two builds of one base name
+    // get a file each, named by build-id; every file counts one recording.
+    #[test]
+    fn prof_dir_names_and_sums() {
+        let dir = tempfile::tempdir().unwrap();
+        let imported = Imported {
+            source: "perf",
+            profiles: vec![
+                profile("/a/prog", Some("aa"), 1),
+                profile("/b/prog", Some("aa"), 2),
+                profile("/a/tool", Some("bb"), 3),
+                profile("/b/tool", Some("cc"), 4),
+            ],
+            main: None,
+            warnings: Vec::new(),
+        };
+        let out = into_prof_dir(dir.path(), imported).unwrap();
+        let files: Vec<(String, u64, &str)> = out
+            .files
+            .iter()
+            .map(|(path, p)| {
+                (
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    p.functions[0].self_weight,
+                    p.meta.extra[META_RECORDINGS].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("prog.sprof".to_string(), 3, "1"),
+                ("tool.bb.sprof".to_string(), 3, "1"),
+                ("tool.cc.sprof".to_string(), 4, "1"),
+            ]
+        );
+        assert!(out.warnings.is_empty());
+    }
+}

@@ -357,7 +357,8 @@ fn environment_variables_are_in_help() {
             }
         }
     }
-    // Every variable the sources read is in the table: a quoted `SEDIMENT_*` or `PROF_DIR`.
+    // Every variable of Sediment's own the sources name is in the table: a quoted `SEDIMENT_*`
+    // or `PROF_DIR`. (The standard ones, PATH, HOME, XDG_CACHE_HOME, are not listed.)
     let listed: Vec<&str> = ENV.iter().flat_map(|(_, v)| v.iter().copied()).collect();
     for (file, text) in sources() {
         for var in quoted_env_names(&text) {
@@ -369,7 +370,8 @@ fn environment_variables_are_in_help() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// The Rust sources of the `sediment` library and binary (`src/`), by path.
+/// The Rust sources of the `sediment` library and binary (`src/`) and of the library crates
+/// (`crates/*/src`), by path.
 fn sources() -> Vec<(String, String)> {
     fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -384,8 +386,15 @@ fn sources() -> Vec<(String, String)> {
             }
         }
     }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
+    walk(&root.join("src"), &mut out);
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        let src = e.unwrap().path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut out);
+        }
+    }
     out.sort();
     out
 }
@@ -541,4 +550,39 @@ fn the_written_table_is_this_one() {
             assert!(page.contains(v), "{v} not in vocabulary.md");
         }
     }
+}
+
+#[test]
+fn prof_dir_environment_scheme() {
+    // `record` takes the profile directory from SEDIMENT_PROF_DIR, else PROF_DIR; a set but
+    // empty SEDIMENT_PROF_DIR means none and hides PROF_DIR (as in the linker shims). A missing
+    // program is refused before any profiler runs, so no external tool is needed: the error
+    // says which of the two checks was reached.
+    let dir = tempfile::tempdir().unwrap();
+    let record = |env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(crate::common::sediment_bin());
+        cmd.current_dir(dir.path())
+            .env_remove("SEDIMENT_PROF_DIR")
+            .env_remove("PROF_DIR")
+            .args(["record", "--", "/nonexistent/prog"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let no_output = "no output: give -o FILE or --prof-dir DIR";
+    assert!(record(&[]).contains(no_output));
+    for env in [
+        &[("SEDIMENT_PROF_DIR", "profs")][..],
+        &[("PROF_DIR", "profs")],
+        &[("SEDIMENT_PROF_DIR", "profs"), ("PROF_DIR", "")],
+    ] {
+        let err = record(env);
+        assert!(!err.contains(no_output), "{env:?}: {err}");
+        assert!(err.contains("/nonexistent/prog"), "{env:?}: {err}");
+    }
+    let err = record(&[("SEDIMENT_PROF_DIR", ""), ("PROF_DIR", "profs")]);
+    assert!(err.contains(no_output), "{err}");
 }

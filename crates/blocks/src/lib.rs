@@ -58,6 +58,9 @@
 //! `name` from `name.cold`), the plan has no clusters and the order is the function order with
 //! every `.cold` symbol moved after all others.
 //!
+//! After the second build, [`check::check`] says where the parts ended up: every hot part
+//! should lie before every cold part.
+//!
 //! Determinism: the map is walked in address order, ExtTSP and C3 break ties by node index, and
 //! no hash-map iteration reaches the output. Design constraint: no I/O; the caller reads files.
 //!
@@ -65,6 +68,8 @@
 //! layout). It would need a cluster per chain, so many more sections and jumps, and the call
 //! edges at block level, which the function-level profile does not give; the two tiers get most
 //! of the density on SQLite (docs/journal/blocks.md).
+
+pub mod check;
 
 use sediment_elf::{BbFunction, Binary};
 use sediment_link::safe::is_safe_symbol;

@@ -366,6 +366,39 @@ mod tests {
         b.build()
     }
 
+    // Two parts of one recording add up as they are: self, call and total weights summed,
+    // the larger size kept, no normalization.
+    #[test]
+    fn sum_adds_unscaled() {
+        let mut a = small(25, 75, 10, 100);
+        let mut b = ProfileBuilder::new(meta("/other/demo"));
+        b.add_self(&key("work"), 5);
+        b.add_self(&key("helper"), 7);
+        b.set_size(&key("work"), 64);
+        b.add_call(&key("main"), &key("work"), 3);
+        b.meta_mut().total = 20;
+        let b = b.build();
+        a.functions[1].size = Some(32);
+        let s = sum(a, &b);
+        let weights: Vec<(&str, u64, Option<u64>)> = s
+            .functions
+            .iter()
+            .map(|f| (f.key.name.as_str(), f.self_weight, f.size))
+            .collect();
+        assert_eq!(
+            weights,
+            [
+                ("helper", 7, None),
+                ("main", 25, None),
+                ("work", 80, Some(64))
+            ]
+        );
+        assert_eq!(s.edges.len(), 1);
+        assert_eq!(s.edges[0].weight, 13);
+        assert_eq!(s.meta.total, 120);
+        assert_eq!(s.meta.binary, "/bin/demo");
+    }
+
     // 100 samples and 10^9 instructions with the same shape count equally at weight 1.
     #[test]
     fn units_are_normalized_away() {

@@ -361,6 +361,45 @@ pub fn remap(profile: &Profile, mapping: &Mapping, target_functions: &[FuncKey])
     b.build()
 }
 
+/// The build a profile is carried over to ([`retarget`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// `meta binary` of the result: the build as the user named it.
+    pub binary: String,
+    /// The build's build-id (`None` removes the old build's).
+    pub build_id: Option<String>,
+    /// The build's architecture.
+    pub arch: Option<String>,
+    /// The build's function keys (the `target_functions` of [`match_profile`]).
+    pub functions: &'a [FuncKey],
+    /// The symbol size of each of `functions`, in the same order; 0 when the symbol did not
+    /// say (hand-written assembly).
+    pub sizes: &'a [u64],
+}
+
+/// [`remap`] onto `target`, and the result takes the target's identity: its `binary`,
+/// `build-id` and `arch`, and the target's symbol sizes (of the lowest-indexed function of a
+/// key, the one [`match_profile`] maps duplicates to; size 0 is "unknown", not an empty
+/// function); `meta matched-from` records the old `binary`. `total` is kept, so the weight that
+/// did not match still counts as unattributed.
+pub fn retarget(profile: &Profile, mapping: &Mapping, target: Target<'_>) -> Profile {
+    let mut moved = remap(profile, mapping, target.functions);
+    let mut sizes: std::collections::BTreeMap<&FuncKey, u64> = std::collections::BTreeMap::new();
+    for (key, &size) in target.functions.iter().zip(target.sizes) {
+        sizes.entry(key).or_insert(size);
+    }
+    for f in &mut moved.functions {
+        f.size = sizes.get(&f.key).copied().filter(|&s| s > 0);
+    }
+    let old_binary = std::mem::take(&mut moved.meta.binary);
+    let meta = &mut moved.meta;
+    meta.binary = target.binary;
+    meta.build_id = target.build_id;
+    meta.arch = target.arch;
+    meta.extra.insert("matched-from".to_string(), old_binary);
+    moved
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,5 +596,35 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    // A carried-over profile takes the target's names, identity and sizes (0: unknown), and
+    // remembers the build it came from.
+    #[test]
+    fn retarget_takes_the_targets_identity() {
+        let p = profile(
+            &[("foo.constprop.0", None, 5), ("bar", None, 2)],
+            &[(1, 0, 3)],
+        );
+        let targets = [FuncKey::global("bar"), FuncKey::global("foo")];
+        let (mapping, _) = match_profile(&p, &targets);
+        let target = Target {
+            binary: "new/prog".to_string(),
+            build_id: None,
+            arch: Some("x86_64".to_string()),
+            functions: &targets,
+            sizes: &[0, 48],
+        };
+        let moved = retarget(&p, &mapping, target);
+        let fns: Vec<(&str, u64, Option<u64>)> = moved
+            .functions
+            .iter()
+            .map(|f| (f.key.name.as_str(), f.self_weight, f.size))
+            .collect();
+        assert_eq!(fns, [("bar", 2, None), ("foo", 5, Some(48))]);
+        assert_eq!(moved.meta.binary, "new/prog");
+        assert_eq!(moved.meta.arch.as_deref(), Some("x86_64"));
+        assert_eq!(moved.meta.extra["matched-from"], p.meta.binary);
+        assert_eq!(moved.edges.len(), 1);
     }
 }

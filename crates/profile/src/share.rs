@@ -16,8 +16,9 @@ use crate::{match_profile, Error, FuncKey, Profile};
 /// Default least share of a profile's weight that must name functions of the binary it is
 /// used with. A profile of another program shares next to none of its names (0% for the
 /// audit's unrelated programs and for a libc profile against a program); another build of the
-/// same program keeps most (83% in docs/design/merging.md's example, which renames and clones). 10%
-/// leaves room for builds that inline or rename much (LTO) and still refuses strangers.
+/// same program keeps most (83% in docs/design/merging.md's example, which renames and
+/// clones). 10% leaves room for builds that inline or rename much (LTO) and still refuses
+/// strangers.
 pub const DEFAULT_MIN_SHARE: f64 = 0.1;
 
 /// Start-up code from the C runtime's own objects (`crt1.o`, `crtbegin.o`): it runs, so it is
