@@ -38,7 +38,7 @@ pub struct Args {
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Simulations to run at once (default: the number of cores).
+    /// Binaries measured at once (default: the number of cores).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     /// Also report I1 misses over this many layouts shifted by `--shift-step` bytes, as median
