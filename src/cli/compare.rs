@@ -9,14 +9,16 @@
 //! standard output or error differ, and when binaries linked from the same objects executed
 //! different instruction counts (a workload that varies between runs).
 //!
-//! `--shifts K` answers "is this difference more than layout luck?" for the I1 rows: every
-//! binary is also simulated once more by `sediment sim` (valgrind lackey, streamed), with its
-//! code virtually shifted by 0, STEP, ..., (K-1)*STEP bytes in the same pass
-//! (`sediment_sim::capture` views), and the I1 misses are then reported only as
-//! `median [min-max]` over those K layouts, beside the iTLB and page rows over the same
-//! shifts, so that a gain can be read against the spread. The cachegrind table keeps its
-//! exact rows except the I1 ones. The lackey run costs about 25 times a cachegrind run
-//! (docs/design/simulator.md); the shifts themselves add only array lookups to it.
+//! The footprint rows say what they count: executed bytes of the binary's own code, from the
+//! trace's fetches, like `sediment sim`'s (which adds the lower bound over all layouts).
+//!
+//! `--shifts K` answers "is this difference more than layout luck?": every binary is also
+//! simulated once more by `sediment sim` (its trace streamed), with its code virtually
+//! shifted by 0, STEP, ..., (K-1)*STEP bytes in the same pass (`sediment_sim::capture` views).
+//! The I1 misses and the 99% / 99.9% footprints are then reported only as `median [min-max]`
+//! over those K layouts, so that a gain can be read against the spread; the one-pass table
+//! keeps its other rows (instructions, iTLB misses, blocks touched). Each metric is printed
+//! once. The shifts themselves add only array lookups to that second run.
 //!
 //! More than one NEW is accepted (the contract names one) so that `sediment demo` can measure
 //! the default link once and every relinked binary beside it in one table.
@@ -41,8 +43,8 @@ pub struct Args {
     /// Binaries measured at once (default: the number of cores).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// Also report I1 misses over this many layouts shifted by `--shift-step` bytes, as median
-    /// [min-max] (one extra `sediment sim` run per binary).
+    /// Also report I1 misses and footprints over this many layouts shifted by `--shift-step`
+    /// bytes, as median [min-max] (one extra `sediment sim` run per binary).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub shifts: u64,
     /// Bytes between consecutive shifts (default: a 4 KiB page and 80 bytes, so that the
@@ -84,35 +86,43 @@ pub enum MetricGroup {
 }
 
 impl MetricGroup {
-    /// The group of a table row (by its label) or a JSON key; `None` for the columns' identity
-    /// fields (binary, output hash), always kept.
-    fn of(name: &str) -> Option<Self> {
-        match name {
+    /// The group of a metric (its JSON key, which is also its row key); `None` for the
+    /// columns' identity fields (binary, output hash), always kept.
+    fn of(key: &str) -> Option<Self> {
+        match key {
             "binary" | "stdout_fnv1a" => None,
             "instructions" => Some(Self::Instructions),
-            n if n.starts_with("I1") || n.starts_with("i1_") => Some(Self::I1),
-            n if n.starts_with("iTLB") || n.starts_with("itlb_") => Some(Self::Itlb),
+            k if k.starts_with("i1_") => Some(Self::I1),
+            k if k.starts_with("itlb_") => Some(Self::Itlb),
             _ => Some(Self::Footprint),
         }
     }
 }
 
 /// What the footprint rows count, printed under the table.
-const FOOTPRINT_NOTE: &str = "# footprint rows: executed bytes of each binary's own code (its executable segments; not ld.so or libc), weighted by execution count";
+const FOOTPRINT_NOTE: &str = "# footprint rows: each binary's own code (its executable segments; not ld.so or libc), bytes weighted by execution count";
 
-/// Cachegrind rows that `--shifts` replaces by their spread over shifted layouts.
-const I1_ROWS: [&str; 2] = ["I1 misses 32K/8-way", "I1 misses 16K/4-way"];
-
-/// `sediment sim` rows printed over the shifted layouts (JSON keys).
-const SHIFTED_ROWS: [&str; 8] = [
+/// Cachegrind rows (JSON keys) that `--shifts` replaces by their spread over shifted layouts:
+/// the I1 misses and the 99% / 99.9% footprints, so that each metric is printed once.
+const REPLACED_ROWS: [&str; 6] = [
     "i1_misses_32k_8way",
     "i1_misses_16k_4way",
-    "itlb_misses_64",
-    "itlb_misses_128",
+    "pages_99",
+    "pages_99_9",
+    "lines_99",
+    "lines_99_9",
+];
+
+/// `sediment sim` rows printed over the shifted layouts (JSON keys). The iTLB rows stay in the
+/// cachegrind table.
+const SHIFTED_ROWS: [&str; 7] = [
+    "i1_misses_32k_8way",
+    "i1_misses_16k_4way",
     "pages_99",
     "pages_99_to_bound",
     "pages_99_9",
     "lines_99",
+    "lines_99_9",
 ];
 
 /// Runs `sediment compare`.
@@ -173,8 +183,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut skip: Vec<&str> = sediment_measure::ROWS
         .iter()
-        .map(|(label, _)| *label)
-        .filter(|l| !wanted(l))
+        .map(|(key, _, _)| *key)
+        .filter(|k| !wanted(k))
         .collect();
 
     let text = if plan.shifts.len() > 1 {
@@ -186,7 +196,7 @@ pub fn run(args: Args) -> Result<()> {
             &plan,
             args.stdin.as_deref(),
         )?;
-        let sim_columns: Vec<(String, Vec<sediment_sim::SimMetrics>)> = columns
+        let sim_columns: Vec<(String, Vec<sediment_sim::Metrics>)> = columns
             .iter()
             .map(|(l, _)| l.clone())
             .zip(
@@ -196,16 +206,23 @@ pub fn run(args: Args) -> Result<()> {
             )
             .collect();
         if args.json {
-            format!(
-                "{{\n\"cachegrind\": {},\n\"shifted\": {}}}\n",
-                sediment_measure::format_json(&columns).trim_end(),
-                sediment_sim::format_json(&sim_columns, &plan.shifts).trim_end()
-            )
+            #[derive(serde::Serialize)]
+            struct Both<'a> {
+                cachegrind: sediment_measure::Report<'a>,
+                shifted: sediment_sim::table::Report,
+            }
+            let both = Both {
+                cachegrind: sediment_measure::report(&columns),
+                shifted: sediment_sim::table::report(&sim_columns, &plan.shifts),
+            };
+            let mut s = serde_json::to_string_pretty(&both)?;
+            s.push('\n');
+            s
         } else {
             format!(
                 "{}\n# {} (sediment sim)\n{}",
                 sediment_measure::format_table_without(&columns, {
-                    skip.extend(I1_ROWS);
+                    skip.extend(REPLACED_ROWS);
                     &skip
                 }),
                 plan.describe_shifts().unwrap_or_default(),

@@ -7,9 +7,10 @@
 //! 2. compile them with gcc, `-O2 -ffunction-sections -fno-omit-frame-pointer
 //!    -fno-toplevel-reorder`, in parallel;
 //! 3. link `demo-default` with gcc's default linker and no ordering;
-//! 4. drive this same executable's subcommands as child processes, exactly as a user would:
-//!    `record`, `order`, then per installed linker (lld, gold, GNU ld) `link` and `link-flags`
-//!    and a gcc relink with those flags into `demo-<linker>`;
+//! 4. call the pipeline's stages as a user's commands would: `record` (into `prof.sprof`),
+//!    `order` (C3, into `demo.order`), then per installed linker (lld, gold, GNU ld) `link`
+//!    (into `order.<linker>`), the driver flags `link-flags` prints, and a gcc relink with
+//!    them into `demo-<linker>`;
 //! 5. `compare` the default link against every relinked binary in one table.
 //!
 //! `-fno-toplevel-reorder` keeps gcc's output order equal to the source's definition order.
@@ -24,9 +25,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use sediment_link::{Linker, PieMode};
+use sediment_order::{Algorithm, CallGraph};
+use sediment_profile::FunctionOrder;
 
 use crate::fsio;
+use crate::pipeline::{self, import, link, record};
 
 /// The example's sources, embedded so that the demo needs nothing but the executable.
 const MAIN_C: &str = include_str!("../../demo/main.c");
@@ -94,43 +99,25 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let t = Instant::now();
-    sediment(
-        &dir,
-        &[
-            "record",
-            "--via",
-            &args.via,
-            "-o",
-            "prof.sprof",
-            "--",
-            "./demo-default",
-        ],
-    )?;
-    sediment(
-        &dir,
-        &[
-            "order",
-            "-p",
-            "prof.sprof",
-            "--algorithm",
-            "c3",
-            "-o",
-            "demo.order",
-        ],
-    )?;
+    record_and_order(&dir, &args.via)?;
     eprintln!(
         "demo: recorded and ordered ({:.1} s)",
         t.elapsed().as_secs_f64()
     );
 
     let t = Instant::now();
+    let order_path = dir.join("demo.order");
+    let order = FunctionOrder::from_text(&fsio::read_text(&order_path)?)
+        .map_err(|e| anyhow!("{}: {e}", order_path.display()))?;
+    let object_paths: Vec<PathBuf> = objects.iter().map(|o| dir.join(o)).collect();
+    let inventory = link::read_inventory(&object_paths)?;
     let mut binaries = vec!["demo-default".to_string()];
     for (linker, probe) in LINKERS {
         if !tool_runs(probe) {
             eprintln!("demo: {probe} not found, skipping {linker}");
             continue;
         }
-        binaries.push(relink(&dir, linker, &objects)?);
+        binaries.push(relink(&dir, linker, &order, &inventory, &objects)?);
     }
     eprintln!(
         "demo: relinked with {} linkers ({:.1} s)",
@@ -221,50 +208,65 @@ fn link_default(dir: &Path, objects: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Pass 4, per linker: emits the linker's ordering input from `demo.order`, asks for the
-/// matching driver flags, and relinks into `demo-<linker>`. Returns the binary's name.
-fn relink(dir: &Path, linker: &str, objects: &[String]) -> Result<String> {
+/// Pass 4, first half: the `record` stage on `demo-default` (profiles written as `sediment
+/// record -o prof.sprof` writes them), then the `order` stage (C3) into `demo.order`.
+fn record_and_order(dir: &Path, via: &str) -> Result<()> {
+    let command = [dir.join("demo-default").display().to_string()];
+    let imported = record::record(&record::Request {
+        via: if via == "perf" {
+            record::Via::Perf
+        } else {
+            record::Via::Callgrind
+        },
+        command: &command,
+        mode: None,
+        whole: false,
+    })?;
+    let prof_path = dir.join("prof.sprof");
+    let out = import::outputs(&prof_path, imported)?;
+    fsio::write_profiles(&out.as_set(), &out.warnings)?;
+    let profile = fsio::read_profile(&prof_path)?;
+    let graph = CallGraph::from_profile(&profile);
+    let order = pipeline::order::order(&profile, &prof_path, &graph, Algorithm::C3)?;
+    fsio::write_atomic(&dir.join("demo.order"), order.to_text().as_bytes())
+}
+
+/// Pass 4, per linker: the `link` stage emits the linker's ordering input for `order` into
+/// `order.<linker>`, and gcc relinks with the driver flags for it into `demo-<linker>`.
+/// Returns the binary's name.
+fn relink(
+    dir: &Path,
+    linker: &str,
+    order: &FunctionOrder,
+    inventory: &[sediment_elf::objects::ObjectFile],
+    objects: &[String],
+) -> Result<String> {
+    let kind: Linker = linker.parse()?;
+    let linked = link::link(link::Request {
+        linker: kind,
+        order,
+        objects: inventory,
+        lto: false,
+        bfd: link::Bfd::Ask {
+            ld: "ld.bfd".to_string(),
+            pie: PieMode::Pie,
+        },
+    })
+    .map_err(|e| anyhow!("demo.order: {e}"))?;
     let input = format!("order.{linker}");
-    let mut link = vec![
-        "link",
-        "--linker",
-        linker,
-        "--order",
-        "demo.order",
-        "-o",
-        &input,
-    ];
-    link.extend(objects.iter().map(String::as_str));
-    sediment(dir, &link)?;
-    let flags = sediment(dir, &["link-flags", "--linker", linker, &input])?;
-    let flags =
-        String::from_utf8(flags.stdout).context("`sediment link-flags` printed non-UTF-8")?;
+    fsio::write_atomic(&dir.join(&input), linked.emitted.text.as_bytes())?;
+    let flags = sediment_link::flags(kind, &input, Some(&linked.emitted.text));
     let binary = format!("demo-{linker}");
     let args = ["-o".to_string(), binary.clone()]
         .into_iter()
         .chain(objects.iter().cloned())
-        .chain(flags.split_ascii_whitespace().map(str::to_string));
+        .chain(
+            flags
+                .iter()
+                .flat_map(|f| f.split_ascii_whitespace().map(str::to_string)),
+        );
     run_tool(dir, "gcc", args)?;
     Ok(binary)
-}
-
-/// Runs a subcommand of this executable in `dir`; fails with its last error line.
-fn sediment(dir: &Path, args: &[&str]) -> Result<Output> {
-    let out = Command::new(current_exe()?)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run `sediment {}`", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "`sediment {}` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            last_line(&out.stderr)
-        );
-    }
-    Ok(out)
 }
 
 /// Runs an external tool in `dir`; fails with its name, status and last error line.

@@ -403,7 +403,7 @@ fn format_table(args: &Args, metrics: &[Metrics]) -> String {
         "max".into(),
         "(max-min)/median".into(),
     ]];
-    for (label, s) in spreads(metrics) {
+    for (_, label, s) in spreads(metrics) {
         rows.push([
             label.to_string(),
             format!("{}", s.median),

@@ -43,7 +43,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use sediment_sim::{format_json, format_table, SimMetrics};
+use sediment_sim::{format_json, format_table, Metrics};
 
 use crate::pipeline::measure::{labels, simulate_all, Plan};
 
@@ -149,7 +149,7 @@ pub fn run(args: Args) -> Result<()> {
             .insert("source".into(), "lackey first execution".into());
         crate::fsio::write_atomic(path, order.to_text().as_bytes())?;
     }
-    let mut columns: Vec<(String, Vec<SimMetrics>)> = Vec::new();
+    let mut columns: Vec<(String, Vec<Metrics>)> = Vec::new();
     for (label, simulated) in labels(&args.binaries).into_iter().zip(results) {
         for w in &simulated.warnings {
             eprintln!("sediment sim: warning: {w}");

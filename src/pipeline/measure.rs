@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
-use sediment_sim::{Capture, SimMetrics};
+use sediment_sim::{Capture, Metrics};
 
 use super::timings;
 
@@ -88,7 +88,7 @@ impl Plan {
 }
 
 /// The metrics of one binary: per layout (as linked, then each order of the plan), per shift.
-pub type Layouts = Vec<Vec<SimMetrics>>;
+pub type Layouts = Vec<Vec<Metrics>>;
 
 /// What one simulated binary gave.
 #[derive(Debug, Clone)]

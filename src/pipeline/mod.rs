@@ -15,6 +15,7 @@ pub mod link;
 pub mod measure;
 pub mod merge;
 pub mod order;
+pub mod record;
 pub mod timings;
 pub mod tune;
 pub mod verify;

@@ -277,7 +277,7 @@ fn recorded_run(req: &Request<'_>, notes: &mut Vec<String>) -> Result<([u64; 2],
                 &"valgrind".into(),
                 &plan,
             )?;
-            let m = &layouts.layouts[0][0].misses;
+            let m = &layouts.layouts[0][0].misses();
             let saved = Saved {
                 key,
                 numbers: vec![m[0], m[2]],

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use sediment_measure::{cachegrind, callgrind, footprint, parse_json, Metrics};
+use sediment_measure::{cachegrind, instruction_footprint, parse_json, Metrics};
 
 use crate::common::{fixture, have_tool, sediment};
 
@@ -41,6 +41,13 @@ fn compare_json(dir: &Path, binaries: &[&str]) -> Vec<(String, Metrics)> {
     parse_json(&String::from_utf8(out.stdout).unwrap()).unwrap()
 }
 
+/// Per-instruction counts of `object` in a callgrind output (the parser `sediment compare` uses).
+fn object_counts(text: &str, object: &str) -> BTreeMap<u64, u64> {
+    let input = sediment_import::callgrind::Input { path: "t", text };
+    let mut all = sediment_import::callgrind::object_instr_costs(&[input]).unwrap();
+    all.remove(object).unwrap_or_default()
+}
+
 #[test]
 fn cachegrind_fixture_totals() {
     // tiny.c runs 8007 instructions (see the fixture README) in two 64-byte lines.
@@ -52,8 +59,7 @@ fn cachegrind_fixture_totals() {
 #[test]
 fn callgrind_fixture_instruction_counts() {
     // Per-address counts follow tiny.c's disassembly; call lines' inclusive costs are skipped.
-    let got = callgrind::instruction_counts(&read("measure/tiny.callgrind.out"), &|o| o == "???")
-        .unwrap();
+    let got = object_counts(&read("measure/tiny.callgrind.out"), "???");
     let mut want: BTreeMap<u64, u64> = BTreeMap::new();
     for a in [0x401000, 0x401006, 0x401009, 0x402012, 0x402014, 0x402017] {
         want.insert(a, 1000);
@@ -63,12 +69,12 @@ fn callgrind_fixture_instruction_counts() {
     }
     want.insert(0x40200b, 1000);
     want.insert(0x40200d, 1000);
-    assert_eq!(got.counts, want);
+    assert_eq!(got, want);
     // Cross-check with cachegrind: the same run minus the 4-instruction exit block.
-    assert_eq!(got.counts.values().sum::<u64>(), 8007 - 4);
+    assert_eq!(got.values().sum::<u64>(), 8007 - 4);
     // step's page holds 3000, _start's 5003: both are needed for 99%.
-    let pages = footprint::footprint(&got.counts, 12);
-    assert_eq!((pages.for_99, pages.for_99_9, pages.touched), (2, 2, 2));
+    let (pages, _) = instruction_footprint(&got).unwrap();
+    assert_eq!((pages.p99, pages.p999, pages.touched), (2, 2, 2));
 }
 
 #[test]
@@ -97,26 +103,11 @@ fn=(3) cold
 0x30000 60
 +4095 40
 ";
-    let got = callgrind::instruction_counts(text, &|o| o == "/x/prog").unwrap();
-    assert_eq!(got.counts.values().sum::<u64>(), 10000);
-    let pages = footprint::footprint(&got.counts, 12);
-    assert_eq!(
-        pages,
-        footprint::Footprint {
-            for_99: 2,
-            for_99_9: 3,
-            touched: 3
-        }
-    );
-    let lines = footprint::footprint(&got.counts, 6);
-    assert_eq!(
-        lines,
-        footprint::Footprint {
-            for_99: 2,
-            for_99_9: 4,
-            touched: 4
-        }
-    );
+    let got = object_counts(text, "/x/prog");
+    assert_eq!(got.values().sum::<u64>(), 10000);
+    let (pages, lines) = instruction_footprint(&got).unwrap();
+    assert_eq!((pages.p99, pages.p999, pages.touched), (2, 3, 3));
+    assert_eq!((lines.p99, lines.p999, lines.touched), (2, 4, 4));
 }
 
 #[test]

@@ -141,7 +141,8 @@ pub struct SpanChange {
     pub new_lines: u64,
 }
 
-/// Distinct lines and pages a set of functions covers.
+/// Distinct lines and pages a set of functions covers ("functions covered": every byte of each
+/// function, hot or not).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Footprint {
     /// Functions in the set.
@@ -434,7 +435,8 @@ fn hottest(fs: &[Placed], per_mille: u64) -> impl Iterator<Item = &Placed> {
     idx.into_iter().map(move |i| &fs[i])
 }
 
-/// Distinct lines and pages covered by `fs`.
+/// Distinct lines and pages covered by `fs` (each function's whole extent, a size of 0 as one
+/// byte): the "functions covered" footprint, counted by the simulator's footprint module.
 pub fn footprint<'a>(fs: impl Iterator<Item = &'a Placed>) -> Footprint {
     let mut ranges: Vec<(u64, u64)> = Vec::new();
     let mut fp = Footprint::default();
@@ -448,25 +450,23 @@ pub fn footprint<'a>(fs: impl Iterator<Item = &'a Placed>) -> Footprint {
     fp
 }
 
-/// Distinct `block`-byte blocks touched by inclusive byte ranges.
+/// Distinct `block`-byte blocks touched by inclusive byte ranges: the blocks of non-zero weight
+/// of [`sediment_sim::ExecProfile`] with every byte weighing 1 (ranges overlapping the last
+/// byte of the address space end one byte early: the profile's ranges are half-open).
 fn distinct_blocks(ranges: &[(u64, u64)], block: u64) -> u64 {
-    let mut spans: Vec<(u64, u64)> = ranges
+    let records: Vec<sediment_sim::ExecRange> = ranges
         .iter()
-        .map(|&(a, b)| (a / block, b / block))
+        .map(|&(a, b)| sediment_sim::ExecRange {
+            start: a,
+            len: (b - a).saturating_add(1).min(u64::MAX - a),
+            count: 1,
+        })
         .collect();
-    spans.sort_unstable();
-    let mut count = 0u64;
-    let mut covered_to: Option<u64> = None;
-    for (a, b) in spans {
-        let from = match covered_to {
-            Some(c) if c >= b => continue,
-            Some(c) if c >= a => c + 1,
-            _ => a,
-        };
-        count += b - from + 1;
-        covered_to = Some(b);
-    }
-    count
+    // Counts of 1 over disjoint-or-overlapping ranges below 2^64 bytes cannot overflow the
+    // 128-bit weight, and LINE and PAGE are powers of two.
+    sediment_sim::ExecProfile::new(&records)
+        .and_then(|p| p.touched(block))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -334,6 +334,27 @@ pub fn instr_counts(
     })
 }
 
+/// Per-instruction counts of the first event (`Ir`) of every object in callgrind output files
+/// of one run recorded with `--dump-instr=yes`, at the addresses callgrind wrote (no load base
+/// removed), keyed by object name as written in `ob=` lines. Objects without instruction-level
+/// costs are absent. `sediment-measure` takes its page and line footprints from these.
+pub fn object_instr_costs(
+    inputs: &[Input<'_>],
+) -> Result<BTreeMap<String, BTreeMap<u64, u64>>, Error> {
+    let mut acc = Acc::default();
+    for input in inputs {
+        FileParser::new(input.path, &mut acc).parse(input.text)?;
+    }
+    Ok(acc
+        .addr_cost
+        .iter()
+        .map(|(&o, costs)| {
+            let counts = costs.iter().map(|(&a, &c)| (a, c)).collect();
+            (acc.strings.names[o as usize].clone(), counts)
+        })
+        .collect())
+}
+
 /// The load base voted by functions whose symbol address is known: each candidate is (lowest
 /// address of the function's cost lines, link-time address of its symbol). See the module docs
 /// for the rule; `None` when no base is backed by [`MIN_BASE_VOTES`] candidates (or by all of

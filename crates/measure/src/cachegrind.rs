@@ -7,7 +7,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::callgrind::ParseError;
+/// A parse failure: 1-based line number and what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line number in the cachegrind output.
+    pub line: usize,
+    /// What was wrong with it.
+    pub message: String,
+}
 
 /// Event name -> whole-run total, from the `events:` and `summary:` lines.
 pub fn totals(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {

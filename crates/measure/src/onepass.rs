@@ -63,7 +63,7 @@ use std::time::Instant;
 
 use sediment_sim::bintrace::{exec_hull, BinTraceReader, Record};
 use sediment_sim::geometry::{CACHEGRIND, GEOMETRIES};
-use sediment_sim::Capture;
+use sediment_sim::{Capture, FootprintWeight};
 use sediment_valgrind::tracer::{self, Tool};
 
 use crate::{cache, fnv1a, Error, Metrics};
@@ -257,6 +257,7 @@ impl One<'_> {
         if let Some((dir, k)) = &key {
             if let Some(mut m) = cache::load(dir, k) {
                 m.metrics.binary = self.binary.display().to_string();
+                m.metrics.weighed_by = FootprintWeight::ExecutedBytes;
                 m.cached = true;
                 report(Event::Finished {
                     instructions: m.metrics.instructions,
@@ -346,22 +347,15 @@ impl One<'_> {
             profile.footprint(64).map_err(Error::Simulate)?,
         );
         let misses: Vec<u64> = capture.arrays().iter().map(|a| a.stats().misses).collect();
-        let metrics = Metrics {
-            binary: String::new(),
+        let mut metrics = Metrics {
             instructions: capture.instructions(),
-            i1_misses_32k_8way: misses[0],
-            i1_misses_16k_4way: misses[1],
-            itlb_misses_64: misses[2],
-            itlb_misses_128: misses[3],
             object_instructions: capture.text_instructions(),
-            pages_99: pages.p99,
-            pages_99_9: pages.p999,
-            lines_99: lines.p99,
-            lines_99_9: lines.p999,
-            pages_touched: pages.touched,
-            lines_touched: lines.touched,
             stdout_fnv1a: fnv1a(&finished.stdout),
+            weighed_by: FootprintWeight::ExecutedBytes,
+            ..Metrics::default()
         };
+        metrics.set_misses(&misses);
+        metrics.set_footprints(&pages, &lines);
         Ok(Measured {
             metrics,
             stderr_fnv1a: fnv1a(&finished.stderr),

@@ -54,20 +54,20 @@ pub fn spread(values: &[u64]) -> Option<Spread> {
     })
 }
 
-/// The spread of every [`ROWS`] metric over `metrics`, labelled and in table order; empty when
-/// `metrics` is.
-pub fn spreads(metrics: &[Metrics]) -> Vec<(&'static str, Spread)> {
+/// The spread of every [`ROWS`] metric over `metrics`, as (JSON key, label, spread) in table
+/// order; empty when `metrics` is.
+pub fn spreads(metrics: &[Metrics]) -> Vec<(&'static str, &'static str, Spread)> {
     ROWS.iter()
-        .filter_map(|&(label, get)| {
+        .filter_map(|&(key, label, get)| {
             let values: Vec<u64> = metrics.iter().map(get).collect();
-            spread(&values).map(|s| (label, s))
+            spread(&values).map(|s| (key, label, s))
         })
         .collect()
 }
 
 /// The JSON report of `sediment noise`: `{"mode", "layouts", "variants": [{"label",
 /// "metrics"}], "spread": [{"metric", "median", "min", "max", "relative_range"}]}`, variants
-/// in the order given, metrics in [`ROWS`] order. `layouts` is a free-text description.
+/// in the order given, metrics in [`ROWS`] order, each named by its JSON key. `layouts` is a free-text description.
 pub fn format_json(mode: &str, layouts: &str, variants: &[(String, Metrics)]) -> String {
     #[derive(serde::Serialize)]
     struct Variant<'a> {
@@ -97,7 +97,7 @@ pub fn format_json(mode: &str, layouts: &str, variants: &[(String, Metrics)]) ->
             .collect(),
         spread: spreads(&metrics)
             .into_iter()
-            .map(|(metric, spread)| Row { metric, spread })
+            .map(|(metric, _, spread)| Row { metric, spread })
             .collect(),
     };
     // Serialising plain structs of strings and numbers cannot fail.

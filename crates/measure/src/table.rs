@@ -4,24 +4,59 @@
 //! per other binary: its value divided by the base's, three decimals, `-` when the base is 0.
 //! Columns are right-aligned to the widest cell, so the table is stable and diffable.
 
+use sediment_sim::geometry::{ITLB_128_8WAY, ITLB_64_8WAY, L1I_16K_4WAY, L1I_32K_8WAY};
+
 use crate::Metrics;
 
-/// One table row: its label and how to read its value from [`Metrics`].
-pub type Row = (&'static str, fn(&Metrics) -> u64);
+/// One table row: its JSON key (the metric's one name), its label and how to read its value
+/// from [`Metrics`].
+pub type Row = (&'static str, &'static str, fn(&Metrics) -> u64);
 
-/// The rows, in display order.
+/// The rows, in display order. Cache and iTLB labels are those of `sediment_sim::GEOMETRIES`;
+/// footprint labels say what they count: callgrind gives per-instruction counts, so these
+/// footprints weigh executed instructions (`sediment sim`'s weigh executed bytes).
 pub const ROWS: [Row; 11] = [
-    ("instructions", |m| m.instructions),
-    ("I1 misses 32K/8-way", |m| m.i1_misses_32k_8way),
-    ("I1 misses 16K/4-way", |m| m.i1_misses_16k_4way),
-    ("iTLB misses 64 entries", |m| m.itlb_misses_64),
-    ("iTLB misses 128 entries", |m| m.itlb_misses_128),
-    ("4K pages for 99%", |m| m.pages_99),
-    ("4K pages for 99.9%", |m| m.pages_99_9),
-    ("64B lines for 99%", |m| m.lines_99),
-    ("64B lines for 99.9%", |m| m.lines_99_9),
-    ("4K pages touched", |m| m.pages_touched),
-    ("64B lines touched", |m| m.lines_touched),
+    ("instructions", "instructions", |m| m.instructions),
+    (L1I_32K_8WAY.key, L1I_32K_8WAY.label, |m| {
+        m.i1_misses_32k_8way
+    }),
+    (L1I_16K_4WAY.key, L1I_16K_4WAY.label, |m| {
+        m.i1_misses_16k_4way
+    }),
+    (ITLB_64_8WAY.key, ITLB_64_8WAY.label, |m| m.itlb_misses_64),
+    (ITLB_128_8WAY.key, ITLB_128_8WAY.label, |m| {
+        m.itlb_misses_128
+    }),
+    (
+        "pages_99",
+        "4K pages for 99% (executed instructions)",
+        |m| m.pages_99,
+    ),
+    (
+        "pages_99_9",
+        "4K pages for 99.9% (executed instructions)",
+        |m| m.pages_99_9,
+    ),
+    (
+        "lines_99",
+        "64B lines for 99% (executed instructions)",
+        |m| m.lines_99,
+    ),
+    (
+        "lines_99_9",
+        "64B lines for 99.9% (executed instructions)",
+        |m| m.lines_99_9,
+    ),
+    (
+        "pages_touched",
+        "4K pages touched (executed instructions)",
+        |m| m.pages_touched,
+    ),
+    (
+        "lines_touched",
+        "64B lines touched (executed instructions)",
+        |m| m.lines_touched,
+    ),
 ];
 
 /// Formats `columns` (label, metrics), the first being the base, as a text table.
@@ -29,8 +64,8 @@ pub fn format_table(columns: &[(String, Metrics)]) -> String {
     format_table_without(columns, &[])
 }
 
-/// [`format_table`] without the rows whose label is in `skip` (`sediment compare --shifts`
-/// replaces the I1 rows of one layout by their spread over shifted layouts).
+/// [`format_table`] without the rows whose JSON key is in `skip` (`sediment compare --shifts`
+/// replaces the I1 and footprint rows of one layout by their spread over shifted layouts).
 pub fn format_table_without(columns: &[(String, Metrics)], skip: &[&str]) -> String {
     let Some((base_label, base)) = columns.first() else {
         return String::new();
@@ -41,11 +76,18 @@ pub fn format_table_without(columns: &[(String, Metrics)], skip: &[&str]) -> Str
         header.push(format!("{l}/{base_label}"));
     }
     let mut rows = vec![header];
-    for (name, get) in ROWS {
-        if skip.contains(&name) {
+    for (key, label, get) in ROWS {
+        if skip.contains(&key) {
             continue;
         }
-        let mut row = vec![name.to_string()];
+        // Footprint labels name what the base's footprints weigh (the one-pass measurement
+        // weighs executed bytes).
+        let instr = sediment_sim::FootprintWeight::ExecutedInstructions.label();
+        let label = match label.strip_suffix(instr) {
+            Some(stem) => format!("{stem}{}", base.weighed_by.label()),
+            None => label.to_string(),
+        };
+        let mut row = vec![label];
         row.extend(columns.iter().map(|(_, m)| get(m).to_string()));
         for (_, m) in &columns[1..] {
             row.push(ratio(get(m), get(base)));
@@ -69,29 +111,39 @@ pub fn format_table_without(columns: &[(String, Metrics)], skip: &[&str]) -> Str
 }
 
 /// One column of the JSON output.
-#[derive(serde::Serialize)]
-struct JsonColumn<'a> {
-    label: &'a str,
-    metrics: &'a Metrics,
+#[derive(Debug, serde::Serialize)]
+pub struct JsonColumn<'a> {
+    /// The column's label.
+    pub label: &'a str,
+    /// Its metrics.
+    pub metrics: &'a Metrics,
 }
 
-/// Formats `columns` (label, metrics) as pretty-printed JSON:
-/// `{"base": "<label>", "columns": [{"label": ..., "metrics": {...}}, ...]}`, base first.
-pub fn format_json(columns: &[(String, Metrics)]) -> String {
-    #[derive(serde::Serialize)]
-    struct Doc<'a> {
-        base: &'a str,
-        columns: Vec<JsonColumn<'a>>,
-    }
-    let doc = Doc {
+/// The JSON report of [`format_json`]: `{"base": "<label>", "columns": [{"label": ...,
+/// "metrics": {...}}, ...]}`, base first.
+#[derive(Debug, serde::Serialize)]
+pub struct Report<'a> {
+    /// The base column's label.
+    pub base: &'a str,
+    /// Every column, base first.
+    pub columns: Vec<JsonColumn<'a>>,
+}
+
+/// The [`Report`] of `columns` (label, metrics), the first being the base.
+pub fn report(columns: &[(String, Metrics)]) -> Report<'_> {
+    Report {
         base: columns.first().map_or("", |(l, _)| l.as_str()),
         columns: columns
             .iter()
             .map(|(label, metrics)| JsonColumn { label, metrics })
             .collect(),
-    };
+    }
+}
+
+/// Formats `columns` (label, metrics) as pretty-printed JSON ([`Report`]).
+pub fn format_json(columns: &[(String, Metrics)]) -> String {
     // Serialising plain structs of strings and integers cannot fail.
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    let mut s = serde_json::to_string_pretty(&report(columns)).unwrap_or_default();
     s.push('\n');
     s
 }
@@ -143,6 +195,7 @@ mod tests {
             pages_touched: pages,
             lines_touched: 4,
             stdout_fnv1a: String::new(),
+            ..Metrics::default()
         }
     }
 
@@ -151,9 +204,18 @@ mod tests {
         // Halving the pages shows 0.500; a zero base shows `-` instead of dividing by zero.
         let t = format_table(&[("base".into(), m(4)), ("new".into(), m(2))]);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "metric                   base   new  new/base");
-        assert_eq!(lines[2], "I1 misses 32K/8-way         0     0         -");
-        assert_eq!(lines[6], "4K pages for 99%            4     2     0.500");
+        assert_eq!(
+            lines[0],
+            "metric                                       base   new  new/base"
+        );
+        assert_eq!(
+            lines[2],
+            "I1 misses 32K/8-way                             0     0         -"
+        );
+        assert_eq!(
+            lines[6],
+            "4K pages for 99% (executed instructions)        4     2     0.500"
+        );
         assert_eq!(lines.len(), 12);
     }
 

@@ -132,7 +132,9 @@ pub(crate) fn edge_score(from: u64, to: u64, count: u64, p: &ExtTspParams) -> f6
 /// `num / den` of the total. A node's weight is spread evenly over its bytes (a zero size counts
 /// as one byte), since a profile says how often a function ran, not which of its bytes did.
 /// It is the profile's prediction of the "pages (lines) holding 99% of executed bytes" that
-/// `sediment compare` measures; lower is better.
+/// `sediment sim` measures, counted by the one footprint rule
+/// ([`sediment_sim::blocks_for_target`]); a figure from it is labelled "predicted from the
+/// profile's weights". Lower is better.
 ///
 /// Blocks fully inside one node are kept as one run `(weight, how many)`, so a huge size cannot
 /// make this allocate per block. `block` of zero is treated as one byte; `den` of zero as one.
@@ -188,18 +190,7 @@ pub fn weight_footprint(
     runs.sort_by(|a, b| b.0.total_cmp(&a.0));
     let total: f64 = counts.iter().map(|&c| c as f64).sum();
     let target = total * share.0 as f64 / share.1.max(1) as f64;
-    let (mut acc, mut blocks) = (0.0f64, 0u64);
-    for (w, k) in runs {
-        if acc >= target || w <= 0.0 {
-            break;
-        }
-        // How many of these `k` equal blocks are still needed.
-        let need = ((target - acc) / w).ceil().min(k as f64) as u64;
-        let take = need.max(1);
-        acc += w * take as f64;
-        blocks += take;
-    }
-    Ok(blocks)
+    Ok(sediment_sim::blocks_for_target(&runs, target))
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ pub struct ExecProfile {
 
 /// Footprint of one workload at one block size. See the module documentation for the exact
 /// definitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Footprint {
     /// Block size in bytes (line or page).
     pub block_size: u64,
@@ -304,19 +304,68 @@ impl ExecProfile {
 /// number of units whose weights sum to at least `target`. `target` never exceeds the total
 /// (a [`Share`] is at most 1), so the loop always returns from inside.
 fn count_for_target(groups: &[(u128, u64)], target: u128) -> u64 {
-    if target == 0 {
+    blocks_for_target(groups, target)
+}
+
+/// A block weight [`blocks_for_target`] can sum: exact integers (a measured run) or `f64` (a
+/// profile's weight spread evenly over a function's bytes, `sediment_order::weight_footprint`).
+pub trait BlockWeight: Copy + PartialOrd {
+    /// Zero.
+    const ZERO: Self;
+    /// `self * n`.
+    fn times(self, n: u64) -> Self;
+    /// `self + other`.
+    fn plus(self, other: Self) -> Self;
+    /// `ceil((target - cum) / self)` for `cum < target`, as a block count.
+    fn blocks_to(self, cum: Self, target: Self) -> u64;
+}
+
+impl BlockWeight for u128 {
+    const ZERO: Self = 0;
+    fn times(self, n: u64) -> Self {
+        self * u128::from(n)
+    }
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+    fn blocks_to(self, cum: Self, target: Self) -> u64 {
+        (target - cum).div_ceil(self) as u64
+    }
+}
+
+impl BlockWeight for f64 {
+    const ZERO: Self = 0.0;
+    fn times(self, n: u64) -> Self {
+        self * n as f64
+    }
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+    fn blocks_to(self, cum: Self, target: Self) -> u64 {
+        ((target - cum) / self).ceil().max(1.0) as u64
+    }
+}
+
+/// The footprint rule, the one definition every "blocks holding X%" figure of Sediment uses:
+/// the number of blocks, heaviest first, whose weights sum to at least `target`. `groups` are
+/// runs `(block weight, how many blocks)` sorted heaviest first; blocks of zero weight are
+/// never counted. 0 when `target` is 0; every block when the target is out of reach.
+pub fn blocks_for_target<W: BlockWeight>(groups: &[(W, u64)], target: W) -> u64 {
+    if target.partial_cmp(&W::ZERO) != Some(std::cmp::Ordering::Greater) {
         return 0;
     }
-    let mut cum: u128 = 0;
+    let mut cum = W::ZERO;
     let mut units: u64 = 0;
     for &(w, n) in groups {
-        // w * n is part of the total weight, which fit in u128.
-        let all = w * u128::from(n);
-        if cum + all >= target {
-            let need = (target - cum).div_ceil(w);
-            return units + need as u64;
+        if w.partial_cmp(&W::ZERO) != Some(std::cmp::Ordering::Greater) {
+            break;
         }
-        cum += all;
+        // w * n is part of the total weight, which fits (u128: checked when built).
+        let all = w.times(n);
+        if cum.plus(all) >= target {
+            return units + w.blocks_to(cum, target).min(n);
+        }
+        cum = cum.plus(all);
         units += n;
     }
     units

@@ -16,7 +16,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use crate::{geometry, Capture, Error, Recording, Relayout, SimMetrics, TextMap};
+use crate::{geometry, Capture, Error, FootprintWeight, Metrics, Recording, Relayout, TextMap};
 
 /// The layouts one run is replayed under, besides the binary as linked.
 #[derive(Debug, Clone, Copy)]
@@ -115,18 +115,21 @@ pub fn metrics(
     capture: &Capture,
     layouts: &RunLayouts<'_>,
     stdout_fnv1a: &str,
-) -> Result<Vec<Vec<SimMetrics>>, Error> {
+) -> Result<Vec<Vec<Metrics>>, Error> {
     let k = layouts.shifts.len();
     let one = |arrays: &[crate::SetAssocLru], profile: crate::ExecProfile| {
-        Ok::<_, Error>(SimMetrics {
+        let mut m = Metrics {
             instructions: capture.instructions(),
             object_instructions: capture.text_instructions(),
-            fetches: capture.fetches(),
-            misses: arrays.iter().map(|a| a.stats().misses).collect(),
-            pages: profile.footprint(4096)?,
-            lines: profile.footprint(64)?,
+            fetches: Some(capture.fetches()),
             stdout_fnv1a: stdout_fnv1a.to_string(),
-        })
+            weighed_by: FootprintWeight::ExecutedBytes,
+            ..Metrics::default()
+        };
+        let misses: Vec<u64> = arrays.iter().map(|a| a.stats().misses).collect();
+        m.set_misses(&misses);
+        m.set_footprints(&profile.footprint(4096)?, &profile.footprint(64)?);
+        Ok::<_, Error>(m)
     };
     let mut out = Vec::with_capacity(1 + layouts.relayouts.len());
     for layout in 0..=layouts.relayouts.len() {

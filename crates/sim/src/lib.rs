@@ -22,15 +22,17 @@
 //! - [`trace`]: a small line-oriented trace format and its streaming reader over any
 //!   [`std::io::BufRead`].
 //! - [`geometry`]: the one table of simulated L1i and iTLB geometries ([`GEOMETRIES`]).
-//! - [`lackey`]: one live lackey run replayed under many layouts at once; [`table`]: the
-//!   metrics of a simulated run ([`SimMetrics`]) as a table or JSON.
+//! - [`metrics`]: the one metrics struct ([`Metrics`]) of every measured or simulated run.
+//! - [`lackey`]: one live lackey run replayed under many layouts at once; [`table`]: simulated
+//!   metrics over shifted layouts as a table or JSON.
 //! - [`Machine`]: an L1i and an iTLB fed together.
 //! - [`record`]: a bounded, sampled in-memory record of one run with the binary's code kept
 //!   relative to its functions, replayable under any order (`sediment-tune` searches orders
 //!   on it).
 //! - [`bintrace`]: the binary trace of Sediment's own valgrind tool (runs of consecutive
-//!   instructions and the program's executable mappings), decoded into a [`Capture`] ten
-//!   to fifty times faster than lackey's text can be produced.
+//!   instructions and the program's executable mappings), decoded into a [`Capture`]; the
+//!   same fetches as lackey's text, produced tens of times faster (`sediment-valgrind`'s
+//!   `capture` bench measures both).
 //! - [`capture`]: valgrind lackey's instruction trace, streamed into several arrays at once,
 //!   and into further sets of arrays that see the main binary's code moved: shifted by a
 //!   constant (the layout a pad would give) or relaid out by a proposed function order
@@ -60,18 +62,20 @@ pub mod lackey;
 pub mod layout;
 pub mod lru;
 mod machine;
+pub mod metrics;
 pub mod record;
 pub mod table;
 pub mod trace;
 
 pub use capture::{Capture, Relayout, TextMap};
-pub use footprint::{ExecProfile, ExecRange, Footprint, Share};
+pub use footprint::{blocks_for_target, ExecProfile, ExecRange, Footprint, Share};
 pub use geometry::{Geometry, GEOMETRIES};
 pub use layout::{layout_from_order, order_footprint, FuncRange, Layout};
 pub use lru::{CacheConfig, PageSize, SetAssocLru, Stats, TlbConfig};
 pub use machine::Machine;
+pub use metrics::{Bounds, FootprintWeight, Metrics};
 pub use record::{Recording, Saved};
-pub use table::{format_json, format_table, SimMetrics};
+pub use table::{format_json, format_table};
 pub use trace::{TraceEvent, TraceReader};
 
 /// Default step in bytes between shifted layouts when their iTLB figures count: one 4 KiB

@@ -1,4 +1,4 @@
-//! The metrics of a simulated run ([`SimMetrics`]) and their one table and JSON form, shared by
+//! The metrics of simulated runs ([`Metrics`]) and their one table and JSON form, shared by
 //! `sediment sim`, `sediment compare --shifts` and `sediment order --simulate`.
 //!
 //! A column is one layout over K shifts; a cell is the value, or `median [min-max]` over the
@@ -6,26 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::{geometry::GEOMETRIES, Footprint};
-
-/// Everything `sediment sim` reports for one binary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimMetrics {
-    /// Instructions executed by the whole process (comparable to cachegrind's `Ir`).
-    pub instructions: u64,
-    /// Instructions whose first byte is in the binary's executable segments.
-    pub object_instructions: u64,
-    /// Merged fetch ranges replayed.
-    pub fetches: u64,
-    /// Misses per entry of [`GEOMETRIES`], whole process.
-    pub misses: Vec<u64>,
-    /// Footprint of the binary's code at 4 KiB pages.
-    pub pages: Footprint,
-    /// Footprint of the binary's code at 64-byte lines.
-    pub lines: Footprint,
-    /// FNV-1a 64 of the program's standard output.
-    pub stdout_fnv1a: String,
-}
+use crate::{geometry::GEOMETRIES, Metrics};
 
 /// One value of the table: a count, or a ratio `num / den` (printed with three decimals).
 #[derive(Clone, Copy)]
@@ -45,7 +26,7 @@ impl Cell {
 }
 
 /// The rows: (JSON key, label, value).
-fn rows(m: &SimMetrics) -> Vec<(String, String, Cell)> {
+fn rows(m: &Metrics) -> Vec<(String, String, Cell)> {
     let mut r = vec![
         (
             "instructions".into(),
@@ -58,35 +39,50 @@ fn rows(m: &SimMetrics) -> Vec<(String, String, Cell)> {
             Cell::Count(m.object_instructions),
         ),
     ];
+    let misses = m.misses();
     for (i, g) in GEOMETRIES.iter().enumerate() {
         r.push((
             g.key.into(),
             g.label.into(),
-            Cell::Count(m.misses.get(i).copied().unwrap_or(0)),
+            Cell::Count(misses.get(i).copied().unwrap_or(0)),
         ));
     }
-    for (unit, key, f) in [
-        ("4K pages", "pages", &m.pages),
-        ("64B lines", "lines", &m.lines),
+    let b = m.bounds.unwrap_or_default();
+    let weighed = m.weighed_by.label();
+    for (unit, key, rows) in [
+        (
+            "4K pages",
+            "pages",
+            [
+                ("for 99%", "99", m.pages_99, b.pages_99),
+                ("for 99.9%", "99_9", m.pages_99_9, b.pages_99_9),
+                ("touched", "touched", m.pages_touched, b.pages_touched),
+            ],
+        ),
+        (
+            "64B lines",
+            "lines",
+            [
+                ("for 99%", "99", m.lines_99, b.lines_99),
+                ("for 99.9%", "99_9", m.lines_99_9, b.lines_99_9),
+                ("touched", "touched", m.lines_touched, b.lines_touched),
+            ],
+        ),
     ] {
-        for (what, k, actual, bound) in [
-            ("for 99%", "99", f.p99, f.bound_p99),
-            ("for 99.9%", "99_9", f.p999, f.bound_p999),
-            ("touched", "touched", f.touched, f.bound_touched),
-        ] {
+        for (what, k, actual, bound) in rows {
             r.push((
                 format!("{key}_{k}"),
-                format!("{unit} {what}"),
+                format!("{unit} {what} {weighed}"),
                 Cell::Count(actual),
             ));
             r.push((
                 format!("{key}_{k}_bound"),
-                format!("{unit} {what}, lower bound"),
+                format!("{unit} {what} {weighed}, lower bound"),
                 Cell::Count(bound),
             ));
             r.push((
                 format!("{key}_{k}_to_bound"),
-                format!("{unit} {what} / bound"),
+                format!("{unit} {what} {weighed} / bound"),
                 Cell::Ratio(actual, bound),
             ));
         }
@@ -144,15 +140,10 @@ impl Summary {
             Some((m, lo, hi)) => format!("{} [{}-{}]", self.num(m), self.num(lo), self.num(hi)),
         }
     }
-
-    /// The JSON value of the median (an integer when it is one).
-    fn json(self, v: Option<f64>) -> String {
-        v.map_or("null".into(), |v| self.num(v))
-    }
 }
 
 /// Every row of a column summarised over its shifts: (JSON key, label, summary).
-fn summarise(shifted: &[SimMetrics]) -> Vec<(String, String, Summary)> {
+fn summarise(shifted: &[Metrics]) -> Vec<(String, String, Summary)> {
     let per_shift: Vec<Vec<(String, String, Cell)>> = shifted.iter().map(rows).collect();
     let Some(first) = per_shift.first() else {
         return Vec::new();
@@ -171,7 +162,7 @@ fn summarise(shifted: &[SimMetrics]) -> Vec<(String, String, Summary)> {
 /// column per layout, then NEW/BASE ratio columns of the medians (three decimals, `-` when
 /// the base is 0). A cell is the value, or `median [min-max]` over the column's shifts.
 /// Right-aligned to the widest cell.
-pub fn format_table(columns: &[(String, Vec<SimMetrics>)], only: Option<&[&str]>) -> String {
+pub fn format_table(columns: &[(String, Vec<Metrics>)], only: Option<&[&str]>) -> String {
     let Some((base_label, _)) = columns.first() else {
         return String::new();
     };
@@ -219,86 +210,136 @@ pub fn format_table(columns: &[(String, Vec<SimMetrics>)], only: Option<&[&str]>
     out
 }
 
-/// JSON: `{"base": LABEL, "shifts": [BYTES...], "columns": [{"label": ..., "metrics": {KEY:
-/// VALUE, ...}}]}`, base first; counts are integers (the median over the shifts: a number
-/// with one decimal when two middle values are averaged), ratios numbers with three decimals
-/// (or null). With more than one shift each column also has `"min"` and `"max"` objects of the
-/// same keys, and `"per_shift"`: one object of the same keys per shift, in shift order.
-pub fn format_json(columns: &[(String, Vec<SimMetrics>)], shifts: &[u64]) -> String {
-    let mut s = String::from("{\n");
-    let base = columns.first().map_or("", |(l, _)| l.as_str());
-    let _ = writeln!(s, "  \"base\": {},", json_str(base));
-    let list: Vec<String> = shifts.iter().map(u64::to_string).collect();
-    let _ = writeln!(s, "  \"shifts\": [{}],", list.join(", "));
-    s.push_str("  \"columns\": [\n");
-    for (ci, (label, shifted)) in columns.iter().enumerate() {
-        let _ = writeln!(s, "    {{\n      \"label\": {},", json_str(label));
-        let summary = summarise(shifted);
-        let object = |pick: &dyn Fn(Summary) -> Option<f64>, extra: bool| {
-            let mut fields: Vec<String> = summary
-                .iter()
-                .map(|(k, _, c)| format!("        {}: {}", json_str(k), c.json(pick(*c))))
-                .collect();
-            if extra {
-                if let Some(m) = shifted.first() {
-                    fields.push(format!("        \"fetches\": {}", m.fetches));
-                    fields.push(format!(
-                        "        \"stdout_fnv1a\": {}",
-                        json_str(&m.stdout_fnv1a)
-                    ));
-                }
-            }
-            fields.join(",\n")
-        };
-        let _ = write!(
-            s,
-            "      \"metrics\": {{\n{}\n      }}",
-            object(&|c| c.median(), true)
-        );
-        if shifted.len() > 1 {
-            let _ = write!(
-                s,
-                ",\n      \"min\": {{\n{}\n      }},\n      \"max\": {{\n{}\n      }}",
-                object(&|c| c.values.map(|v| v.1), false),
-                object(&|c| c.values.map(|v| v.2), false)
-            );
-            let each: Vec<String> = shifted
-                .iter()
-                .map(|m| {
-                    let fields: Vec<String> = summarise(std::slice::from_ref(m))
-                        .iter()
-                        .map(|(k, _, c)| format!("{}: {}", json_str(k), c.json(c.median())))
-                        .collect();
-                    format!("        {{{}}}", fields.join(", "))
-                })
-                .collect();
-            let _ = write!(
-                s,
-                ",\n      \"per_shift\": [\n{}\n      ]",
-                each.join(",\n")
-            );
-        }
-        s.push_str("\n    }");
-        s.push_str(if ci + 1 < columns.len() { ",\n" } else { "\n" });
-    }
-    s.push_str("  ]\n}\n");
-    s
+/// One JSON value of a report: a count (an integer, or a number with one decimal when two
+/// middle values were averaged), a ratio rounded to three decimals, a string, or null.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Count(u64),
+    Number(f64),
+    Text(String),
+    Null,
 }
 
-/// A JSON string literal.
-fn json_str(t: &str) -> String {
-    let mut s = String::from("\"");
-    for ch in t.chars() {
-        match ch {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::Count(n) => s.serialize_u64(*n),
+            Value::Number(v) => s.serialize_f64(*v),
+            Value::Text(t) => s.serialize_str(t),
+            Value::Null => s.serialize_none(),
         }
     }
-    s.push('"');
+}
+
+/// A JSON object whose keys keep the table's row order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fields(Vec<(String, Value)>);
+
+impl serde::Serialize for Fields {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl Summary {
+    /// The JSON value of `v` (one of this summary's numbers).
+    fn value(self, v: Option<f64>) -> Value {
+        match v {
+            None => Value::Null,
+            Some(v) if self.count && v.fract() == 0.0 && v >= 0.0 => Value::Count(v as u64),
+            Some(v) if self.count => Value::Number(v),
+            Some(v) => Value::Number((v * 1000.0).round() / 1000.0),
+        }
+    }
+}
+
+/// One column of [`Report`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Column {
+    /// The column's label.
+    pub label: String,
+    /// Every metric's median over the shifts, then `fetches` and `stdout_fnv1a`.
+    pub metrics: Fields,
+    /// With more than one shift: the minimum of every metric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<Fields>,
+    /// With more than one shift: the maximum of every metric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<Fields>,
+    /// With more than one shift: every metric at each shift, in shift order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_shift: Option<Vec<Fields>>,
+}
+
+/// The JSON report of simulated columns: `{"base": LABEL, "shifts": [BYTES...], "columns":
+/// [{"label", "metrics", "min", "max", "per_shift"}]}`, base first, keys in table order.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Report {
+    /// The base column's label.
+    pub base: String,
+    /// The shifts in bytes, the first 0.
+    pub shifts: Vec<u64>,
+    /// One per layout.
+    pub columns: Vec<Column>,
+}
+
+/// The [`Report`] of `columns` over `shifts`: counts are the median over the shifts, ratios
+/// rounded to three decimals (or null).
+pub fn report(columns: &[(String, Vec<Metrics>)], shifts: &[u64]) -> Report {
+    let fields = |summary: &[(String, String, Summary)], pick: &dyn Fn(Summary) -> Option<f64>| {
+        Fields(
+            summary
+                .iter()
+                .map(|(k, _, c)| (k.clone(), c.value(pick(*c))))
+                .collect(),
+        )
+    };
+    let base = columns.first().map_or_else(String::new, |(l, _)| l.clone());
+    let columns = columns
+        .iter()
+        .map(|(label, shifted)| {
+            let summary = summarise(shifted);
+            let mut metrics = fields(&summary, &|c| c.median());
+            if let Some(m) = shifted.first() {
+                metrics
+                    .0
+                    .push(("fetches".into(), Value::Count(m.fetches.unwrap_or(0))));
+                metrics
+                    .0
+                    .push(("stdout_fnv1a".into(), Value::Text(m.stdout_fnv1a.clone())));
+            }
+            let several = shifted.len() > 1;
+            Column {
+                label: label.clone(),
+                metrics,
+                min: several.then(|| fields(&summary, &|c| c.values.map(|v| v.1))),
+                max: several.then(|| fields(&summary, &|c| c.values.map(|v| v.2))),
+                per_shift: several.then(|| {
+                    shifted
+                        .iter()
+                        .map(|m| fields(&summarise(std::slice::from_ref(m)), &|c| c.median()))
+                        .collect()
+                }),
+            }
+        })
+        .collect();
+    Report {
+        base,
+        shifts: shifts.to_vec(),
+        columns,
+    }
+}
+
+/// [`report`] as pretty-printed JSON (serde_json), ending in a newline.
+pub fn format_json(columns: &[(String, Vec<Metrics>)], shifts: &[u64]) -> String {
+    // Serialising strings, integers and finite numbers cannot fail.
+    let mut s = serde_json::to_string_pretty(&report(columns, shifts)).unwrap_or_default();
+    s.push('\n');
     s
 }
 

@@ -6,6 +6,7 @@
 //!   a program under it whose trace streams through a pipe.
 //! - [`lackey`]: a lackey run whose instruction trace streams through a pipe to the caller
 //!   (nothing stored), the program's own output kept in a private temporary directory.
+//! - [`tools`]: cachegrind and callgrind runs to a result file the caller parses.
 //! - [`maps`]: where the kernel mapped a binary's executable segments in a running process
 //!   (`/proc/PID/maps`), which turns a trace's run-time addresses into the binary's code range.
 //!
@@ -18,6 +19,7 @@
 
 pub mod lackey;
 pub mod maps;
+pub mod tools;
 pub mod tracer;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +41,18 @@ pub enum Error {
         binary: PathBuf,
         /// Why the spawn failed.
         source: std::io::Error,
+    },
+    /// Valgrind or the program under it exited unsuccessfully.
+    #[error("valgrind {tool} run of {binary} failed ({status}): {detail}")]
+    ProgramFailed {
+        /// The Valgrind tool.
+        tool: String,
+        /// The binary being run.
+        binary: PathBuf,
+        /// The exit status.
+        status: String,
+        /// The last line of standard error.
+        detail: String,
     },
     /// A file or directory operation failed.
     #[error("{path}: {source}")]

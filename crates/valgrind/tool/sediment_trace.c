@@ -2,6 +2,10 @@
    compact binary trace on a file descriptor, for Sediment's instruction-side simulator.
 
    Usage: valgrind --tool=sedtrace --trace-fd=N PROGRAM ARGS  (N: an open descriptor, a pipe)
+   Sediment builds it on first use and names it by a relative --tool= path to its cache
+   (crates/valgrind/src/tracer.rs). The source is Sediment's (MIT OR Apache-2.0); the
+   executable links valgrind's core libraries, which are GPL-2.0-or-later, and is built on the
+   user's machine, never shipped.
 
    What it records. Lackey (`--tool=lackey --trace-mem=yes`) calls a helper and prints one text
    line per executed instruction; this tool does the same bookkeeping at translation time
@@ -298,7 +302,7 @@ static void sd_pre_clo_init(void)
    VG_(details_name)("sedtrace");
    VG_(details_version)("1");
    VG_(details_description)("Sediment's instruction trace");
-   VG_(details_copyright_author)("Sediment authors, GPL-2.0-or-later (links valgrind's core)");
+   VG_(details_copyright_author)("Sediment authors; the executable links valgrind's GPL core");
    VG_(details_bug_reports_to)("the Sediment project");
    VG_(details_avg_translation_sizeB)(200);
    VG_(basic_tool_funcs)(sd_post_clo_init, sd_instrument, sd_fini);

@@ -1,0 +1,98 @@
+//! Cachegrind and callgrind runs: the program runs to its end under the tool, which writes its
+//! results to a file the caller names and parses.
+//!
+//! Every run gets `-q` (no banner) and `--vgdb=no`: no gdbserver FIFOs in /tmp (they are named
+//! by PID only, so a stale one left by another user's killed run makes valgrind refuse to start
+//! under a reused PID). The binary is passed by its canonical path: valgrind would search PATH
+//! for a bare name, and callgrind names the object by its real path.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use crate::{die_with_parent, stdin_for, Error};
+
+/// Fixed data-side caches, so that no result depends on the host's caches. D1 is a common
+/// 32 KiB/8-way; LL an 8 MiB/16-way. Neither affects the instruction-side numbers except
+/// through LL, which no Sediment metric uses.
+pub const D1_CONFIG: &str = "32768,8,64";
+/// See [`D1_CONFIG`].
+pub const LL_CONFIG: &str = "8388608,16,64";
+
+/// One run of `binary` (`canon`: its canonical path) with `args` under valgrind.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// The `valgrind` executable.
+    pub valgrind: &'a OsString,
+    /// The binary as the user named it (for messages).
+    pub binary: &'a Path,
+    /// Its canonical path, which is what runs.
+    pub canon: &'a Path,
+    /// The program's arguments.
+    pub args: &'a [OsString],
+    /// A file the program reads as standard input (opened afresh), or nothing.
+    pub stdin: Option<&'a Path>,
+}
+
+/// `valgrind --tool=cachegrind --cache-sim=yes --I1=i1` with [`D1_CONFIG`] and [`LL_CONFIG`],
+/// results in `out`. `i1` is cachegrind's `size,assoc,line_size`.
+pub fn cachegrind(run: &Run<'_>, i1: &str, out: &Path) -> Result<Output, Error> {
+    let tool_args: Vec<OsString> = vec![
+        "--cache-sim=yes".into(),
+        format!("--I1={i1}").into(),
+        format!("--D1={D1_CONFIG}").into(),
+        format!("--LL={LL_CONFIG}").into(),
+        os_concat("--cachegrind-out-file=", out),
+    ];
+    run_tool(run, "cachegrind", &tool_args)
+}
+
+/// `valgrind --tool=callgrind --dump-instr=yes`, results in `out`.
+pub fn callgrind(run: &Run<'_>, out: &Path) -> Result<Output, Error> {
+    let tool_args: Vec<OsString> = vec![
+        "--dump-instr=yes".into(),
+        os_concat("--callgrind-out-file=", out),
+    ];
+    run_tool(run, "callgrind", &tool_args)
+}
+
+/// Runs `tool` with `tool_args` and waits; the program's output is captured. A run that exits
+/// unsuccessfully is [`Error::ProgramFailed`], with the last line of standard error.
+fn run_tool(run: &Run<'_>, tool: &str, tool_args: &[OsString]) -> Result<Output, Error> {
+    let mut cmd = Command::new(run.valgrind);
+    cmd.arg(format!("--tool={tool}")).args(["-q", "--vgdb=no"]);
+    cmd.args(tool_args).arg(run.canon).args(run.args);
+    die_with_parent(&mut cmd);
+    cmd.stdin(stdin_for(run.stdin)?)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let output = cmd.output().map_err(|source| Error::ToolMissing {
+        tool: format!("valgrind --tool={tool}"),
+        binary: run.binary.to_path_buf(),
+        source,
+    })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let detail = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message")
+            .chars()
+            .take(200)
+            .collect();
+        return Err(Error::ProgramFailed {
+            tool: tool.into(),
+            binary: run.binary.to_path_buf(),
+            status: output.status.to_string(),
+            detail,
+        });
+    }
+    Ok(output)
+}
+
+fn os_concat(prefix: &str, path: &Path) -> OsString {
+    let mut s = OsString::from(prefix);
+    s.push(path.as_os_str());
+    s
+}
