@@ -164,7 +164,28 @@ pub fn run(args: Args) -> Result<()> {
         progress.event(i, e)
     });
     progress.finish();
-    let measured = measured?;
+    let measured = match measured {
+        Err(e) if is_no_trace_tool(&e) && args.sample_first.is_none() => {
+            eprintln!(
+                "sediment compare: measuring with cachegrind and callgrind (five runs per \
+                 binary, slower, not cached): {e}"
+            );
+            sediment_measure::measure(&binaries, &args.args, &opts)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, metrics)| sediment_measure::onepass::Measured {
+                    metrics,
+                    // Not recorded by that path: stderr is not compared, and no two
+                    // binaries count as built from the same objects.
+                    stderr_fnv1a: String::new(),
+                    sampled: None,
+                    code_fingerprint: format!("unknown {i}"),
+                    cached: false,
+                })
+                .collect()
+        }
+        r => r?,
+    };
     for w in sediment_measure::onepass::output_differences(&labels, &measured)
         .into_iter()
         .chain(sediment_measure::onepass::nondeterminism_warning(
@@ -253,6 +274,14 @@ pub fn run(args: Args) -> Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Whether `e` says that Sediment's trace tool cannot be built here.
+fn is_no_trace_tool(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<sediment_measure::Error>(),
+        Some(sediment_measure::Error::NoTraceTool(_))
+    )
 }
 
 /// The line saying that a table describes only a prefix of each run.

@@ -90,6 +90,11 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// Sediment's trace tool cannot be built here (no valgrind headers or static libraries,
+    /// not amd64 Linux): what is missing, in one line. The caller may fall back to
+    /// [`measure`].
+    #[error("{0}")]
+    NoTraceTool(String),
     /// A one-pass run under Sediment's trace tool ([`onepass`]) failed.
     #[error("sedtrace run of {binary}: {message}")]
     Trace {

@@ -173,10 +173,7 @@ pub fn measure_one_pass(
         Some(p) => Some(cache::file_hash(p)?),
         None => None,
     };
-    let tool = Tool::get(&opts.valgrind).map_err(|source| Error::Trace {
-        binary: binaries[0].clone(),
-        message: source.to_string(),
-    })?;
+    let tool = Tool::get(&opts.valgrind).map_err(|e| Error::NoTraceTool(e.to_string()))?;
     let slots: Vec<Mutex<Option<Result<Measured, Error>>>> =
         binaries.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
