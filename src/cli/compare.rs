@@ -1,20 +1,24 @@
 //! `sediment compare BASE NEW... [--json] -- ARGS`: run each binary with ARGS under Valgrind
 //! and print instruction-cache, iTLB and page/line footprint metrics side by side, with the
-//! ratio of each NEW to BASE. The measuring is `sediment_measure::measure`; this file only
-//! labels the columns and prints.
+//! ratio of each NEW to BASE. The measuring is one valgrind run per binary under Sediment's
+//! trace tool (`sediment_measure::onepass`, whose module doc defines every metric), binaries
+//! in parallel (`-j`), results cached by binary content, arguments, environment and input
+//! (`sediment_measure::cache`; `--no-cache`), progress on standard error
+//! (`super::progress`); this file only labels the columns and prints. `--metrics` picks the
+//! rows, `--sample-first` measures a prefix of each run. Warnings say when the variants'
+//! standard output or error differ, and when binaries linked from the same objects executed
+//! different instruction counts (a workload that varies between runs).
 //!
-//! The footprint rows say what they count: the cachegrind table's come from callgrind's
-//! per-instruction counts (executed instructions), `sediment sim`'s from lackey's fetches
-//! (executed bytes, with the lower bound over all layouts).
+//! The footprint rows say what they count: executed bytes of the binary's own code, from the
+//! trace's fetches, like `sediment sim`'s (which adds the lower bound over all layouts).
 //!
 //! `--shifts K` answers "is this difference more than layout luck?": every binary is also
-//! simulated once more by `sediment sim` (valgrind lackey, streamed), with its code virtually
+//! simulated once more by `sediment sim` (its trace streamed), with its code virtually
 //! shifted by 0, STEP, ..., (K-1)*STEP bytes in the same pass (`sediment_sim::capture` views).
 //! The I1 misses and the 99% / 99.9% footprints are then reported only as `median [min-max]`
-//! over those K layouts, so that a gain can be read against the spread; the cachegrind table
+//! over those K layouts, so that a gain can be read against the spread; the one-pass table
 //! keeps its other rows (instructions, iTLB misses, blocks touched). Each metric is printed
-//! once. The lackey run costs about 25 times a cachegrind run (docs/design/simulator.md); the shifts
-//! themselves add only array lookups to it.
+//! once. The shifts themselves add only array lookups to that second run.
 //!
 //! More than one NEW is accepted (the contract names one) so that `sediment demo` can measure
 //! the default link once and every relinked binary beside it in one table.
@@ -36,7 +40,7 @@ pub struct Args {
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Simulations to run at once (default: the number of cores).
+    /// Binaries measured at once (default: the number of cores).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     /// Also report I1 misses and footprints over this many layouts shifted by `--shift-step`
@@ -51,10 +55,52 @@ pub struct Args {
     /// by a script on stdin such as `postgres --single`.
     #[arg(long, value_name = "FILE")]
     pub stdin: Option<PathBuf>,
+    /// Metrics to print, comma-separated (default: all): `instructions`, `i1` (L1i misses),
+    /// `itlb` (iTLB misses), `footprint` (pages and lines of the binary's code).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub metrics: Vec<MetricGroup>,
+    /// Run every binary even when a cached result of the same binary, arguments, environment
+    /// and input exists (results are cached under $XDG_CACHE_HOME/sediment/measure).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Measure only the first N instructions of each run (then stop it): every metric then
+    /// describes that prefix, which the output says, and outputs are not compared.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample_first: Option<u64>,
     /// Arguments passed to every binary (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
 }
+
+/// A group of rows `--metrics` can pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricGroup {
+    /// Instructions executed by the whole process.
+    Instructions,
+    /// L1i misses of both geometries.
+    I1,
+    /// iTLB misses of both sizes.
+    Itlb,
+    /// Pages and lines of the binary's code holding its executed bytes.
+    Footprint,
+}
+
+impl MetricGroup {
+    /// The group of a metric (its JSON key, which is also its row key); `None` for the
+    /// columns' identity fields (binary, output hash), always kept.
+    fn of(key: &str) -> Option<Self> {
+        match key {
+            "binary" | "stdout_fnv1a" => None,
+            "instructions" => Some(Self::Instructions),
+            k if k.starts_with("i1_") => Some(Self::I1),
+            k if k.starts_with("itlb_") => Some(Self::Itlb),
+            _ => Some(Self::Footprint),
+        }
+    }
+}
+
+/// What the footprint rows count, printed under the table.
+const FOOTPRINT_NOTE: &str = "# footprint rows: each binary's own code (its executable segments; not ld.so or libc), bytes weighted by execution count";
 
 /// Cachegrind rows (JSON keys) that `--shifts` replaces by their spread over shifted layouts:
 /// the I1 misses and the 99% / 99.9% footprints, so that each metric is printed once.
@@ -101,24 +147,66 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     opts.stdin.clone_from(&args.stdin);
-    let metrics = sediment_measure::measure(&binaries, &args.args, &opts)?;
     let labels = crate::pipeline::measure::labels(&binaries);
-    let columns: Vec<(String, sediment_measure::Metrics)> =
-        labels.into_iter().zip(metrics).collect();
-
-    let base_out = &columns[0].1.stdout_fnv1a;
-    let differing: Vec<&str> = columns[1..]
-        .iter()
-        .filter(|(_, m)| &m.stdout_fnv1a != base_out)
-        .map(|(l, _)| l.as_str())
-        .collect();
-    if !differing.is_empty() {
-        eprintln!(
-            "sediment compare: warning: standard output differs from {} for: {}",
-            columns[0].0,
-            differing.join(", ")
-        );
+    let one = sediment_measure::onepass::OnePassOptions {
+        valgrind: opts.valgrind.clone(),
+        jobs: opts.jobs,
+        stdin: opts.stdin.clone(),
+        sample: args.sample_first,
+        cache: if args.no_cache {
+            None
+        } else {
+            sediment_measure::cache::default_dir()
+        },
+    };
+    let progress = super::progress::Progress::new("compare", &labels);
+    let measured = crate::pipeline::measure::one_pass(&binaries, &args.args, &one, &|i, e| {
+        progress.event(i, e)
+    });
+    progress.finish();
+    let measured = match measured {
+        Err(e) if is_no_trace_tool(&e) && args.sample_first.is_none() => {
+            eprintln!(
+                "sediment compare: measuring with cachegrind and callgrind (five runs per \
+                 binary, slower, not cached): {e}"
+            );
+            sediment_measure::measure(&binaries, &args.args, &opts)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, metrics)| sediment_measure::onepass::Measured {
+                    metrics,
+                    // Not recorded by that path: stderr is not compared, and no two
+                    // binaries count as built from the same objects.
+                    stderr_fnv1a: String::new(),
+                    sampled: None,
+                    code_fingerprint: format!("unknown {i}"),
+                    cached: false,
+                })
+                .collect()
+        }
+        r => r?,
+    };
+    for w in sediment_measure::onepass::output_differences(&labels, &measured)
+        .into_iter()
+        .chain(sediment_measure::onepass::nondeterminism_warning(
+            &labels, &measured,
+        ))
+    {
+        eprintln!("sediment compare: warning: {w}");
     }
+    let sampled = measured.iter().find_map(|m| m.sampled);
+    let columns: Vec<(String, sediment_measure::Metrics)> = labels
+        .into_iter()
+        .zip(measured.into_iter().map(|m| m.metrics))
+        .collect();
+    let wanted = |name: &str| {
+        args.metrics.is_empty() || MetricGroup::of(name).map_or(true, |g| args.metrics.contains(&g))
+    };
+    let mut skip: Vec<&str> = sediment_measure::ROWS
+        .iter()
+        .map(|(key, _, _)| *key)
+        .filter(|k| !wanted(k))
+        .collect();
 
     let text = if plan.shifts.len() > 1 {
         let shifted = crate::pipeline::measure::simulate_all(
@@ -154,7 +242,10 @@ pub fn run(args: Args) -> Result<()> {
         } else {
             format!(
                 "{}\n# {} (sediment sim)\n{}",
-                sediment_measure::format_table_without(&columns, &REPLACED_ROWS),
+                sediment_measure::format_table_without(&columns, {
+                    skip.extend(REPLACED_ROWS);
+                    &skip
+                }),
                 plan.describe_shifts().unwrap_or_default(),
                 sediment_sim::format_table(&sim_columns, Some(&SHIFTED_ROWS))
             )
@@ -162,10 +253,71 @@ pub fn run(args: Args) -> Result<()> {
     } else if args.json {
         sediment_measure::format_json(&columns)
     } else {
-        sediment_measure::format_table(&columns)
+        sediment_measure::format_table_without(&columns, &skip)
+    };
+    let text = if args.json {
+        annotate_json(&text, sampled.and(args.sample_first), &wanted)?
+    } else {
+        let mut t = String::new();
+        if let (Some(n), Some(_)) = (args.sample_first, sampled) {
+            t.push_str(&sampled_note(n));
+            t.push('\n');
+        }
+        t.push_str(&text);
+        if wanted("pages_99") {
+            t.push_str(FOOTPRINT_NOTE);
+            t.push('\n');
+        }
+        t
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Whether `e` says that Sediment's trace tool cannot be built here.
+fn is_no_trace_tool(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<sediment_measure::Error>(),
+        Some(sediment_measure::Error::NoTraceTool(_))
+    )
+}
+
+/// The line saying that a table describes only a prefix of each run.
+fn sampled_note(n: u64) -> String {
+    format!("# sampled: only about the first {n} instructions of each run were measured (--sample-first); every row describes that prefix")
+}
+
+/// The JSON output with the metrics `wanted` keeps, and `"sampled_first_instructions"` at the
+/// top when the runs were sampled.
+fn annotate_json(
+    text: &str,
+    sampled: Option<u64>,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<String> {
+    let mut doc: serde_json::Value = serde_json::from_str(text).context("comparison JSON")?;
+    fn prune(v: &mut serde_json::Value, wanted: &dyn Fn(&str) -> bool) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if map.contains_key("stdout_fnv1a") {
+                    map.retain(|k, _| wanted(k));
+                } else {
+                    for x in map.values_mut() {
+                        prune(x, wanted);
+                    }
+                }
+            }
+            serde_json::Value::Array(xs) => xs.iter_mut().for_each(|x| prune(x, wanted)),
+            _ => {}
+        }
+    }
+    prune(&mut doc, wanted);
+    if let (Some(n), Some(map)) = (sampled, doc.as_object_mut()) {
+        // The requested limit; each column's `instructions` is what its run measured.
+        map.insert("sampled_first_instructions".into(), n.into());
+    }
+    let mut s = serde_json::to_string_pretty(&doc)?;
+    s.push('\n');
+    Ok(s)
 }

@@ -16,6 +16,7 @@ pub mod merge;
 pub mod noise;
 pub mod order;
 pub mod pgo;
+pub mod progress;
 pub mod record;
 pub mod sim;
 pub mod stat;

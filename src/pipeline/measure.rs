@@ -483,6 +483,21 @@ fn first_functions(
     out
 }
 
+/// Measures every binary once under Sediment's trace tool for every metric `sediment compare`
+/// prints (`sediment_measure::onepass`), reading and filling the result cache when the options
+/// name one; `progress` hears each run's events (with the binary's index).
+pub fn one_pass(
+    binaries: &[PathBuf],
+    args: &[OsString],
+    opts: &sediment_measure::onepass::OnePassOptions,
+    progress: &(dyn Fn(usize, sediment_measure::onepass::Event) + Sync),
+) -> Result<Vec<sediment_measure::onepass::Measured>> {
+    let _t = timings::stage("measure");
+    Ok(sediment_measure::onepass::measure_one_pass(
+        binaries, args, opts, progress,
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@ mod hostile_paths;
 mod lbr;
 mod link;
 mod matching;
+mod measure;
 mod merge;
 mod noise;
 mod order;

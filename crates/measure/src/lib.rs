@@ -1,6 +1,11 @@
 //! `sediment-measure`: run a program under Valgrind and measure how well its code layout uses
 //! the instruction cache, the instruction TLB and memory pages.
 //!
+//! `sediment compare` measures with [`onepass`]: one run per binary under Sediment's own
+//! valgrind tool, every metric from its trace (the module doc defines each metric and how it
+//! differs from cachegrind's), results cached by [`cache`]. The cachegrind/callgrind path below
+//! stays for `sediment noise` and for the `compare` benchmark's old-against-new timing.
+//!
 //! For one binary and its arguments, [`measure`] runs five simulations (`sediment_valgrind::tools`),
 //! in parallel up to the number of cores:
 //! - four `valgrind --tool=cachegrind --cache-sim=yes` runs with fixed D1 and LL geometries (so
@@ -22,7 +27,9 @@
 //! `sediment-import`'s parser. Non-goal: wall-clock timing, which is noisy and
 //! host-dependent; every number here is a deterministic simulation.
 
+pub mod cache;
 pub mod cachegrind;
+pub mod onepass;
 mod run;
 pub mod spread;
 mod table;
@@ -83,4 +90,20 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// Sediment's trace tool cannot be built here (no valgrind headers or static libraries,
+    /// not amd64 Linux): what is missing, in one line. The caller may fall back to
+    /// [`measure`].
+    #[error("{0}")]
+    NoTraceTool(String),
+    /// A one-pass run under Sediment's trace tool ([`onepass`]) failed.
+    #[error("sedtrace run of {binary}: {message}")]
+    Trace {
+        /// The binary being measured.
+        binary: PathBuf,
+        /// What failed, with valgrind's last message when it said something.
+        message: String,
+    },
+    /// The trace could not be decoded or simulated.
+    #[error("trace: {0}")]
+    Simulate(#[source] sediment_sim::Error),
 }

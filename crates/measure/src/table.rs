@@ -80,7 +80,14 @@ pub fn format_table_without(columns: &[(String, Metrics)], skip: &[&str]) -> Str
         if skip.contains(&key) {
             continue;
         }
-        let mut row = vec![label.to_string()];
+        // Footprint labels name what the base's footprints weigh (the one-pass measurement
+        // weighs executed bytes).
+        let instr = sediment_sim::FootprintWeight::ExecutedInstructions.label();
+        let label = match label.strip_suffix(instr) {
+            Some(stem) => format!("{stem}{}", base.weighed_by.label()),
+            None => label.to_string(),
+        };
+        let mut row = vec![label];
         row.extend(columns.iter().map(|(_, m)| get(m).to_string()));
         for (_, m) in &columns[1..] {
             row.push(ratio(get(m), get(base)));

@@ -243,6 +243,9 @@ pub struct Finished {
     pub stdout: Vec<u8>,
     /// The last non-blank line of the program's (and valgrind's) standard error.
     pub stderr_tail: String,
+    /// The program's whole standard error (with valgrind's own messages, which `-q` limits
+    /// to errors), for comparing the outputs of two builds.
+    pub stderr: Vec<u8>,
 }
 
 /// Starts `tool` under `valgrind` on `binary` (a canonical path) with `args`, reading `stdin`
@@ -328,6 +331,7 @@ impl Run {
             status,
             stdout: std::fs::read(self.dir.path().join("stdout")).unwrap_or_default(),
             stderr_tail: self.stderr_tail(),
+            stderr: std::fs::read(self.dir.path().join("stderr")).unwrap_or_default(),
         })
     }
 }
