@@ -56,7 +56,9 @@
 //! with one line saying so.
 //!
 //! A corrupt profile is an error (one line naming the file, exit 1, nothing linked), not a
-//! silent fallback: a packager who ships profiles wants to know one is broken. So is anything
+//! silent fallback: a packager who ships profiles wants to know one is broken. It is read and
+//! parsed before the reasons to link unordered are looked at, so it fails every route, a link
+//! that would not have been ordered anyway (`-r`, `-T`, `@file`, mold) included. So is anything
 //! else where the profile belongs (a directory, a symbolic link to nothing), and a profile
 //! directory that is not a directory: only a name that does not exist is "no profile". A
 //! profile that matches none of the objects is an error naming the profile, unless an input on
@@ -320,6 +322,9 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         }
         Err(e) => bail!("{}: cannot read: {e}", profile_path.display()),
     }
+    // Read and parsed before any reason to skip ordering is looked at: a broken profile fails
+    // every link of its output, ordered or not (`-r`, `-T`, `@file`, mold, an old GNU ld).
+    let profile = fsio::read_profile(&profile_path)?;
     if let Some(why) = why_not_ordered(&args.args) {
         eprintln!(
             "sediment ld: {}: not ordered: {why}",
@@ -349,7 +354,6 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         BfdFlavor::OrderingFile
     };
 
-    let profile = fsio::read_profile(&profile_path)?;
     let algorithm_name = std::env::var("SEDIMENT_ALGORITHM").unwrap_or_else(|_| "c3".to_string());
     let algorithm =
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;

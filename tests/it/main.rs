@@ -16,6 +16,7 @@ mod formats;
 mod gv;
 mod hostile_paths;
 mod lbr;
+mod ld_reliability;
 mod link;
 mod matching;
 mod measure;

