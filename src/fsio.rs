@@ -24,32 +24,40 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 
 /// Reads a whole file that an input *names* (a binary a profiler recorded), size-capped like
 /// [`read_bytes`]; `Ok(None)` when the path names no regular file: missing, a directory, a FIFO,
-/// a device. A stranger's profile must not make Sediment read `/dev/zero` or wait forever for a
-/// FIFO's writer, so the type is checked before the open (opening a FIFO blocks) and again on
-/// the opened handle (the path may have been swapped in between).
-///
-/// Turned down: opening with `O_NONBLOCK` instead of the first check, which needs the `libc`
-/// crate for the flag's per-architecture value; the second check keeps the race harmless.
+/// a socket, a device. A stranger's profile must not make Sediment read `/dev/zero` or wait
+/// forever for a FIFO's writer, so the path is opened once with `O_NONBLOCK` (opening a FIFO
+/// otherwise blocks) and the type checked on the opened handle, not on the path, which may be
+/// swapped between a check and the open.
 pub fn read_named_file(path: &Path) -> Result<Option<Vec<u8>>> {
-    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => {}
-        Ok(_) => return Ok(None),
-        Err(e) if missing(&e) => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("{}: cannot open", path.display())),
+    match open_nonblocking(path) {
+        Ok(file) => {
+            let meta = file
+                .metadata()
+                .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
+            if !meta.is_file() {
+                return Ok(None);
+            }
+            read_opened(path, file).map(Some)
+        }
+        // Missing, or a socket (which cannot be opened: ENXIO).
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ENXIO) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e).with_context(|| format!("{}: cannot open", path.display())),
     }
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if missing(&e) => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("{}: cannot open", path.display())),
-    };
-    let meta = file
-        .metadata()
-        .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
-    if !meta.is_file() {
-        return Ok(None);
-    }
-    read_opened(path, file).map(Some)
+}
+
+/// `path` opened for reading with `O_NONBLOCK`: a FIFO opens at once instead of waiting for a
+/// writer (for a regular file the flag changes nothing).
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// The whole contents of the opened `file` (named `path` in errors), at most
@@ -305,9 +313,72 @@ pub fn write_profiles(
 
 /// Reads and parses a Sediment profile; errors name the file.
 pub fn read_profile(path: &Path) -> Result<sediment_profile::Profile> {
-    let text = read_text(path)?;
+    parse_profile(path, read_bytes(path)?)
+}
+
+/// Parses the bytes of the profile at `path`; errors name the file.
+fn parse_profile(path: &Path, bytes: Vec<u8>) -> Result<sediment_profile::Profile> {
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     sediment_profile::Profile::from_text(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// What [`read_profile_slot`] found where a profile belongs.
+pub enum ProfileSlot {
+    /// Nothing of that name.
+    Missing,
+    /// A symbolic link to nothing.
+    Dangling,
+    /// Something other than a regular file (after symbolic links): a directory, a FIFO, a
+    /// socket, a device.
+    Other(std::fs::FileType),
+    /// The profile, read and parsed.
+    Profile(sediment_profile::Profile),
+}
+
+/// Reads the profile at a path a profile *belongs* at (a profile directory's
+/// `<output>.sprof`, where a linker shim or `record --prof-dir` looks), telling apart what
+/// else may be there ([`ProfileSlot`]); a file that is there but cannot be read or parsed is
+/// an error naming it.
+///
+/// The path is opened once, with `O_NONBLOCK`, and the opened handle's type decides: opening a
+/// FIFO without it waits for a writer forever, and a check of the path before the open could
+/// be answered by another file than the one opened (a FIFO swapped in between). Symbolic links
+/// are followed: a profile directory may link to profiles kept elsewhere, and whatever the link
+/// leads to is checked on the handle like any other file.
+pub fn read_profile_slot(path: &Path) -> Result<ProfileSlot> {
+    let file = match open_nonblocking(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(if std::fs::symlink_metadata(path).is_ok() {
+                ProfileSlot::Dangling
+            } else {
+                ProfileSlot::Missing
+            });
+        }
+        // A socket cannot be opened at all (ENXIO): it is no profile either.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return match std::fs::metadata(path) {
+                Ok(m) => Ok(ProfileSlot::Other(m.file_type())),
+                Err(_) => Err(e).with_context(|| format!("{}: cannot open", path.display())),
+            };
+        }
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot open", path.display())),
+    };
+    let meta = file
+        .metadata()
+        .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
+    if !meta.is_file() {
+        return Ok(ProfileSlot::Other(meta.file_type()));
+    }
+    let bytes = read_opened(path, file)?;
+    parse_profile(path, bytes).map(ProfileSlot::Profile)
 }
 
 /// Reads a linked ELF file's function symbols; errors name the file.
@@ -323,6 +394,7 @@ pub fn read_binary(path: &Path) -> Result<sediment_elf::Binary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileTypeExt as _;
     use std::os::unix::fs::PermissionsExt as _;
 
     /// Permission bits of `path`.
@@ -408,6 +480,29 @@ mod tests {
         }
         replace_files(&[Replacement::write(&path, b"3").with_mode(0o700)]).unwrap();
         assert_eq!(mode(&path), 0o700);
+    }
+
+    // Regression (issue 34): a FIFO where a profile belongs made the open wait for a writer
+    // forever. Now it is told apart without blocking, as are a directory, a symbolic link to
+    // nothing and a missing name; a corrupt file is an error naming it.
+    #[test]
+    fn regress_profile_slot_never_blocks_on_a_fifo() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("p.sprof");
+        let made = std::process::Command::new("mkfifo").arg(&p).status();
+        assert!(made.unwrap().success());
+        assert!(matches!(read_profile_slot(&p), Ok(ProfileSlot::Other(t)) if t.is_fifo()));
+        std::fs::remove_file(&p).unwrap();
+        assert!(matches!(read_profile_slot(&p), Ok(ProfileSlot::Missing)));
+        std::os::unix::fs::symlink("nothing", &p).unwrap();
+        assert!(matches!(read_profile_slot(&p), Ok(ProfileSlot::Dangling)));
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        assert!(matches!(read_profile_slot(&p), Ok(ProfileSlot::Other(t)) if t.is_dir()));
+        std::fs::remove_dir(&p).unwrap();
+        std::fs::write(&p, "sediment-profile 1\nfn 0 x\n").unwrap();
+        let err = format!("{:#}", read_profile_slot(&p).err().unwrap());
+        assert!(err.starts_with(&format!("{}: ", p.display())), "{err}");
     }
 
     // A failed write removes the directories `in_dir` created, and only those.

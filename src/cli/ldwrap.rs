@@ -297,34 +297,31 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     let profile_path = Path::new(&prof_dir).join(profile_name);
     // Only a name that is not there at all is "no profile"; anything else in its place (a
     // directory, a dangling link, a file that cannot be read) is a broken setup, and linking
-    // unordered would hide it, like a corrupt profile.
-    match std::fs::metadata(&profile_path) {
-        Ok(m) if m.is_file() => {}
-        Ok(m) => bail!(
+    // unordered would hide it, like a corrupt profile. The profile is read and parsed before
+    // any reason to skip ordering is looked at, so a broken one fails every link of its
+    // output, ordered or not (`-r`, `-T`, `@file`, mold, an old GNU ld). It is opened once,
+    // without blocking (a FIFO there never hangs the link): [`fsio::read_profile_slot`].
+    let profile = match fsio::read_profile_slot(&profile_path)? {
+        fsio::ProfileSlot::Profile(p) => p,
+        fsio::ProfileSlot::Other(kind) => bail!(
             "{}: {} where the profile of {} should be; nothing linked",
             profile_path.display(),
-            if m.is_dir() {
+            if kind.is_dir() {
                 "a directory"
             } else {
                 "not a regular file"
             },
             Path::new(&output).display()
         ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if profile_path.symlink_metadata().is_ok() {
-                bail!(
-                    "{}: a symbolic link to nothing where the profile of {} should be; nothing linked",
-                    profile_path.display(),
-                    Path::new(&output).display()
-                );
-            }
+        fsio::ProfileSlot::Dangling => bail!(
+            "{}: a symbolic link to nothing where the profile of {} should be; nothing linked",
+            profile_path.display(),
+            Path::new(&output).display()
+        ),
+        fsio::ProfileSlot::Missing => {
             return skip(&format!("no profile {}", profile_path.display()));
         }
-        Err(e) => bail!("{}: cannot read: {e}", profile_path.display()),
-    }
-    // Read and parsed before any reason to skip ordering is looked at: a broken profile fails
-    // every link of its output, ordered or not (`-r`, `-T`, `@file`, mold, an old GNU ld).
-    let profile = fsio::read_profile(&profile_path)?;
+    };
     if let Some(why) = why_not_ordered(&args.args) {
         eprintln!(
             "sediment ld: {}: not ordered: {why}",

@@ -137,10 +137,23 @@ fn identity(p: &Profile) -> String {
 /// another build), else `new` itself. The file's `meta recordings` (1 if absent) is its weight,
 /// `new` counts once, and the result counts one more recording.
 pub fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
-    if !path.exists() {
-        return Ok(Some(new.clone()));
-    }
-    let old = fsio::read_profile(path)?;
+    // Opened once, without blocking: a FIFO in the directory never hangs the recording.
+    let old = match fsio::read_profile_slot(path)? {
+        fsio::ProfileSlot::Profile(p) => p,
+        fsio::ProfileSlot::Missing | fsio::ProfileSlot::Dangling => return Ok(Some(new.clone())),
+        fsio::ProfileSlot::Other(kind) => {
+            use std::os::unix::fs::FileTypeExt as _;
+            bail!(
+                "{}: not a regular file ({})",
+                path.display(),
+                if kind.is_fifo() || kind.is_socket() {
+                    "a FIFO or a socket"
+                } else {
+                    "a directory or a device"
+                }
+            )
+        }
+    };
     let count = |p: &Profile| -> Result<u64> {
         p.meta.extra.get(META_RECORDINGS).map_or(Ok(1), |v| {
             v.parse().map_err(|_| {

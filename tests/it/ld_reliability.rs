@@ -115,3 +115,58 @@ fn regress_a_corrupt_profile_fails_every_route_that_skips_ordering() {
         }
     }
 }
+
+// Regression (issue 34): a FIFO where a profile belongs hung `record --prof-dir` forever (the
+// merge with the existing profile opened it and waited for a writer); `sediment ld` checked
+// the path first and opened it afterwards, so a FIFO swapped in between hung it too. Now both
+// open it once without blocking and check the opened file: one line naming it, at once.
+#[test]
+fn regress_a_fifo_where_the_profile_belongs_does_not_hang() {
+    require!("gcc", "ld.lld", "valgrind");
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    project(d);
+    let fifo = d.join("prof/a.sprof");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let out = ld(d, "ld.lld", &["-e", "main", "-o", "a", "prog.o"]);
+    failed_one_line(
+        &out,
+        "ld",
+        &["prof/a.sprof: not a regular file where the profile of a should be"],
+    );
+    assert!(!d.join("a").exists(), "nothing linked");
+
+    let out = Command::new("gcc")
+        .current_dir(d)
+        .args(["-O1", "-o", "a", "prog.c"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = run_bounded(
+        Command::new(sediment_bin())
+            .current_dir(d)
+            .env_remove("PROF_DIR")
+            .env_remove("SEDIMENT_PROF_DIR")
+            .args([
+                "record",
+                "--via",
+                "callgrind",
+                "--prof-dir",
+                "prof",
+                "--",
+                "./a",
+            ]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let ours: Vec<&str> = err.lines().filter(|l| l.contains("a.sprof")).collect();
+    assert_eq!(
+        ours,
+        ["sediment: prof/a.sprof: not a regular file (a FIFO or a socket)"],
+        "{err}"
+    );
+}
