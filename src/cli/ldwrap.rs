@@ -22,8 +22,9 @@
 //!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
 //!    objects and are skipped by their ELF type), emits the input of the linker the shim stands
 //!    for (detected from `LINKER --version`: LLD, GNU gold or GNU ld) into a private temporary
-//!    directory, and runs the real linker with the matching option appended. One line on
-//!    standard error says what was applied.
+//!    directory (0700, the file 0600), and runs the real linker with the matching option
+//!    appended. One line on standard error says what was applied: how many entries the
+//!    linker's input holds, of how many profiled functions, and the warnings' count.
 //!
 //! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
 //! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
@@ -419,7 +420,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     eprintln!(
         "sediment ld: {}: ordered {} of {} profiled functions ({algorithm_name}, {linker}, {} warnings) from {}",
         Path::new(&output).display(),
-        linked.resolution.placed.len(),
+        linked.emitted.written,
         linked.resolution.total,
         linked.emitted.warnings.len(),
         profile_path.display()

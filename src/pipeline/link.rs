@@ -312,20 +312,23 @@ pub fn split_lto(
     Ok(SplitInputs { objects, lto })
 }
 
-/// Writes the linker input `text` into a private temporary directory; returns the options
-/// that make `linker` read it ([`cmdline::linker_options`]), and the directory (removed when
-/// dropped, after the link).
+/// Writes the linker input `text` into a private temporary directory (mode 0700, the file
+/// 0600: the order names a package's functions, and no other user may swap it before the
+/// linker reads it); returns the options that make `linker` read it
+/// ([`cmdline::linker_options`]), and the directory (removed when dropped, after the link).
 pub fn write_for_linker(
     linker: Linker,
     bfd: &BfdFlavor,
     text: &str,
 ) -> Result<(Vec<OsString>, tempfile::TempDir)> {
+    use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::Builder::new()
         .prefix("sediment-ld")
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .context("cannot create a temporary directory")?;
     let file = dir.path().join("order");
-    fsio::write_atomic(&file, text.as_bytes())?;
+    fsio::replace_files(&[fsio::Replacement::write(&file, text.as_bytes()).with_mode(0o600)])?;
     Ok((cmdline::linker_options(linker, bfd, &file), dir))
 }
 

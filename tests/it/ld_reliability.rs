@@ -170,3 +170,82 @@ fn regress_a_fifo_where_the_profile_belongs_does_not_hang() {
         "{err}"
     );
 }
+
+/// A profile of `binary` where `main` calls `f` and `g`, all three hot.
+fn profile_text(binary: &str) -> String {
+    use sediment_profile::{FuncKey, Meta, ProfileBuilder};
+    let mut pb = ProfileBuilder::new(Meta {
+        binary: binary.into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    let k = FuncKey::global;
+    pb.add_self(&k("f"), 1000);
+    pb.add_self(&k("g"), 600);
+    pb.add_self(&k("main"), 50);
+    pb.add_call(&k("main"), &k("f"), 100);
+    pb.add_call(&k("main"), &k("g"), 100);
+    pb.build().to_text()
+}
+
+// Regression (issue 34): the summary said "ordered N of M profiled functions" with N the
+// entries resolved, not those written: on the GNU ld route an object whose path holds a space
+// cannot be named in a script, its entries are left out with a warning, and the line still
+// counted them. Its "private temporary directory" was 0755 and the order file 0644. Now N is
+// the number of entries written, the directory is 0700 and the file 0600.
+#[test]
+fn regress_ld_summary_counts_entries_written_and_its_files_are_private() {
+    require!("gcc", "ld", "ld.lld");
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::create_dir_all(d.join("my dir")).unwrap();
+    std::fs::create_dir(d.join("prof")).unwrap();
+    std::fs::write(d.join("prof/alpha.sprof"), profile_text("alpha")).unwrap();
+    // `f` in an object of a plain path; `g` and `main` in one whose path holds a space.
+    std::fs::write(
+        d.join("f.c"),
+        "__attribute__((noinline)) int f(int x) { return x * 3; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("my dir/m.c"),
+        "int f(int);\n__attribute__((noinline)) int g(int x) { return x + 1; }\n\
+         int main(void) { return f(2) + g(3); }\n",
+    )
+    .unwrap();
+    for (src, obj) in [("f.c", "f.o"), ("my dir/m.c", "my dir/m.o")] {
+        let out = Command::new("gcc")
+            .current_dir(d)
+            .args(["-O1", "-ffunction-sections", "-c", src, "-o", obj])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let out = ld(d, "ld", &["-e", "main", "-o", "alpha", "f.o", "my dir/m.o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("sediment ld: alpha: ordered 1 of 3 profiled functions (c3, bfd, 1 warnings) from prof/alpha.sprof"),
+        "{err}"
+    );
+
+    // The modes, seen by the real linker (lld) while the files exist.
+    let spy = d.join("lld-spy");
+    std::fs::write(
+        &spy,
+        "#!/bin/sh\nfor a; do case $a in --symbol-ordering-file=*) f=${a#*=};; esac; done\n\
+         if [ -n \"$f\" ]; then stat -c %a \"$(dirname \"$f\")\" \"$f\" > modes; fi\n\
+         exec ld.lld \"$@\"\n",
+    )
+    .unwrap();
+    let made = Command::new("chmod").arg("755").arg(&spy).status();
+    assert!(made.unwrap().success());
+    let out = ld(
+        d,
+        "./lld-spy",
+        &["-e", "main", "-o", "alpha", "f.o", "my dir/m.o"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let modes = std::fs::read_to_string(d.join("modes")).unwrap();
+    assert_eq!(modes, "700\n600\n");
+}
