@@ -25,29 +25,31 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 /// Reads a whole file that an input *names* (a binary a profiler recorded), size-capped like
 /// [`read_bytes`]; `Ok(None)` when the path names no regular file: missing, a directory, a FIFO,
 /// a socket, a device. A stranger's profile must not make Sediment read `/dev/zero` or wait
-/// forever for a FIFO's writer, so the path is opened once with `O_NONBLOCK` (opening a FIFO
-/// otherwise blocks) and the type checked on the opened handle, not on the path, which may be
-/// swapped between a check and the open.
+/// forever for a FIFO's writer: the path's type is checked first, so that a device is never
+/// even opened (opening some has effects: a watchdog arms, a tape rewinds), then the path is
+/// opened once with `O_NONBLOCK` and the type checked again on the opened handle, so that a
+/// FIFO swapped in between neither blocks the open nor is read.
 pub fn read_named_file(path: &Path) -> Result<Option<Vec<u8>>> {
-    match open_nonblocking(path) {
-        Ok(file) => {
-            let meta = file
-                .metadata()
-                .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
-            if !meta.is_file() {
-                return Ok(None);
-            }
-            read_opened(path, file).map(Some)
-        }
-        // Missing, or a socket (which cannot be opened: ENXIO).
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                || e.raw_os_error() == Some(libc::ENXIO) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e).with_context(|| format!("{}: cannot open", path.display())),
+    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Ok(None),
+        Err(e) if missing(&e) => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot open", path.display())),
     }
+    let file = match open_nonblocking(path) {
+        Ok(f) => f,
+        // Gone, or swapped for a socket (which cannot be opened: ENXIO).
+        Err(e) if missing(&e) || e.raw_os_error() == Some(libc::ENXIO) => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot open", path.display())),
+    };
+    let meta = file
+        .metadata()
+        .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    read_opened(path, file).map(Some)
 }
 
 /// `path` opened for reading with `O_NONBLOCK`: a FIFO opens at once instead of waiting for a
@@ -347,22 +349,45 @@ pub enum ProfileSlot {
 /// else may be there ([`ProfileSlot`]); a file that is there but cannot be read or parsed is
 /// an error naming it.
 ///
-/// The path is opened once, with `O_NONBLOCK`, and the opened handle's type decides: opening a
-/// FIFO without it waits for a writer forever, and a check of the path before the open could
-/// be answered by another file than the one opened (a FIFO swapped in between). Symbolic links
-/// are followed: a profile directory may link to profiles kept elsewhere, and whatever the link
-/// leads to is checked on the handle like any other file.
+/// The path's type is checked first (a device there is never opened, like in
+/// [`read_named_file`]), then the path is opened once, with `O_NONBLOCK`, and the opened
+/// handle's type decides: opening a FIFO without it waits for a writer forever, and the check
+/// of the path may have been answered by another file than the one opened (a FIFO swapped in
+/// between). Symbolic links are followed: a profile directory may link to profiles kept
+/// elsewhere, and whatever the link leads to is checked on the handle like any other file.
 pub fn read_profile_slot(path: &Path) -> Result<ProfileSlot> {
+    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let absent = || {
+        if std::fs::symlink_metadata(path).is_ok() {
+            ProfileSlot::Dangling
+        } else {
+            ProfileSlot::Missing
+        }
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(m) => return Ok(ProfileSlot::Other(m.file_type())),
+        Err(e) if missing(&e) => return Ok(absent()),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", path.display())),
+    }
+    open_profile_slot(path)
+}
+
+/// The second half of [`read_profile_slot`], once the path has been seen to be a regular file:
+/// the one open and the check on the handle (what a file swapped in meanwhile gets).
+fn open_profile_slot(path: &Path) -> Result<ProfileSlot> {
+    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let absent = || {
+        if std::fs::symlink_metadata(path).is_ok() {
+            ProfileSlot::Dangling
+        } else {
+            ProfileSlot::Missing
+        }
+    };
     let file = match open_nonblocking(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(if std::fs::symlink_metadata(path).is_ok() {
-                ProfileSlot::Dangling
-            } else {
-                ProfileSlot::Missing
-            });
-        }
-        // A socket cannot be opened at all (ENXIO): it is no profile either.
+        Err(e) if missing(&e) => return Ok(absent()),
+        // Swapped for a socket, which cannot be opened (ENXIO): no profile either.
         Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
             return match std::fs::metadata(path) {
                 Ok(m) => Ok(ProfileSlot::Other(m.file_type())),
@@ -482,8 +507,8 @@ mod tests {
         assert_eq!(mode(&path), 0o700);
     }
 
-    // Regression (issue 34): a FIFO where a profile belongs made the open wait for a writer
-    // forever. Now it is told apart without blocking, as are a directory, a symbolic link to
+    // Regression (issue 34): a FIFO where a profile belongs (or swapped in after the check)
+    // made the open wait for a writer forever. Now it is told apart without blocking, as are a directory, a symbolic link to
     // nothing and a missing name; a corrupt file is an error naming it.
     #[test]
     fn regress_profile_slot_never_blocks_on_a_fifo() {
@@ -492,6 +517,17 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&p).status();
         assert!(made.unwrap().success());
         assert!(matches!(read_profile_slot(&p), Ok(ProfileSlot::Other(t)) if t.is_fifo()));
+        // The same FIFO swapped in after the path was checked: the open does not wait.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let swapped = p.clone();
+        std::thread::spawn(move || {
+            tx.send(
+                open_profile_slot(&swapped)
+                    .is_ok_and(|s| matches!(s, ProfileSlot::Other(t) if t.is_fifo())),
+            )
+        });
+        let told = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(told, Ok(true), "the open of a FIFO blocked");
         std::fs::remove_file(&p).unwrap();
         assert!(matches!(read_profile_slot(&p), Ok(ProfileSlot::Missing)));
         std::os::unix::fs::symlink("nothing", &p).unwrap();
