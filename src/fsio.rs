@@ -271,6 +271,44 @@ pub fn in_dir<T>(dir: &Path, write: impl FnOnce() -> Result<T>) -> Result<T> {
     result
 }
 
+/// An exclusive advisory lock on a directory, held until dropped: the read-merge-write of a
+/// profile directory ([`crate::pipeline::merge::into_prof_dir`], then [`write_profiles`]) is
+/// done under it, so concurrent `record --prof-dir` runs into one directory each merge into
+/// the file the previous one wrote and no recording is lost. The lock is `flock` on the
+/// directory itself (opened read-only), so it leaves no lock file in DIR; the kernel releases
+/// it when the process ends, however it ends. The shim `sediment ld` only reads profiles and
+/// takes no lock (a rename makes every file it reads complete).
+///
+/// On a file system without `flock` (`ENOLCK`, `EOPNOTSUPP`: some network file systems) the
+/// directory is used unlocked, as it was before locking existed, rather than refusing to
+/// record.
+///
+/// Turned down: a `DIR/.lock` file, which would be one more file in a directory whose listing
+/// is the set of profiles, and would be left behind by a killed run.
+pub struct DirLock {
+    _dir: std::fs::File,
+}
+
+/// Takes [`DirLock`] on `dir` (which must exist), waiting for another holder to release it.
+pub fn lock_dir(dir: &Path) -> Result<DirLock> {
+    use std::os::fd::AsRawFd as _;
+    let file =
+        std::fs::File::open(dir).with_context(|| format!("{}: cannot open", dir.display()))?;
+    loop {
+        // SAFETY: flock on a file descriptor this function owns; no memory is passed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOLCK | libc::EOPNOTSUPP) => break,
+            _ => return Err(e).with_context(|| format!("{}: cannot lock", dir.display())),
+        }
+    }
+    Ok(DirLock { _dir: file })
+}
+
 /// Writes a set of profiles all or nothing ([`replace_files`]), then says so on stderr: first
 /// the import's `warnings` (only now, so that a failure is the one line of its error), then
 /// one line per file with its counts (and, for a profile merged from several recordings, how

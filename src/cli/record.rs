@@ -26,7 +26,8 @@
 //!   with a warning.
 //!
 //! Every file is computed first and written (atomically) after all inputs were read and merged,
-//! so a failure leaves DIR as it was.
+//! so a failure leaves DIR as it was. The read-merge-write holds an advisory lock on DIR
+//! ([`fsio::lock_dir`]), so concurrent recordings into one directory lose none.
 
 use crate::cli::vocab;
 use crate::fsio;
@@ -102,9 +103,14 @@ pub fn run(args: Args) -> Result<()> {
         }
         Target::ProfDir(dir) => {
             // Every file is computed first, then all are written as one set, in `dir` created
-            // if missing ([`fsio::in_dir`]), so a failure leaves DIR as it was.
-            let out = merge::into_prof_dir(&dir, imported)?;
-            fsio::in_dir(&dir, || fsio::write_profiles(&out.as_set(), &out.warnings))
+            // if missing ([`fsio::in_dir`]), so a failure leaves DIR as it was. The read, the
+            // merge and the write are one step under DIR's lock ([`fsio::lock_dir`]), so
+            // concurrent recordings into DIR each count.
+            fsio::in_dir(&dir, || {
+                let _lock = fsio::lock_dir(&dir)?;
+                let out = merge::into_prof_dir(&dir, imported)?;
+                fsio::write_profiles(&out.as_set(), &out.warnings)
+            })
         }
     }
 }

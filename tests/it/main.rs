@@ -15,6 +15,7 @@ mod diff;
 mod formats;
 mod gv;
 mod hostile_paths;
+mod kill_race;
 mod lbr;
 mod ld_reliability;
 mod link;
