@@ -214,16 +214,22 @@ pub fn replace_files(files: &[Replacement<'_>]) -> Result<()> {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let mut tmp = tempfile::Builder::new()
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(dir)
-            .with_context(|| {
-                format!(
-                    "{}: cannot create a temporary file in {}",
-                    path.display(),
-                    dir.display()
-                )
-            })?;
+        // Registered for removal should a signal end the process ([`crate::cleanup`]).
+        let (mut tmp, tracked) = crate::cleanup::track_path(
+            || {
+                tempfile::Builder::new()
+                    .permissions(std::fs::Permissions::from_mode(0o666))
+                    .tempfile_in(dir)
+            },
+            tempfile::NamedTempFile::path,
+        )
+        .with_context(|| {
+            format!(
+                "{}: cannot create a temporary file in {}",
+                path.display(),
+                dir.display()
+            )
+        })?;
         if let Some(mode) = mode {
             tmp.as_file()
                 .set_permissions(std::fs::Permissions::from_mode(mode))
@@ -232,11 +238,11 @@ pub fn replace_files(files: &[Replacement<'_>]) -> Result<()> {
         tmp.write_all(contents)
             .and_then(|()| tmp.flush())
             .with_context(|| format!("{}: write failed", path.display()))?;
-        written.push((tmp, path));
+        written.push((tmp, tracked, path));
     }
     // 3. Put everything in place (temporary files not renamed are removed when dropped).
-    for (tmp, path) in written {
-        tmp.persist(path).map_err(|e| {
+    for (tmp, tracked, path) in written {
+        tracked.finish(|| tmp.persist(path)).map_err(|e| {
             anyhow::anyhow!("{}: cannot rename into place: {}", path.display(), e.error)
         })?;
     }

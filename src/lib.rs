@@ -6,6 +6,7 @@
 //! itself lives in the library crates under `crates/` (profile model, importers, ELF/DWARF,
 //! ordering algorithms, linker emitters, the simulator, valgrind runners, A/B statistics).
 
+pub(crate) mod cleanup;
 pub mod cli;
 pub(crate) mod fsio;
 pub mod pipeline;

@@ -101,6 +101,7 @@ pub enum Command {
 
 /// Parses the command line, runs the verb, prints the error chain and exits non-zero on failure.
 pub fn main() {
+    crate::cleanup::install();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(a) => record::run(a),

@@ -71,3 +71,77 @@ fn concurrent_prof_dir_records_lose_nothing() {
         assert!(name.ends_with(".sprof") && !name.starts_with('.'), "{name}");
     }
 }
+
+/// Names in `dir` other than `keep`: what a killed run left behind.
+fn leftovers(dir: &Path, keep: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()))
+        .collect();
+    names.sort();
+    names
+}
+
+// `merge` killed by SIGTERM (or SIGINT) while it writes its output leaves no temporary file
+// beside it. The kill is sent as soon as the temporary file appears, so it lands mid-write
+// (the output is tens of megabytes); each signal is tried several times.
+#[test]
+fn killed_merge_leaves_no_temporary_file() {
+    use sediment_profile::{FuncKey, Meta, ProfileBuilder};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut b = ProfileBuilder::new(Meta {
+        binary: "/bin/big".to_string(),
+        ..Meta::default()
+    });
+    let keys: Vec<FuncKey> = (0..200_000)
+        .map(|i| FuncKey::global(format!("function_with_a_long_name_{i:08}")))
+        .collect();
+    for (i, k) in keys.iter().enumerate() {
+        b.add_self(k, i as u64 + 1);
+        b.add_call(k, &keys[(i * 7 + 1) % keys.len()], 3);
+        b.add_call(k, &keys[(i * 13 + 5) % keys.len()], 2);
+    }
+    std::fs::write(d.join("in.sprof"), b.build().to_text()).unwrap();
+    let mut caught = 0;
+    for (round, sig) in [libc::SIGTERM, libc::SIGINT]
+        .repeat(3)
+        .into_iter()
+        .enumerate()
+    {
+        let out = d.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        let mut child = Command::new(sediment_bin())
+            .current_dir(d)
+            .args(["merge", "-o", "out/m.sprof", "in.sprof", "in.sprof"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait for the temporary file (or the end), then kill.
+        let start = Instant::now();
+        let mut killed = false;
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(60) {
+            if !leftovers(&out, &["m.sprof"]).is_empty() {
+                // SAFETY: kill(2) of our own child, not yet reaped.
+                unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+                killed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let status = child.wait().unwrap();
+        if killed && !status.success() {
+            caught += 1;
+            use std::os::unix::process::ExitStatusExt as _;
+            assert_eq!(status.signal(), Some(sig), "round {round}: {status}");
+        }
+        assert_eq!(
+            leftovers(&out, &["m.sprof"]),
+            Vec::<String>::new(),
+            "round {round}"
+        );
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    assert!(caught > 0, "no kill landed while the output was written");
+}
