@@ -98,6 +98,49 @@ pub fn track_path<T, E>(
     Ok((made, Tracked(id)))
 }
 
+/// Starts a child (`spawn`) and registers it to receive `SIGTERM` on a signal, both under the
+/// registry's lock. Keep the [`Tracked`] until the child was waited for.
+pub fn track_child(
+    spawn: impl FnOnce() -> std::io::Result<std::process::Child>,
+) -> std::io::Result<(std::process::Child, Tracked)> {
+    let mut reg = registry();
+    let child = spawn()?;
+    let id = reg.next;
+    reg.next += 1;
+    reg.children.insert(id, child.id() as libc::pid_t);
+    Ok((child, Tracked(id)))
+}
+
+/// Waits for a child registered by [`track_child`] and unregisters it before reaping it: the
+/// wait itself leaves the ended child unreaped (`waitid` with `WNOWAIT`), so its pid cannot be
+/// reused by another process while a signal could still send it `SIGTERM`, and the lock is
+/// not held while the child runs.
+pub fn wait_child(
+    child: &mut std::process::Child,
+    tracked: Tracked,
+) -> std::io::Result<std::process::ExitStatus> {
+    loop {
+        // SAFETY: waitid fills the zeroed siginfo_t it is given; the pid is our unreaped child.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                child.id() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    tracked.finish(|| child.wait())
+}
+
 extern "C" fn on_signal(sig: libc::c_int) {
     let fd = PIPE_WRITE.load(Ordering::Relaxed);
     if fd >= 0 {

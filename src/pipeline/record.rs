@@ -12,9 +12,10 @@
 //! [`Request::whole`] (a whole package) callgrind follows children (`--trace-children=yes`, one
 //! output file per process) and perf follows them by itself.
 //!
-//! The raw recording goes to a temporary directory that is removed when the stage returns. A
-//! command that fails is a warning (its recording may still be useful); a profiler that wrote
-//! nothing is an error naming the program.
+//! The raw recording goes to a temporary directory that is removed when the stage returns, or
+//! when a signal ends Sediment ([`crate::cleanup`]), which also stops the profiler and, through
+//! it, the workload. A command that fails is a warning (its recording may still be useful); a
+//! profiler that wrote nothing is an error naming the program.
 
 use super::{import, timings};
 use anyhow::{bail, Context, Result};
@@ -64,10 +65,12 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
     // Before any profiler starts, so that a missing program is named as such; the file found
     // is also how the main executable is told among the profiles.
     let main = find_program(program)?;
-    let tmp = tempfile::Builder::new()
-        .prefix("sediment-record")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
+    // Removed on return, and on SIGTERM/SIGINT too ([`crate::cleanup`]).
+    let (tmp, _tmp_tracked) = crate::cleanup::track_path(
+        || tempfile::Builder::new().prefix("sediment-record").tempdir(),
+        tempfile::TempDir::path,
+    )
+    .context("cannot create a temporary directory")?;
     let mut warnings = Vec::new();
     let mut imported = match req.via {
         Via::Perf => {
@@ -193,7 +196,13 @@ fn run_profiler(
     program: &str,
     out_file: &Path,
 ) -> Result<Option<String>> {
-    let status = cmd.status().with_context(|| format!("cannot run {tool}"))?;
+    // Killed by the kernel when Sediment dies, and sent SIGTERM (which `perf record` passes
+    // on to its workload) when Sediment gets SIGTERM or SIGINT ([`crate::cleanup`]).
+    sediment_valgrind::die_with_parent(&mut cmd);
+    let (mut child, tracked) = crate::cleanup::track_child(|| cmd.spawn())
+        .with_context(|| format!("cannot run {tool}"))?;
+    let status = crate::cleanup::wait_child(&mut child, tracked)
+        .with_context(|| format!("cannot run {tool}"))?;
     if !out_file.exists() {
         bail!("{tool} failed ({status}) on {program} and wrote no recording");
     }

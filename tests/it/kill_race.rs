@@ -95,7 +95,7 @@ fn killed_merge_leaves_no_temporary_file() {
         binary: "/bin/big".to_string(),
         ..Meta::default()
     });
-    let keys: Vec<FuncKey> = (0..200_000)
+    let keys: Vec<FuncKey> = (0..100_000)
         .map(|i| FuncKey::global(format!("function_with_a_long_name_{i:08}")))
         .collect();
     for (i, k) in keys.iter().enumerate() {
@@ -144,4 +144,87 @@ fn killed_merge_leaves_no_temporary_file() {
         std::fs::remove_dir_all(&out).unwrap();
     }
     assert!(caught > 0, "no kill landed while the output was written");
+}
+
+/// The processes descended from `pid` (children, their children, ...), from `/proc`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            if let Some((_, rest)) = stat.rsplit_once(')') {
+                if let Some(ppid) = rest.split_whitespace().nth(1) {
+                    parent_of.push((p, ppid.parse::<u32>().unwrap_or(0)));
+                }
+            }
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|e| e.1 == p).map(|e| e.0));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// True while `pid` runs (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, r)| !r.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+// `record -- sleep 30` killed by SIGTERM: perf and the workload end within seconds, and the
+// recording directory is removed.
+#[test]
+fn killed_record_leaves_no_profiler_or_workload() {
+    require!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("tmp")).unwrap();
+    let mut child = Command::new(sediment_bin())
+        .current_dir(d)
+        .env("TMPDIR", d.join("tmp"))
+        .args(["record", "-o", "out.sprof", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the workload runs under perf.
+    let start = Instant::now();
+    let procs = loop {
+        let procs = descendants(child.id());
+        let has_sleep = procs.iter().any(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        });
+        if has_sleep {
+            break procs;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "sleep never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: kill(2) of our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let start = Instant::now();
+    while procs.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<String> = procs
+        .iter()
+        .filter(|&&p| alive(p))
+        .map(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default())
+        .collect();
+    assert!(left.is_empty(), "still running after {status}: {left:?}");
+    assert_eq!(leftovers(&d.join("tmp"), &[]), Vec::<String>::new());
+    assert!(!d.join("out.sprof").exists());
 }
