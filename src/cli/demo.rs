@@ -221,6 +221,7 @@ fn record_and_order(dir: &Path, via: &str) -> Result<()> {
         command: &command,
         mode: None,
         whole: false,
+        quiet: true,
     })?;
     let prof_path = dir.join("prof.sprof");
     let out = import::outputs(&prof_path, imported)?;

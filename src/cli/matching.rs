@@ -37,6 +37,7 @@ use crate::fsio;
 use anyhow::{anyhow, Result};
 use sediment_elf::Binary;
 use sediment_profile::{match_profile, retarget, FuncKey, MatchReport, Profile, Target};
+use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -117,7 +118,7 @@ pub fn run(args: Args) -> Result<()> {
 
     // Print the report.
     let text = if args.json {
-        format_json(&args, &profile, &binary, &report)
+        format_json(&args, &profile, &binary, &report)?
     } else {
         format_text(&args, &profile, &binary, &report)
     };
@@ -154,101 +155,139 @@ fn format_text(args: &Args, profile: &Profile, binary: &Binary, report: &MatchRe
     s
 }
 
-/// A JSON string literal (RFC 8259 section 7: quote, backslash and control characters escaped).
-fn json_str(v: &str) -> String {
-    let mut s = String::with_capacity(v.len() + 2);
-    s.push('"');
-    for c in v.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\t' => s.push_str("\\t"),
-            '\r' => s.push_str("\\r"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
+/// One side of the JSON report's `profile`: where it came from and how big it is.
+#[derive(Serialize)]
+struct JsonProfile<'a> {
+    path: String,
+    binary: &'a str,
+    arch: Option<&'a str>,
+    functions: usize,
+}
+
+/// The JSON report's `target`: the binary matched to.
+#[derive(Serialize)]
+struct JsonTarget<'a> {
+    path: String,
+    arch: &'a str,
+    functions: usize,
+    from_dynsym: bool,
+}
+
+/// Functions matched per rule of `sediment_profile::names`.
+#[derive(Serialize)]
+struct JsonMatched {
+    exact: usize,
+    other_file: usize,
+    normalized: usize,
+}
+
+/// A function named in the report; `weight` only for unmatched profile functions.
+#[derive(Serialize)]
+struct JsonFunction<'a> {
+    name: &'a str,
+    file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weight: Option<u64>,
+}
+
+impl<'a> JsonFunction<'a> {
+    fn new(k: &'a FuncKey, weight: Option<u64>) -> Self {
+        JsonFunction {
+            name: &k.name,
+            file: k.file.as_deref(),
+            weight,
         }
     }
-    s.push('"');
-    s
 }
 
-fn json_opt(v: Option<&str>) -> String {
-    v.map_or_else(|| "null".to_string(), json_str)
+/// Profile functions with no home in the target: the count and the heaviest.
+#[derive(Serialize)]
+struct JsonMissingInTarget<'a> {
+    count: usize,
+    heaviest: Vec<JsonFunction<'a>>,
 }
 
-fn json_key(k: &FuncKey) -> String {
-    format!(
-        "\"name\": {}, \"file\": {}",
-        json_str(&k.name),
-        json_opt(k.file.as_deref())
-    )
+/// Target functions the profile does not mention: the count and the first in key order.
+#[derive(Serialize)]
+struct JsonMissingInProfile<'a> {
+    count: usize,
+    first: Vec<JsonFunction<'a>>,
 }
 
-/// The report as one JSON object (keys in a fixed order, so the bytes are deterministic).
-fn format_json(args: &Args, profile: &Profile, binary: &Binary, r: &MatchReport) -> String {
-    let mut s = String::new();
-    s.push_str("{\n");
-    let _ = writeln!(
-        s,
-        "  \"profile\": {{\"path\": {}, \"binary\": {}, \"arch\": {}, \"functions\": {}}},",
-        json_str(&args.profile.display().to_string()),
-        json_str(&profile.meta.binary),
-        json_opt(profile.meta.arch.as_deref()),
-        profile.functions.len()
-    );
-    let _ = writeln!(
-        s,
-        "  \"target\": {{\"path\": {}, \"arch\": {}, \"functions\": {}, \"from_dynsym\": {}}},",
-        json_str(&args.binary.display().to_string()),
-        json_str(&binary.arch),
-        binary.functions.len(),
-        binary.from_dynsym
-    );
-    let _ = writeln!(s, "  \"profile_weight\": {},", r.profile_weight);
-    let _ = writeln!(s, "  \"matched_weight\": {},", r.matched_weight);
-    let _ = writeln!(s, "  \"matched_share\": {},", r.matched_share());
-    let _ = writeln!(
-        s,
-        "  \"matched\": {{\"exact\": {}, \"other_file\": {}, \"normalized\": {}}},",
-        r.exact, r.other_file, r.normalized
-    );
-    let heaviest: Vec<String> = r
-        .heaviest_missing_in_target
-        .iter()
-        .map(|(k, w)| format!("{{{}, \"weight\": {w}}}", json_key(k)))
-        .collect();
-    let _ = writeln!(
-        s,
-        "  \"missing_in_target\": {{\"count\": {}, \"heaviest\": [{}]}},",
-        r.missing_in_target,
-        heaviest.join(", ")
-    );
-    let first: Vec<String> = r
-        .first_missing_in_profile
-        .iter()
-        .map(|k| format!("{{{}}}", json_key(k)))
-        .collect();
-    let _ = writeln!(
-        s,
-        "  \"missing_in_profile\": {{\"count\": {}, \"first\": [{}]}}",
-        r.missing_in_profile,
-        first.join(", ")
-    );
-    s.push_str("}\n");
-    s
+/// The whole `--json` report; fields serialise in declaration order, so the bytes are
+/// deterministic.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    profile: JsonProfile<'a>,
+    target: JsonTarget<'a>,
+    profile_weight: u64,
+    matched_weight: u64,
+    matched_share: f64,
+    matched: JsonMatched,
+    missing_in_target: JsonMissingInTarget<'a>,
+    missing_in_profile: JsonMissingInProfile<'a>,
+}
+
+/// The report as one pretty-printed JSON object with a trailing newline.
+fn format_json(args: &Args, profile: &Profile, binary: &Binary, r: &MatchReport) -> Result<String> {
+    let report = JsonReport {
+        profile: JsonProfile {
+            path: args.profile.display().to_string(),
+            binary: &profile.meta.binary,
+            arch: profile.meta.arch.as_deref(),
+            functions: profile.functions.len(),
+        },
+        target: JsonTarget {
+            path: args.binary.display().to_string(),
+            arch: &binary.arch,
+            functions: binary.functions.len(),
+            from_dynsym: binary.from_dynsym,
+        },
+        profile_weight: r.profile_weight,
+        matched_weight: r.matched_weight,
+        matched_share: r.matched_share(),
+        matched: JsonMatched {
+            exact: r.exact,
+            other_file: r.other_file,
+            normalized: r.normalized,
+        },
+        missing_in_target: JsonMissingInTarget {
+            count: r.missing_in_target,
+            heaviest: r
+                .heaviest_missing_in_target
+                .iter()
+                .map(|(k, w)| JsonFunction::new(k, Some(*w)))
+                .collect(),
+        },
+        missing_in_profile: JsonMissingInProfile {
+            count: r.missing_in_profile,
+            first: r
+                .first_missing_in_profile
+                .iter()
+                .map(|k| JsonFunction::new(k, None))
+                .collect(),
+        },
+    };
+    let mut s = serde_json::to_string_pretty(&report)?;
+    s.push('\n');
+    Ok(s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    // Quotes, backslashes and control characters are escaped; the rest passes through.
+    // Quotes, backslashes and control characters are escaped, the rest passes through; a
+    // function without a file has a null file, and no weight key unless it has one.
     #[test]
     fn json_strings_are_escaped() {
-        assert_eq!(json_str("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\u0001é\"");
-        assert_eq!(json_opt(None), "null");
+        let key = FuncKey {
+            name: "a\"b\\c\n\u{1}é".to_string(),
+            file: None,
+        };
+        let json = serde_json::to_string(&JsonFunction::new(&key, None)).unwrap();
+        assert_eq!(json, r#"{"name":"a\"b\\c\n\u0001é","file":null}"#);
+        let json = serde_json::to_string(&JsonFunction::new(&key, Some(3))).unwrap();
+        assert!(json.ends_with(r#""file":null,"weight":3}"#), "{json}");
     }
 }

@@ -73,7 +73,7 @@ pub struct Args {
     #[arg(long)]
     pub compare: bool,
     /// With `--compare`: also replay every algorithm's order through Sediment's simulator on one
-    /// valgrind lackey run of binary FILE (the one the profile was recorded on, built with
+    /// valgrind run of binary FILE (the one the profile was recorded on, built with
     /// `-ffunction-sections`), with the workload's arguments after `--`: predicted iTLB and I1
     /// misses and pages/lines, with no relink (`sediment sim --order`).
     #[arg(long, value_name = "FILE", requires = "simulated")]
@@ -201,7 +201,7 @@ fn write_order(
     fsio::write_atomic(output, order.to_text().as_bytes())
 }
 
-/// Every algorithm's order replayed by the simulator on one lackey run of `binary`: the table
+/// Every algorithm's order replayed by the simulator on one valgrind run of `binary`: the table
 /// of `sediment sim --order`, one column per algorithm after the binary as linked.
 fn simulate_table(
     profile: &sediment_profile::Profile,
@@ -230,7 +230,7 @@ fn simulate_table(
         columns.push((label.to_string(), per_shift));
     }
     Ok(format!(
-        "\nsimulated on {} (one lackey run, no relink; ratios to the binary as linked):\n{}",
+        "\nsimulated on {} (one valgrind run, no relink; ratios to the binary as linked):\n{}",
         binary.display(),
         sediment_sim::format_table(&columns, None)
     ))
@@ -296,5 +296,9 @@ fn compare_table(g: &CallGraph, chosen: Algorithm) -> Result<String> {
         }
         out.push('\n');
     }
+    out.push_str(
+        "(pages and lines predicted from the profile's weights, each function's spread over its \
+         bytes, in the order's layout; measured figures: --simulate, `sediment compare`)\n",
+    );
     Ok(out)
 }

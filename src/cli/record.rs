@@ -93,6 +93,7 @@ pub fn run(args: Args) -> Result<()> {
         command: &args.command,
         mode: args.mode,
         whole: matches!(target, Target::ProfDir(_)),
+        quiet: false,
     })?;
     match target {
         Target::Output(out) => {

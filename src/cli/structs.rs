@@ -32,7 +32,7 @@ pub struct Args {
     /// The old spelling of `--binary`: the binary as the operand.
     #[arg(value_name = "BINARY", hide = true)]
     pub binary_operand: Option<PathBuf>,
-    /// The binary, under either spelling ([`Args::with_binary`] sets it).
+    /// The binary, under either spelling (`Args::with_binary` sets it).
     #[arg(skip)]
     pub binary: PathBuf,
     /// Only structures whose name contains this.

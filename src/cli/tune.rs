@@ -1,6 +1,6 @@
 //! `sediment tune`: profile + binary + workload -> a function order chosen by the simulator.
 //!
-//! Every ordering algorithm's order of the profile is replayed on one valgrind lackey run of
+//! Every ordering algorithm's order of the profile is replayed on one valgrind run of
 //! the binary with the workload (after `--`), and the search of `sediment-tune` keeps the
 //! reorderings the simulator says make the layout cheaper against the best published value of
 //! each count (the objective: that crate's documentation). The order goes to `-o`, the
@@ -23,7 +23,7 @@ pub struct Args {
     /// Profile to order (a `sediment-profile 1` file from `record` or `import`).
     #[arg(short = 'p', long = "profile", value_name = "FILE")]
     pub profile: PathBuf,
-    /// The binary to run under valgrind lackey (the one the profile was recorded on, built
+    /// The binary to run under valgrind (the one the profile was recorded on, built
     /// with `-ffunction-sections`), best linked by the linker that will link the order: the
     /// tuned layout starts where its code starts.
     #[arg(long, value_name = "FILE")]
@@ -33,7 +33,7 @@ pub struct Args {
     pub budget: usize,
     /// Keep the recorded run in FILE, or reuse it if FILE holds a run of the same binary
     /// bytes and arguments (anything else is an error), so a search can be repeated with other
-    /// profiles or budgets without running lackey again.
+    /// profiles or budgets without running valgrind again.
     #[arg(long, value_name = "FILE")]
     pub recording: Option<PathBuf>,
     /// Climb from this algorithm's order (or its density tiers), or from the `cheapest`

@@ -42,6 +42,9 @@ pub struct Request<'a> {
     pub mode: Option<Mode>,
     /// A whole package: children are followed and binaries without symbols are skipped.
     pub whole: bool,
+    /// The command's standard output goes to `/dev/null` instead of this process's (the demo
+    /// prints its own table there).
+    pub quiet: bool,
 }
 
 /// Runs the command under the profiler and imports the recording. The warnings of the
@@ -76,6 +79,9 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
                 .arg("--")
                 .arg(program)
                 .args(rest);
+            if req.quiet {
+                cmd.stdout(std::process::Stdio::null());
+            }
             warnings.extend(run_profiler(cmd, "perf record", program, &data)?);
             let options = import::Options {
                 mode: Some(req.mode.unwrap_or_default()),
@@ -92,21 +98,15 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
             } else {
                 "callgrind.out"
             });
-            let mut flag = std::ffi::OsString::from("--callgrind-out-file=");
-            flag.push(&out);
-            let mut cmd = Command::new("valgrind");
-            cmd.args([
-                "-q",
-                "--vgdb=no", // as in sediment-measure: no PID-named FIFOs in /tmp
-                "--tool=callgrind",
-                "--demangle=no",
-                "--dump-instr=yes",
-            ]);
-            if req.whole {
-                cmd.arg("--trace-children=yes");
-            }
-            cmd.arg(flag).arg(program).args(rest);
-            let status = cmd.status().context("cannot run valgrind")?;
+            let rest: Vec<std::ffi::OsString> = rest.iter().map(Into::into).collect();
+            let status = sediment_valgrind::tools::record_callgrind(
+                &"valgrind".into(),
+                Path::new(program),
+                &rest,
+                &out,
+                req.whole,
+                req.quiet,
+            )?;
             let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
                 .context("cannot list the recording directory")?
                 .filter_map(|e| e.ok().map(|e| e.path()))

@@ -1,7 +1,7 @@
 //! The `tune` stage: profile + binary + workload -> a function order chosen by the simulator.
 //!
 //! Every ordering algorithm of `sediment-order` orders the profile; the binary runs once under
-//! valgrind lackey with the workload (or a run kept in a file is read back) and the run is
+//! valgrind (Sediment's trace tool, lackey where it cannot be built) with the workload (or a run kept in a file is read back) and the run is
 //! recorded relative to the binary's functions; the search of `sediment-tune` replays the
 //! candidates and its own layouts on that run and returns the cheapest (the objective is
 //! documented there). The targets are the published algorithms' best values; Sediment's own
@@ -243,7 +243,7 @@ pub fn tune(req: &Request<'_>) -> Result<Tuned> {
     })
 }
 
-/// The lackey run of the binary, with the as-linked I1 32K and iTLB 64 misses: recorded, or
+/// The valgrind run of the binary, with the as-linked I1 32K and iTLB 64 misses: recorded, or
 /// read from [`Request::recording`] when that holds a run of the same binary, arguments and
 /// event cap (and written there after recording when it does not exist).
 fn recorded_run(req: &Request<'_>, notes: &mut Vec<String>) -> Result<([u64; 2], Saved)> {

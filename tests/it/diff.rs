@@ -168,6 +168,19 @@ fn diff_names_the_grown_function_as_the_cause_of_the_shift() {
         let said = format!("{} cells executed", lines(b));
         assert!(svg.contains(&said), "{build}: {said} not in the SVG");
     }
+    // One coloured cell (not white, grey or the panel frame) per executed line of each build,
+    // and the hottest cell at the dark-red end of the scale.
+    let fills: Vec<&str> = svg
+        .lines()
+        .filter(|l| l.starts_with("<rect "))
+        .filter_map(|l| l.split("fill=\"").nth(1)?.split('"').next())
+        .collect();
+    let heated = fills
+        .iter()
+        .filter(|f| !["white", "none", "#dddddd"].contains(f))
+        .count() as u64;
+    assert_eq!(heated, lines(&old) + lines(&new));
+    assert!(fills.contains(&"#bd0026"), "no cell at full heat");
     if have_tool("xmllint") {
         let st = Command::new("xmllint")
             .arg("--noout")

@@ -11,10 +11,16 @@
 //!
 //! Binaries larger than [`MAX_ROWS`] pages are drawn with several pages per row (each cell then
 //! covers `64 * k` bytes), so the picture stays a few hundred pixels high. The SVG is written
-//! by hand (rectangles and text; no plotting crate needed for that) and is deterministic.
+//! with the `svg` crate's document builder (rectangles and text; it escapes the text and sorts
+//! each element's attributes by name), so the picture is deterministic.
+//!
+//! Turned down: `plotters`' SVG backend. A heat map of coloured cells needs no axes or fonts,
+//! and its backend writes extra attributes on every rectangle (opacity, stroke), which makes the
+//! many-thousand-cell pictures of large binaries larger for nothing.
 
 use crate::diff::{Placed, LINE, PAGE};
-use std::fmt::Write as _;
+use svg::node::element::{Element, Rectangle};
+use svg::{Document, Node as _};
 
 /// Most rows a panel draws; larger binaries put several pages in a row.
 pub const MAX_ROWS: u64 = 256;
@@ -119,12 +125,14 @@ fn colour(heat: Option<f64>, max: f64) -> Option<String> {
     ))
 }
 
-/// Text escaped for SVG.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// A `<text>` element at `(x, y)`; the content is escaped by the `svg` crate. (Its
+/// `element::Text` would put the content on lines of its own; a plain element keeps it inline.)
+fn text(content: &str, x: u64, y: u64) -> Element {
+    let mut t = Element::new("text");
+    t.assign("x", x);
+    t.assign("y", y);
+    t.append(svg::node::Text::new(content));
+    t
 }
 
 /// An SVG with one panel per `(title, functions)`, all on one colour scale and one rows-per-page
@@ -146,15 +154,17 @@ pub fn svg(panels: &[(String, Vec<Placed>)]) -> String {
     let top = 80;
     let width = panels.len() as u64 * (panel_w + gap) + gap;
     let height = top + rows * CELL_PX + 40;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect width="{width}" height="{height}" fill="white"/>"#
-    );
+    let mut doc = Document::new()
+        .set("width", width)
+        .set("height", height)
+        .set("font-family", "sans-serif")
+        .set("font-size", 11)
+        .add(
+            Rectangle::new()
+                .set("width", width)
+                .set("height", height)
+                .set("fill", "white"),
+        );
     for (i, ((title, _), g)) in panels.iter().zip(&grids).enumerate() {
         let x0 = gap + i as u64 * (panel_w + gap);
         let hot_cells = g
@@ -162,11 +172,9 @@ pub fn svg(panels: &[(String, Vec<Placed>)]) -> String {
             .iter()
             .filter(|c| c.is_some_and(|h| h > 0.0))
             .count();
-        let _ = writeln!(
-            s,
-            r#"<text x="{x0}" y="16" font-weight="bold">{}</text>"#,
-            esc(title)
-        );
+        let mut heading = text(title, x0, 16);
+        heading.assign("font-weight", "bold");
+        doc = doc.add(heading);
         let unit = if g.cell_bytes == LINE {
             "page".to_string()
         } else {
@@ -180,35 +188,43 @@ pub fn svg(panels: &[(String, Vec<Placed>)]) -> String {
             format!("99% of the weight in {} rows", g.rows_holding(0.99)),
             format!("from {:#x}, one cell = {} B", g.base, g.cell_bytes),
         ]
-        .iter()
+        .into_iter()
         .enumerate()
         {
-            let _ = writeln!(s, r#"<text x="{x0}" y="{}">{line}</text>"#, 32 + 14 * k);
+            doc = doc.add(text(&line, x0, 32 + 14 * k as u64));
         }
-        let _ = writeln!(
-            s,
-            r##"<rect x="{x0}" y="{top}" width="{panel_w}" height="{}" fill="none" stroke="#999999"/>"##,
-            g.rows() * CELL_PX
+        doc = doc.add(
+            Rectangle::new()
+                .set("x", x0)
+                .set("y", top)
+                .set("width", panel_w)
+                .set("height", g.rows() * CELL_PX)
+                .set("fill", "none")
+                .set("stroke", "#999999"),
         );
         for (k, cell) in g.cells.iter().enumerate() {
             let Some(fill) = colour(*cell, max) else {
                 continue;
             };
             let (row, col) = (k as u64 / COLUMNS, k as u64 % COLUMNS);
-            let _ = writeln!(
-                s,
-                r#"<rect x="{}" y="{}" width="{CELL_PX}" height="{CELL_PX}" fill="{fill}"/>"#,
-                x0 + col * CELL_PX,
-                top + row * CELL_PX
+            doc = doc.add(
+                Rectangle::new()
+                    .set("x", x0 + col * CELL_PX)
+                    .set("y", top + row * CELL_PX)
+                    .set("width", CELL_PX)
+                    .set("height", CELL_PX)
+                    .set("fill", fill),
             );
         }
     }
-    let _ = writeln!(
-        s,
-        r#"<text x="{gap}" y="{}">white: no function; grey: never executed; yellow to red: profile weight per byte (log scale)</text>"#,
-        height - 14
-    );
-    s.push_str("</svg>\n");
+    doc = doc.add(text(
+        "white: no function; grey: never executed; yellow to red: profile weight per byte \
+         (log scale)",
+        gap,
+        height - 14,
+    ));
+    let mut s = doc.to_string();
+    s.push('\n');
     s
 }
 
@@ -259,7 +275,7 @@ mod tests {
         let p = vec![("a<b>&\"c\"".to_string(), vec![f(0x1000, 100, 5)])];
         let a = svg(&p);
         assert_eq!(a, svg(&p));
-        assert!(a.contains("a&lt;b&gt;&amp;&quot;c&quot;"));
+        assert!(a.contains("a&lt;b&gt;&amp;\"c\""));
         assert!(!a.contains("a<b>"));
     }
 }

@@ -21,6 +21,18 @@
 //!   split byte by byte.) `bound_p99 = ceil(b / B)` where `b` is the smallest number of bytes,
 //!   taken hottest first, whose weight reaches the target.
 //!
+//! This is Sediment's one footprint definition; every "pages (lines) for 99%" figure is
+//! counted by [`blocks_for_target`] over block weights built one of these ways, and its label
+//! says which:
+//! - **executed bytes**: the per-byte counts of a simulated trace, as above (`sediment sim`,
+//!   `compare --shifts`);
+//! - **executed instructions**: per-instruction counts without lengths (callgrind, for
+//!   `sediment compare` and `noise`): each instruction is a one-byte range at its first byte;
+//! - **predicted from the profile's weights**: a function's self weight spread evenly over its
+//!   bytes, placed by a proposed order (`sediment_order::weight_footprint`, an `f64` weight);
+//! - **functions covered** (`sediment diff`): the hottest functions holding 99% of the profile's
+//!   weight, every byte of each weighing 1, counted as blocks touched.
+//!
 //! Why bytes and not instructions: the natural wording is "lines holding 99% of executed
 //! instructions", but an instruction straddling a line boundary belongs to two lines, and with
 //! instruction weights no packing argument gives an exact lower bound (a line can "hold" more
@@ -375,6 +387,19 @@ pub fn blocks_for_target<W: BlockWeight>(groups: &[(W, u64)], target: W) -> u64 
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    // The one counting rule over exact and f64 weights: runs (heaviest first) 50 x1, 20 x2,
+    // 5 x2 of 100; 50% takes one block, 90% three (50 + 20 + 20), 99% five, a zero target
+    // none.
+    #[test]
+    fn blocks_for_target_on_both_weights() {
+        let exact: [(u128, u64); 3] = [(50, 1), (20, 2), (5, 2)];
+        let float: [(f64, u64); 3] = [(50.0, 1), (20.0, 2), (5.0, 2)];
+        for (target, want) in [(50, 1), (90, 3), (99, 5), (0, 0), (1000, 5)] {
+            assert_eq!(blocks_for_target(&exact, target), want, "{target}");
+            assert_eq!(blocks_for_target(&float, target as f64), want, "{target}");
+        }
+    }
 
     fn r(start: u64, len: u64, count: u64) -> ExecRange {
         ExecRange { start, len, count }

@@ -1,6 +1,6 @@
 //! A bounded in-memory record of one run's fetch ranges, with the main binary's code kept
 //! relative to its functions, so that a search can replay the run under many candidate orders
-//! without running the program again (see [`mod@crate::refine`]).
+//! without running the program again (the search of `sediment-tune` does).
 //!
 //! [`crate::Capture`] answers a fixed set of layouts chosen before the run; a search chooses
 //! its next layout from the last one's result, so the run must be kept. A real run is tens of

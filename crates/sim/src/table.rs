@@ -360,4 +360,47 @@ mod tests {
         assert_eq!(r.text(), "2.000 [1.500-2.500]");
         assert_eq!(Summary::of(&[Cell::Ratio(1, 0)]).text(), "-");
     }
+
+    // The JSON keeps the table's row order (instructions first, fetches and the output hash
+    // last), prints counts as integers and ratios as numbers, and has min, max and per_shift
+    // only with more than one shift.
+    #[test]
+    fn json_report_shape() {
+        let m = |i1: u64| {
+            let mut m = Metrics {
+                instructions: 100,
+                fetches: Some(7),
+                stdout_fnv1a: "ab".into(),
+                weighed_by: crate::FootprintWeight::ExecutedBytes,
+                ..Metrics::default()
+            };
+            m.set_misses(&[i1, 0, 0, 0, 0, 0]);
+            m.pages_99 = 3;
+            m.bounds = Some(crate::Bounds {
+                pages_99: 2,
+                ..Default::default()
+            });
+            m
+        };
+        let one = format_json(&[("a".into(), vec![m(5)])], &[0]);
+        let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+        let c = &v["columns"][0];
+        assert_eq!(v["base"], "a");
+        assert!(c.get("min").is_none() && c.get("per_shift").is_none());
+        assert_eq!(c["metrics"]["pages_99_to_bound"].as_f64(), Some(1.5));
+        assert_eq!(c["metrics"]["fetches"], 7);
+        let keys: Vec<&str> = one
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"')?.split('"').next())
+            .collect();
+        assert_eq!(keys[..4], ["base", "shifts", "columns", "label"]);
+        assert_eq!(keys[5], "instructions");
+        assert_eq!(keys[keys.len() - 1], "stdout_fnv1a");
+        let two = format_json(&[("a".into(), vec![m(5), m(8)])], &[0, 80]);
+        let v: serde_json::Value = serde_json::from_str(&two).unwrap();
+        let c = &v["columns"][0];
+        assert_eq!(c["metrics"]["i1_misses_32k_8way"].as_f64(), Some(6.5));
+        assert_eq!(c["min"]["i1_misses_32k_8way"], 5);
+        assert_eq!(c["per_shift"][1]["i1_misses_32k_8way"], 8);
+    }
 }

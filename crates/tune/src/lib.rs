@@ -63,6 +63,7 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use sediment_sim::geometry::{Geometry, CACHEGRIND, GEOMETRIES};
 use sediment_sim::{layout_from_order, ExecProfile, Recording, SetAssocLru};
 
 /// Errors of [`search`].
@@ -317,15 +318,16 @@ impl Evaluator<'_> {
     fn metrics(&mut self, order: &[u32]) -> Result<LayoutMetrics, Error> {
         self.count += 1;
         let starts = self.starts(order);
-        // All four arrays at every shift and iTLB shift.
+        // The four set-associative arrays of the geometry table (I1 32K, I1 16K, iTLB 64,
+        // iTLB 128) at every shift and iTLB shift.
         let mut arrays = Vec::with_capacity(self.shifts.len());
         for _ in 0..self.shifts.len() {
-            arrays.push(vec![
-                SetAssocLru::new(64, 512, 8)?,
-                SetAssocLru::new(64, 256, 4)?,
-                SetAssocLru::new(4096, 64, 8)?,
-                SetAssocLru::new(4096, 128, 8)?,
-            ]);
+            arrays.push(
+                GEOMETRIES[..CACHEGRIND]
+                    .iter()
+                    .map(Geometry::array)
+                    .collect::<Result<Vec<SetAssocLru>, _>>()?,
+            );
         }
         self.rec
             .replay_parallel(&starts, &self.shifts, &mut arrays, self.params.threads)?;

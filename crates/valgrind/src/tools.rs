@@ -56,6 +56,45 @@ pub fn callgrind(run: &Run<'_>, out: &Path) -> Result<Output, Error> {
     run_tool(run, "callgrind", &tool_args)
 }
 
+/// The callgrind recording of `sediment record --via callgrind`: `program` with `args` under
+/// `valgrind --tool=callgrind --demangle=no --dump-instr=yes`, writing `out` (a path that may
+/// hold `%p`, the process id, for one file per process with `trace_children`). The program
+/// keeps Sediment's standard input and output (`quiet`: its standard output goes to
+/// `/dev/null`); its exit status is returned whatever it is, since a failing program may still
+/// have written a recording worth importing.
+pub fn record_callgrind(
+    valgrind: &OsString,
+    program: &Path,
+    args: &[OsString],
+    out: &Path,
+    trace_children: bool,
+    quiet: bool,
+) -> Result<std::process::ExitStatus, Error> {
+    let mut cmd = Command::new(valgrind);
+    cmd.args([
+        "-q",
+        "--vgdb=no",
+        "--tool=callgrind",
+        "--demangle=no",
+        "--dump-instr=yes",
+    ]);
+    if trace_children {
+        cmd.arg("--trace-children=yes");
+    }
+    cmd.arg(os_concat("--callgrind-out-file=", out))
+        .arg(program)
+        .args(args);
+    if quiet {
+        cmd.stdout(Stdio::null());
+    }
+    die_with_parent(&mut cmd);
+    cmd.status().map_err(|source| Error::ToolMissing {
+        tool: "valgrind --tool=callgrind".into(),
+        binary: program.to_path_buf(),
+        source,
+    })
+}
+
 /// Runs `tool` with `tool_args` and waits; the program's output is captured. A run that exits
 /// unsuccessfully is [`Error::ProgramFailed`], with the last line of standard error.
 fn run_tool(run: &Run<'_>, tool: &str, tool_args: &[OsString]) -> Result<Output, Error> {
