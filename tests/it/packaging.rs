@@ -837,3 +837,44 @@ fn lto_output_without_symbols_is_not_checked() {
     );
     assert!(p.path().join("alpha").exists());
 }
+
+// Regression (issue 33): the shim's summary said "(c3, bfd, 2 warnings)" and never showed
+// them. Each warning now follows the summary line in the build log, counted and naming the
+// first few entries (here: the profiled functions the program does not define). Objects
+// without -ffunction-sections are only warned about when they define an entry of the order.
+#[test]
+fn regress_ld_prints_the_warnings_it_counts() {
+    require!("gcc");
+    let p = Project::new();
+    let mut pb = ProfileBuilder::new(Meta {
+        binary: "gamma".into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    let g = FuncKey::global;
+    pb.add_self(&g("f6"), 1000);
+    pb.add_self(&g("f2"), 600);
+    for i in 0..7 {
+        pb.add_self(&FuncKey::global(format!("ghost{i}")), 100 - i);
+    }
+    std::fs::write(p.path().join("prof/gamma.sprof"), pb.build().to_text()).unwrap();
+    let b = p.wrappers();
+    let out = cc(
+        &p,
+        "gcc",
+        &["-O1", "-ffunction-sections", &b, "-o", "gamma", "prog.c"],
+    );
+    let lines = succeeded_with(&out);
+    // Only one: gcc's own startup objects (`crtbeginS.o`, no -ffunction-sections) hold no entry
+    // of the order and are not warned about.
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("sediment ld: gamma: ordered 2 of 9 profiled functions")
+            && lines[0].contains(", 1 warnings)"),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines[1],
+        "sediment ld: gamma: warning: 7 of 9 order entries not found in the objects: ghost0, ghost1, ghost2, ghost3, ghost4 (and 2 more)",
+    );
+}
