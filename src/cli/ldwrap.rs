@@ -20,7 +20,9 @@
 //! 3. otherwise orders the profile (`$SEDIMENT_ALGORITHM`, default `c3`), resolves the order
 //!    against the ELF relocatable objects and archives on the command line (every argument
 //!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
-//!    objects and are skipped by their ELF type), emits the input of the linker the shim stands
+//!    objects and are skipped by their ELF type; a `-lNAME` or `-l:FILE` is the file the linker
+//!    would take, searched in the `-L` directories and the linker's own search path, which
+//!    counts when it is a static archive: [`crate::pipeline::link::link_inputs`]), emits the input of the linker the shim stands
 //!    for (detected from `LINKER --version`: LLD, GNU gold or GNU ld) into a private temporary
 //!    directory (0700, the file 0600), and runs the real linker with the matching option
 //!    appended. One line on standard error says what was applied: how many entries the
@@ -369,7 +371,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
     let graph = CallGraph::from_profile(&profile);
     let order = crate::pipeline::order::order(&profile, &profile_path, &graph, algorithm)?;
-    let inputs = link_stage::link_inputs(&args.args);
+    let inputs = link_stage::link_inputs(&args.args, Path::new(&args.real), linker)?;
     let SplitInputs { objects, lto } =
         link_stage::split_lto(&inputs, linker, has_plugin(&args.args))?;
     if !lto.is_empty() {
