@@ -99,9 +99,6 @@ impl MetricGroup {
     }
 }
 
-/// What the footprint rows count, printed under the table.
-const FOOTPRINT_NOTE: &str = "# footprint rows: each binary's own code (its executable segments; not ld.so or libc), bytes weighted by execution count";
-
 /// Cachegrind rows (JSON keys) that `--shifts` replaces by their spread over shifted layouts:
 /// the I1 misses and the 99% / 99.9% footprints, so that each metric is printed once.
 const REPLACED_ROWS: [&str; 6] = [
@@ -147,7 +144,6 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     opts.stdin.clone_from(&args.stdin);
-    let labels = crate::pipeline::measure::labels(&binaries);
     let one = sediment_measure::onepass::OnePassOptions {
         valgrind: opts.valgrind.clone(),
         jobs: opts.jobs,
@@ -159,46 +155,21 @@ pub fn run(args: Args) -> Result<()> {
             sediment_measure::cache::default_dir()
         },
     };
-    let progress = super::progress::Progress::new("compare", &labels);
-    let measured = crate::pipeline::measure::one_pass(&binaries, &args.args, &one, &|i, e| {
+    let progress =
+        super::progress::Progress::new("compare", &crate::pipeline::measure::labels(&binaries));
+    let compared = crate::pipeline::measure::compare(&binaries, &args.args, &one, &|i, e| {
         progress.event(i, e)
     });
     progress.finish();
-    let measured = match measured {
-        Err(e) if is_no_trace_tool(&e) && args.sample_first.is_none() => {
-            eprintln!(
-                "sediment compare: measuring with cachegrind and callgrind (five runs per \
-                 binary, slower, not cached): {e}"
-            );
-            sediment_measure::measure(&binaries, &args.args, &opts)?
-                .into_iter()
-                .enumerate()
-                .map(|(i, metrics)| sediment_measure::onepass::Measured {
-                    metrics,
-                    // Not recorded by that path: stderr is not compared, and no two
-                    // binaries count as built from the same objects.
-                    stderr_fnv1a: String::new(),
-                    sampled: None,
-                    code_fingerprint: format!("unknown {i}"),
-                    cached: false,
-                })
-                .collect()
-        }
-        r => r?,
-    };
-    for w in sediment_measure::onepass::output_differences(&labels, &measured)
-        .into_iter()
-        .chain(sediment_measure::onepass::nondeterminism_warning(
-            &labels, &measured,
-        ))
-    {
+    let compared = compared?;
+    for n in &compared.notes {
+        eprintln!("sediment compare: {n}");
+    }
+    for w in &compared.warnings {
         eprintln!("sediment compare: warning: {w}");
     }
-    let sampled = measured.iter().find_map(|m| m.sampled);
-    let columns: Vec<(String, sediment_measure::Metrics)> = labels
-        .into_iter()
-        .zip(measured.into_iter().map(|m| m.metrics))
-        .collect();
+    let sampled = compared.sampled;
+    let columns = compared.columns;
     let wanted = |name: &str| {
         args.metrics.is_empty() || MetricGroup::of(name).map_or(true, |g| args.metrics.contains(&g))
     };
@@ -265,7 +236,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         t.push_str(&text);
         if wanted("pages_99") {
-            t.push_str(FOOTPRINT_NOTE);
+            t.push_str(sediment_measure::FOOTPRINT_NOTE);
             t.push('\n');
         }
         t
@@ -274,14 +245,6 @@ pub fn run(args: Args) -> Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-/// Whether `e` says that Sediment's trace tool cannot be built here.
-fn is_no_trace_tool(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<sediment_measure::Error>(),
-        Some(sediment_measure::Error::NoTraceTool(_))
-    )
 }
 
 /// The line saying that a table describes only a prefix of each run.

@@ -11,7 +11,8 @@
 //!    `order` (C3, into `demo.order`), then per installed linker (lld, gold, GNU ld) `link`
 //!    (into `order.<linker>`), the driver flags `link-flags` prints, and a gcc relink with
 //!    them into `demo-<linker>`;
-//! 5. `compare` the default link against every relinked binary in one table.
+//! 5. the `measure` stage (`sediment compare`'s) on the default link and every relinked
+//!    binary, printed as one table.
 //!
 //! `-fno-toplevel-reorder` keeps gcc's output order equal to the source's definition order.
 //! Without it gcc 12 emits the static helpers first and the externally visible hot functions
@@ -21,6 +22,7 @@
 //! Without `--dir`, the work happens in a temporary directory removed at the end.
 
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
@@ -31,7 +33,7 @@ use sediment_order::{Algorithm, CallGraph};
 use sediment_profile::FunctionOrder;
 
 use crate::fsio;
-use crate::pipeline::{self, import, link, record};
+use crate::pipeline::{self, import, link, measure, record};
 
 /// The example's sources, embedded so that the demo needs nothing but the executable.
 const MAIN_C: &str = include_str!("../../demo/main.c");
@@ -125,20 +127,33 @@ pub fn run(args: Args) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
 
-    // The table goes straight to our standard output.
-    let mut compare: Vec<&str> = vec!["compare"];
-    if args.json {
-        compare.push("--json");
+    // Pass 5: the measure stage, as `sediment compare` runs it; the table (or JSON) goes
+    // straight to our standard output.
+    let paths: Vec<PathBuf> = binaries.iter().map(|b| dir.join(b)).collect();
+    let compared = measure::compare(
+        &paths,
+        &[],
+        &sediment_measure::onepass::OnePassOptions::default(),
+        &|_, _| {},
+    )?;
+    for n in &compared.notes {
+        eprintln!("demo: {n}");
     }
-    compare.extend(binaries.iter().map(String::as_str));
-    let status = Command::new(current_exe()?)
-        .args(&compare)
-        .current_dir(&dir)
-        .status()
-        .context("cannot run `sediment compare`")?;
-    if !status.success() {
-        bail!("`sediment {}` failed ({status})", compare.join(" "));
+    for w in &compared.warnings {
+        eprintln!("demo: warning: {w}");
     }
+    let text = if args.json {
+        sediment_measure::format_json(&compared.columns)
+    } else {
+        format!(
+            "{}{}\n",
+            sediment_measure::format_table(&compared.columns),
+            sediment_measure::FOOTPRINT_NOTE
+        )
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
     Ok(())
 }
 
@@ -307,10 +322,6 @@ fn tool_runs(tool: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
-}
-
-fn current_exe() -> Result<PathBuf> {
-    std::env::current_exe().context("cannot locate the sediment executable")
 }
 
 /// The last non-empty line of a tool's standard error.

@@ -8,7 +8,7 @@
 //! believing that an ordering beat the default link by X%, one should know how far the metrics
 //! move under layouts that nobody chose. This command links N such layouts of the same
 //! objects into a temporary directory, measures each exactly as `sediment compare` does
-//! (`sediment_measure::measure`, all variants in one parallel batch), and prints per metric
+//! (`crate::pipeline::measure::compare`: one traced run per variant, all in one parallel batch, uncached), and prints per metric
 //! the median, the minimum, the maximum and `(max - min) / median`
 //! (`sediment_measure::spread`).
 //!
@@ -345,12 +345,21 @@ fn measure_variants(
     variants: &[Variant],
     binaries: &[PathBuf],
 ) -> Result<Vec<Metrics>> {
-    let mut opts = sediment_measure::Options::default();
+    // The measure stage of `sediment compare` (one traced run per variant), uncached: the
+    // variants are temporary links that never come back.
+    let mut opts = sediment_measure::onepass::OnePassOptions {
+        cache: None,
+        ..Default::default()
+    };
     if let Some(j) = args.jobs {
         opts.jobs = j.max(1);
     }
-    let mut metrics =
-        sediment_measure::measure(binaries, &args.args, &opts).context("sediment noise")?;
+    let compared = crate::pipeline::measure::compare(binaries, &args.args, &opts, &|_, _| {})
+        .context("sediment noise")?;
+    for n in &compared.notes {
+        eprintln!("sediment noise: {n}");
+    }
+    let mut metrics: Vec<Metrics> = compared.columns.into_iter().map(|(_, m)| m).collect();
     for (m, v) in metrics.iter_mut().zip(variants) {
         m.binary.clone_from(&v.label);
     }

@@ -498,6 +498,86 @@ pub fn one_pass(
     )?)
 }
 
+/// What [`compare`] measured: one column per binary, in the order given.
+pub struct Compared {
+    /// Each binary's label ([`labels`]) and metrics.
+    pub columns: Vec<(String, Metrics)>,
+    /// `Some(n)`: the runs were stopped after about their first `n` instructions.
+    pub sampled: Option<u64>,
+    /// How the binaries were measured, when not the usual way (one line each).
+    pub notes: Vec<String>,
+    /// Differing outputs and non-deterministic relinks (one line each).
+    pub warnings: Vec<String>,
+}
+
+/// The `measure` stage of `sediment compare` and the demo: every binary run once with `args`
+/// under Sediment's trace tool for every metric ([`one_pass`], cached when `opts` names a
+/// cache); where the tool cannot be built (and no sampling is asked for), the five
+/// cachegrind/callgrind runs per binary of `sediment_measure::measure` instead, with a note
+/// saying why. The warnings name the binaries whose standard output or error differ from the
+/// first's, and relinks of the same objects that ran different instruction counts.
+pub fn compare(
+    binaries: &[PathBuf],
+    args: &[OsString],
+    opts: &sediment_measure::onepass::OnePassOptions,
+    progress: &(dyn Fn(usize, sediment_measure::onepass::Event) + Sync),
+) -> Result<Compared> {
+    let labels = labels(binaries);
+    let mut notes = Vec::new();
+    let measured = match one_pass(binaries, args, opts, progress) {
+        Err(e) if is_no_trace_tool(&e) && opts.sample.is_none() => {
+            notes.push(format!(
+                "measuring with cachegrind and callgrind (five runs per binary, slower, not \
+                 cached): {e}"
+            ));
+            let old = sediment_measure::Options {
+                valgrind: opts.valgrind.clone(),
+                jobs: opts.jobs,
+                stdin: opts.stdin.clone(),
+            };
+            sediment_measure::measure(binaries, args, &old)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, metrics)| sediment_measure::onepass::Measured {
+                    metrics,
+                    // Not recorded by that path: stderr is not compared, and no two
+                    // binaries count as built from the same objects.
+                    stderr_fnv1a: String::new(),
+                    sampled: None,
+                    code_fingerprint: format!("unknown {i}"),
+                    cached: false,
+                })
+                .collect()
+        }
+        r => r?,
+    };
+    let warnings = sediment_measure::onepass::output_differences(&labels, &measured)
+        .into_iter()
+        .chain(sediment_measure::onepass::nondeterminism_warning(
+            &labels, &measured,
+        ))
+        .collect();
+    let sampled = measured.iter().find_map(|m| m.sampled);
+    let columns = labels
+        .into_iter()
+        .zip(measured.into_iter().map(|m| m.metrics))
+        .collect();
+    Ok(Compared {
+        columns,
+        sampled,
+        notes,
+        warnings,
+    })
+}
+
+/// Whether `e` says that Sediment's trace tool cannot be built here.
+fn is_no_trace_tool(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<sediment_measure::Error>(),
+        Some(sediment_measure::Error::NoTraceTool(_))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

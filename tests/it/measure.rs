@@ -90,11 +90,11 @@ fn cell(o: &Output, label: &str, col: usize) -> u64 {
         .lines()
         .find(|l| l.starts_with(label))
         .unwrap_or_else(|| panic!("no row {label} in {text}"));
+    // Labels may end in a parenthesised note (`(executed bytes)`): count numeric cells only.
     line[label.len()..]
         .split_whitespace()
+        .filter_map(|c| c.parse().ok())
         .nth(col)
-        .unwrap()
-        .parse()
         .unwrap()
 }
 

@@ -107,3 +107,6 @@ pub enum Error {
     #[error("trace: {0}")]
     Simulate(#[source] sediment_sim::Error),
 }
+
+/// What the footprint rows count, printed under the table.
+pub const FOOTPRINT_NOTE: &str = "# footprint rows: each binary's own code (its executable segments; not ld.so or libc), bytes weighted by execution count";

@@ -31,6 +31,10 @@
 //!   lines, heaviest first, holding 99% and 99.9% of the executed bytes, and all touched
 //!   ones. ("Executed bytes", not instructions: an instruction straddling a boundary belongs
 //!   to both blocks.)
+//!   `bounds` holds the same six numbers for the densest layout of those bytes (a lower bound
+//!   over every layout), as `sediment sim` reports them. The cachegrind/callgrind path weighs
+//!   executed instructions at their first byte instead, over the object callgrind names, so its
+//!   99.9% counts can differ by a few percent on the same run.
 //! - `stdout_fnv1a`, and [`Measured::stderr_fnv1a`]: hashes of the program's standard output
 //!   and error, for checking that every variant did the same work ([`output_differences`]).
 //!   A run whose program exits non-zero is an error, so every measured run exited 0.
