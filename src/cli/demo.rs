@@ -237,6 +237,7 @@ fn record_and_order(dir: &Path, via: &str) -> Result<()> {
         mode: None,
         whole: false,
         quiet: true,
+        keep_partial: false,
     })?;
     let prof_path = dir.join("prof.sprof");
     let out = import::outputs(&prof_path, imported)?;

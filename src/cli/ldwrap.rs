@@ -20,11 +20,15 @@
 //! 3. otherwise orders the profile (`$SEDIMENT_ALGORITHM`, default `c3`), resolves the order
 //!    against the ELF relocatable objects and archives on the command line (every argument
 //!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
-//!    objects and are skipped by their ELF type), emits the input of the linker the shim stands
+//!    objects and are skipped by their ELF type; a `-lNAME` or `-l:FILE` is the file the linker
+//!    would take, searched in the `-L` directories and the linker's own search path, which
+//!    counts when it is a static archive: [`crate::pipeline::link::link_inputs`]), emits the input of the linker the shim stands
 //!    for (detected from `LINKER --version`: LLD, GNU gold or GNU ld) into a private temporary
 //!    directory (0700, the file 0600), and runs the real linker with the matching option
 //!    appended. One line on standard error says what was applied: how many entries the
-//!    linker's input holds, of how many profiled functions, and the warnings' count.
+//!    linker's input holds, of how many profiled functions, and the warnings' count; each
+//!    warning follows on its own line (`sediment ld: OUT: warning: ...`; each is one counted
+//!    line naming the first few entries it is about), so the build log shows them.
 //!
 //! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
 //! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
@@ -227,12 +231,13 @@ struct Plan {
 }
 
 /// What [`check_after_lto`] needs: the output, the profile, the order's function names, and
-/// the middle of the summary line (`c3, lld, 0 warnings`).
+/// the middle of the summary line (`c3, lld, 0 warnings`), and the warnings it counts.
 struct AfterLto {
     output: PathBuf,
     profile: PathBuf,
     names: Vec<String>,
     how: String,
+    warnings: Vec<String>,
 }
 
 /// Reads the symbols of an LTO link's output and prints the summary line: how many of the
@@ -249,6 +254,7 @@ fn check_after_lto(check: &AfterLto) -> Result<()> {
                 check.how,
                 check.profile.display()
             );
+            print_warnings(&check.output, &check.warnings);
             return Ok(());
         }
     };
@@ -271,7 +277,15 @@ fn check_after_lto(check: &AfterLto) -> Result<()> {
         check.how,
         check.profile.display()
     );
+    print_warnings(&check.output, &check.warnings);
     Ok(())
+}
+
+/// Prints the warnings the summary line of `output`'s link counts, one line each after it.
+fn print_warnings(output: &Path, warnings: &[String]) {
+    for w in warnings {
+        eprintln!("sediment ld: {}: warning: {w}", output.display());
+    }
 }
 
 /// Decides whether and how to order this link; `None` is the safe default (link unchanged).
@@ -357,7 +371,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
     let graph = CallGraph::from_profile(&profile);
     let order = crate::pipeline::order::order(&profile, &profile_path, &graph, algorithm)?;
-    let inputs = link_stage::link_inputs(&args.args);
+    let inputs = link_stage::link_inputs(&args.args, Path::new(&args.real), linker)?;
     let SplitInputs { objects, lto } =
         link_stage::split_lto(&inputs, linker, has_plugin(&args.args))?;
     if !lto.is_empty() {
@@ -386,6 +400,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
                 "{algorithm_name}, {linker}, {} warnings",
                 linked.emitted.warnings.len()
             ),
+            warnings: linked.emitted.warnings,
         };
         return Ok(Some(Plan {
             extra,
@@ -425,6 +440,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         linked.emitted.warnings.len(),
         profile_path.display()
     );
+    print_warnings(Path::new(&output), &linked.emitted.warnings);
     Ok(Some(Plan {
         extra,
         after_lto: None,

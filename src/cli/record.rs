@@ -27,7 +27,9 @@
 //!
 //! Every file is computed first and written (atomically) after all inputs were read and merged,
 //! so a failure leaves DIR as it was. The read-merge-write holds an advisory lock on DIR
-//! ([`fsio::lock_dir`]), so concurrent recordings into one directory lose none.
+//! ([`fsio::lock_dir`]), so concurrent recordings into one directory lose none. A recorded
+//! command that failed writes nothing and exits non-zero, unless `--keep-partial` asks to keep
+//! what was recorded.
 
 use crate::cli::vocab;
 use crate::fsio;
@@ -65,6 +67,10 @@ pub struct Args {
     /// Refused with `--via callgrind`, which counts every call exactly and has no chains.
     #[arg(long, value_name = "MODE", value_parser = Mode::from_str)]
     pub mode: Option<Mode>,
+    /// Keep the recording of a command that failed (exits non-zero or is killed): import it
+    /// with a warning. Without it such a recording is an error and nothing is written.
+    #[arg(long)]
+    pub keep_partial: bool,
     /// The command to profile and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -95,6 +101,7 @@ pub fn run(args: Args) -> Result<()> {
         mode: args.mode,
         whole: matches!(target, Target::ProfDir(_)),
         quiet: false,
+        keep_partial: args.keep_partial,
     })?;
     match target {
         Target::Output(out) => {

@@ -252,12 +252,55 @@ pub fn input_kind(p: &Path) -> Option<InputKind> {
 }
 
 /// Arguments of a linker command line that name ELF relocatable objects, static archives or
-/// LLVM bitcode files (by their first bytes), with which they are.
-pub fn link_inputs(args: &[OsString]) -> Vec<(PathBuf, InputKind)> {
-    cmdline::input_candidates(args)
-        .map(PathBuf::from)
-        .filter_map(|p| input_kind(&p).map(|k| (p, k)))
-        .collect()
+/// LLVM bitcode files (by their first bytes), with which they are, in command-line order. A
+/// library named with `-l` is the first file the linker `ld` (of kind `linker`) would take for
+/// it ([`cmdline::link_input_args`]: `-L` directories, then the linker's own search path,
+/// [`default_search_dirs`], asked only when there is a `-l`): a static archive is an input, a
+/// shared library (or a linker script in its place, like `libc.so`) has nothing to order.
+pub fn link_inputs(
+    args: &[OsString],
+    ld: &Path,
+    linker: Linker,
+) -> Result<Vec<(PathBuf, InputKind)>> {
+    let any_library = cmdline::link_input_args(args, &[])
+        .iter()
+        .any(|a| matches!(a, cmdline::InputArg::Library(_)));
+    let defaults = if any_library {
+        default_search_dirs(ld, linker)?
+    } else {
+        Vec::new()
+    };
+    let mut out = Vec::new();
+    for arg in cmdline::link_input_args(args, &defaults) {
+        let path = match arg {
+            cmdline::InputArg::File(a) => PathBuf::from(a),
+            cmdline::InputArg::Library(files) => {
+                match files
+                    .into_iter()
+                    .find(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file()))
+                {
+                    Some(f) => f,
+                    None => continue,
+                }
+            }
+        };
+        if let Some(kind) = input_kind(&path) {
+            out.push((path, kind));
+        }
+    }
+    Ok(out)
+}
+
+/// The linker's built-in library search path, searched after the `-L` directories: GNU ld's
+/// `SEARCH_DIR`s of its default script (`ld --verbose`, [`cmdline::search_dirs_of_script`]).
+/// lld and gold have none built in (the compiler driver passes its search path as `-L`
+/// options), nor has mold, which is never ordered.
+pub fn default_search_dirs(ld: &Path, linker: Linker) -> Result<Vec<PathBuf>> {
+    if linker != Linker::Bfd {
+        return Ok(Vec::new());
+    }
+    let verbose = tool_stdout(&ld.to_string_lossy(), &["--verbose"])?;
+    Ok(cmdline::search_dirs_of_script(&verbose))
 }
 
 /// The arguments in input position (neither an option nor the value of one) that cannot be

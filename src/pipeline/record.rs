@@ -14,8 +14,10 @@
 //!
 //! The raw recording goes to a temporary directory that is removed when the stage returns, or
 //! when a signal ends Sediment ([`crate::cleanup`]), which also stops the profiler and, through
-//! it, the workload. A command that fails is a warning (its recording may still be useful); a
-//! profiler that wrote nothing is an error naming the program.
+//! it, the workload. A command that fails (non-zero exit, or killed) is an error, so that
+//! nothing is written from a run that did not do what the recording was meant to measure;
+//! [`Request::keep_partial`] makes it a warning instead and imports what was recorded. A
+//! profiler that wrote nothing is an error naming the program either way.
 
 use super::{import, timings};
 use anyhow::{bail, Context, Result};
@@ -46,10 +48,14 @@ pub struct Request<'a> {
     /// The command's standard output goes to `/dev/null` instead of this process's (the demo
     /// prints its own table there).
     pub quiet: bool,
+    /// A failing command is a warning and its recording is imported (`record --keep-partial`),
+    /// instead of an error.
+    pub keep_partial: bool,
 }
 
-/// Runs the command under the profiler and imports the recording. The warnings of the
-/// returned report start with the profiler's own (a failing command).
+/// Runs the command under the profiler and imports the recording. Fails when the command
+/// failed, unless [`Request::keep_partial`]; then the warnings of the returned report start
+/// with that one.
 pub fn record(req: &Request<'_>) -> Result<Imported> {
     let _t = timings::stage("record");
     if let (Via::Callgrind, Some(mode)) = (req.via, req.mode) {
@@ -85,7 +91,8 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
             if req.quiet {
                 cmd.stdout(std::process::Stdio::null());
             }
-            warnings.extend(run_profiler(cmd, "perf record", program, &data)?);
+            let status = run_profiler(cmd, "perf record", program, &data)?;
+            warnings.extend(command_failed(req, "perf record", program, status)?);
             let options = import::Options {
                 mode: Some(req.mode.unwrap_or_default()),
                 skip_stripped: req.whole,
@@ -122,11 +129,7 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
             if files.is_empty() {
                 bail!("valgrind failed ({status}) on {program} and wrote no recording");
             }
-            if !status.success() {
-                warnings.push(format!(
-                    "valgrind exited with {status}; importing what it recorded"
-                ));
-            }
+            warnings.extend(command_failed(req, "valgrind", program, status)?);
             let main = std::fs::canonicalize(&main).unwrap_or(main);
             let options = import::Options {
                 command: Some(main),
@@ -188,14 +191,14 @@ fn find_program(program: &str) -> Result<PathBuf> {
         .with_context(|| format!("{program}: no such program in PATH"))
 }
 
-/// Runs the profiler on `program`; a failing command gives a warning (the profile may still be
-/// useful), a profiler that wrote nothing is an error naming the program.
+/// Runs the profiler on `program` and returns its exit status (the command's: perf and
+/// valgrind pass it on); a profiler that wrote nothing is an error naming the program.
 fn run_profiler(
     mut cmd: Command,
     tool: &str,
     program: &str,
     out_file: &Path,
-) -> Result<Option<String>> {
+) -> Result<std::process::ExitStatus> {
     // Killed by the kernel when Sediment dies, and sent SIGTERM (which `perf record` passes
     // on to its workload) when Sediment gets SIGTERM or SIGINT ([`crate::cleanup`]).
     sediment_valgrind::die_with_parent(&mut cmd);
@@ -206,6 +209,26 @@ fn run_profiler(
     if !out_file.exists() {
         bail!("{tool} failed ({status}) on {program} and wrote no recording");
     }
-    Ok((!status.success())
-        .then(|| format!("{tool} exited with {status}; importing what it recorded")))
+    Ok(status)
+}
+
+/// What a recording whose profiler exited with `status` becomes: nothing when it succeeded,
+/// the warning to print with [`Request::keep_partial`], an error otherwise.
+fn command_failed(
+    req: &Request<'_>,
+    tool: &str,
+    program: &str,
+    status: std::process::ExitStatus,
+) -> Result<Option<String>> {
+    if status.success() {
+        return Ok(None);
+    }
+    if !req.keep_partial {
+        bail!(
+            "{program} failed under {tool} ({status}); nothing written (--keep-partial keeps what was recorded)"
+        );
+    }
+    Ok(Some(format!(
+        "{tool} exited with {status}; importing what it recorded"
+    )))
 }

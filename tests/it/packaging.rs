@@ -837,3 +837,126 @@ fn lto_output_without_symbols_is_not_checked() {
     );
     assert!(p.path().join("alpha").exists());
 }
+
+// Regression (issue 33): the shim's summary said "(c3, bfd, 2 warnings)" and never showed
+// them. Each warning now follows the summary line in the build log, counted and naming the
+// first few entries (here: the profiled functions the program does not define). Objects
+// without -ffunction-sections are only warned about when they define an entry of the order.
+#[test]
+fn regress_ld_prints_the_warnings_it_counts() {
+    require!("gcc");
+    let p = Project::new();
+    let mut pb = ProfileBuilder::new(Meta {
+        binary: "gamma".into(),
+        source: "test".into(),
+        ..Meta::default()
+    });
+    let g = FuncKey::global;
+    pb.add_self(&g("f6"), 1000);
+    pb.add_self(&g("f2"), 600);
+    for i in 0..7 {
+        pb.add_self(&FuncKey::global(format!("ghost{i}")), 100 - i);
+    }
+    std::fs::write(p.path().join("prof/gamma.sprof"), pb.build().to_text()).unwrap();
+    let b = p.wrappers();
+    let out = cc(
+        &p,
+        "gcc",
+        &["-O1", "-ffunction-sections", &b, "-o", "gamma", "prog.c"],
+    );
+    let lines = succeeded_with(&out);
+    // Only one: gcc's own startup objects (`crtbeginS.o`, no -ffunction-sections) hold no entry
+    // of the order and are not warned about.
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("sediment ld: gamma: ordered 2 of 9 profiled functions")
+            && lines[0].contains(", 1 warnings)"),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines[1],
+        "sediment ld: gamma: warning: 7 of 9 order entries not found in the objects: ghost0, ghost1, ghost2, ghost3, ghost4 (and 2 more)",
+    );
+}
+
+// Regression (issue 33): archives named as `-L DIR -lNAME` or `-l:FILE` were not searched, so
+// the functions in them were left unordered (pgbench: 15 of 28). Now `-l` is resolved as the
+// linker does: through the `-L` directories and the linker's own search path, a shared library
+// found first taken over the archive unless `-Bstatic`.
+#[test]
+fn regress_archives_named_with_l_are_ordered() {
+    require!("gcc", "ar", "ld.lld");
+    let p = Project::new();
+    split_program(&p);
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{out:?}");
+    // f4..f7 (f6 and f5 hot) in lib/libhot.a, the rest and main in main.o.
+    std::fs::create_dir(p.path().join("lib")).unwrap();
+    ok(cc(
+        &p,
+        "gcc",
+        &["-O1", "-ffunction-sections", "-c", "plain.c"],
+    ));
+    ok(cc(
+        &p,
+        "gcc",
+        &["-O1", "-ffunction-sections", "-c", "lto.c", "-o", "main.o"],
+    ));
+    ok(Command::new("ar")
+        .current_dir(p.path())
+        .args(["rcs", "lib/libhot.a", "plain.o"])
+        .output()
+        .unwrap());
+    let b = p.wrappers();
+    for linker in ["bfd", "lld"] {
+        let fuse = format!("-fuse-ld={linker}");
+        for libs in [&["-Llib", "-lhot"][..], &["-L", "lib", "-l:libhot.a"]] {
+            let _ = std::fs::remove_file(p.path().join("alpha"));
+            let mut line = vec![fuse.as_str(), b.as_str(), "-o", "alpha", "main.o"];
+            line.extend(libs);
+            let ours = succeeded_with(&cc(&p, "gcc", &line));
+            assert!(
+                ours[0].starts_with("sediment ld: alpha: ordered 4 of 4 profiled functions"),
+                "{linker} {libs:?}: {ours:?}"
+            );
+            assert!(
+                p.is_ordered(&p.path().join("alpha")),
+                "{linker} {libs:?}: ordered"
+            );
+        }
+    }
+    // A shared library beside the archive is what `-lhot` links: nothing of it to order (f6
+    // and f5 are not found), unless -Bstatic asks for the archive.
+    ok(cc(
+        &p,
+        "gcc",
+        &["-shared", "-fPIC", "-o", "lib/libhot.so", "plain.c"],
+    ));
+    let ours = succeeded_with(&cc(
+        &p,
+        "gcc",
+        &[&b, "-o", "alpha", "main.o", "-Llib", "-lhot"],
+    ));
+    assert!(
+        ours[0].starts_with("sediment ld: alpha: ordered 2 of 4 profiled functions"),
+        "{ours:?}"
+    );
+    let ours = succeeded_with(&cc(
+        &p,
+        "gcc",
+        &[
+            &b,
+            "-o",
+            "alpha",
+            "main.o",
+            "-Llib",
+            "-Wl,-Bstatic",
+            "-lhot",
+            "-Wl,-Bdynamic",
+        ],
+    ));
+    assert!(
+        ours[0].starts_with("sediment ld: alpha: ordered 4 of 4 profiled functions"),
+        "{ours:?}"
+    );
+    assert!(p.is_ordered(&p.path().join("alpha")), "-Bstatic: ordered");
+}

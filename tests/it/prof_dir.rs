@@ -236,3 +236,44 @@ fn prof_dir_failure_leaves_dir_as_it_was() {
     assert!(stderr.contains(&format!("{long}.sprof")), "{stderr}");
     assert!(!d.join("profs").exists(), "{stderr}");
 }
+
+// Regression (issue 33): a recorded command that failed was a warning, `record` exited 0 and
+// wrote its profiles into DIR. Now it fails with one line and writes nothing, unless
+// `--keep-partial` asks for what was recorded (then: exit 0, profiles written, a warning).
+#[test]
+fn record_of_failing_command_writes_nothing() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.c"), "int main(void) { return 3; }\n").unwrap();
+    run(Command::new("gcc")
+        .current_dir(d)
+        .args(["-O1", "-o", "a", "a.c"]));
+    let record = |extra: &[&str]| {
+        Command::new(sediment_bin())
+            .current_dir(d)
+            .env_remove("PROF_DIR")
+            .env_remove("SEDIMENT_PROF_DIR")
+            .args(["record", "--via", "callgrind", "--prof-dir", "profs"])
+            .args(extra)
+            .args(["--", "./a"])
+            .output()
+            .unwrap()
+    };
+    let out = record(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("./a failed under valgrind"), "{stderr}");
+    assert!(stderr.contains("--keep-partial"), "{stderr}");
+    assert!(!d.join("profs").exists(), "{stderr}");
+
+    let out = record(&["--keep-partial"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("valgrind exited with exit status: 3"),
+        "{stderr}"
+    );
+    assert!(d.join("profs/a.sprof").exists(), "{stderr}");
+}

@@ -16,8 +16,8 @@
 use crate::{BfdFlavor, Linker, PieMode};
 use sediment_elf::objects::Lto;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 
 /// The value of `-o FILE`, `-oFILE`, `--output FILE` or `--output=FILE` (the last one wins, as
 /// in the linkers).
@@ -212,6 +212,121 @@ pub fn input_candidates(args: &[OsString]) -> impl Iterator<Item = &OsString> {
     args.iter().filter(|a| !a.as_bytes().starts_with(b"-"))
 }
 
+/// One argument of a link in input position, in command-line order: a file named as such, or
+/// a library named with `-l` ([`link_input_args`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputArg<'a> {
+    /// An argument not starting with `-` ([`input_candidates`]).
+    File(&'a OsString),
+    /// `-lNAME`, `-l NAME`, `--library[=]NAME` (or `-l:FILE`): the files the linker would take
+    /// for it, in the order it tries them; it takes the first that exists.
+    Library(Vec<PathBuf>),
+}
+
+/// The arguments that may name an input file ([`input_candidates`]) and the libraries named
+/// with `-l`, in command-line order, each library as the files the linker tries for it, the
+/// way GNU ld, gold and lld search (`ld --help`, GNU ld's manual, "-l namespec"):
+/// - the directories are every `-L DIR` / `-LDIR` / `--library-path[=]DIR` of the command
+///   line, in their order, wherever they stand (all of them apply to every `-l`), then
+///   `default_dirs` (the linker's built-in search path), unless `-nostdlib` is given;
+/// - `-l:FILE` is `DIR/FILE`; `-lNAME` is `DIR/libNAME.so` then `DIR/libNAME.a` in each
+///   directory in turn (a shared library found first wins), or `DIR/libNAME.a` only after
+///   `-Bstatic` (also spelled `-static`, `-dn`, `-non_shared`) until `-Bdynamic` (`-dy`,
+///   `-call_shared`): the mode is positional, as in the linkers.
+///
+/// A `-l` whose files exist nowhere is kept (an empty or missing-file list) so the caller sees
+/// every request; the linker reports it as missing itself.
+pub fn link_input_args<'a>(args: &'a [OsString], default_dirs: &[PathBuf]) -> Vec<InputArg<'a>> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut nostdlib = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let b = a.as_bytes();
+        if b == b"-L" || b == b"--library-path" || b == b"-library-path" {
+            if let Some(d) = it.next() {
+                dirs.push(PathBuf::from(d));
+            }
+        } else if let Some(d) = b
+            .strip_prefix(b"--library-path=")
+            .or_else(|| b.strip_prefix(b"-library-path="))
+            .or_else(|| b.strip_prefix(b"-L").filter(|d| !d.is_empty()))
+        {
+            dirs.push(PathBuf::from(OsStr::from_bytes(d)));
+        } else if b == b"-nostdlib" || b == b"--nostdlib" {
+            nostdlib = true;
+        }
+    }
+    if !nostdlib {
+        dirs.extend(default_dirs.iter().cloned());
+    }
+    let library = |spec: &[u8], static_only: bool| -> InputArg<'a> {
+        let mut files = Vec::new();
+        if let Some(file) = spec.strip_prefix(b":") {
+            files.extend(dirs.iter().map(|d| d.join(OsStr::from_bytes(file))));
+        } else {
+            let name = |ext: &str| {
+                let mut n = b"lib".to_vec();
+                n.extend_from_slice(spec);
+                n.extend_from_slice(ext.as_bytes());
+                OsString::from_vec(n)
+            };
+            for d in &dirs {
+                if !static_only {
+                    files.push(d.join(name(".so")));
+                }
+                files.push(d.join(name(".a")));
+            }
+        }
+        InputArg::Library(files)
+    };
+    let mut out = Vec::new();
+    let mut static_only = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let b = a.as_bytes();
+        match b {
+            b"-Bstatic" | b"-static" | b"-dn" | b"-non_shared" | b"--Bstatic" | b"--static" => {
+                static_only = true
+            }
+            b"-Bdynamic" | b"-dy" | b"-call_shared" | b"--Bdynamic" => static_only = false,
+            b"-L" | b"--library-path" | b"-library-path" => {
+                it.next();
+            }
+            b"-l" | b"--library" | b"-library" => {
+                if let Some(spec) = it.next() {
+                    out.push(library(spec.as_bytes(), static_only));
+                }
+            }
+            _ => {
+                if let Some(spec) = b
+                    .strip_prefix(b"--library=")
+                    .or_else(|| b.strip_prefix(b"-library="))
+                    .or_else(|| b.strip_prefix(b"-l").filter(|s| !s.is_empty()))
+                {
+                    out.push(library(spec, static_only));
+                } else if !b.starts_with(b"-") {
+                    out.push(InputArg::File(a));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The directories of `SEARCH_DIR("...")` in GNU ld's default linker script (the output of
+/// `ld --verbose`), in order: its built-in library search path. A leading `=` stands for the
+/// sysroot, which is `/` for a native linker; the directory is taken as it follows the `=`.
+pub fn search_dirs_of_script(verbose_output: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for mut rest in verbose_output.split("SEARCH_DIR(\"").skip(1) {
+        if let Some(end) = rest.find('"') {
+            rest = &rest[..end];
+            out.push(PathBuf::from(rest.strip_prefix('=').unwrap_or(rest)));
+        }
+    }
+    out
+}
+
 /// Options of GNU ld, gold and lld that take their value as the next argument (given with one
 /// or two dashes), from `ld --help` and `ld.lld --help`: that value is not an input file.
 /// Attached forms (`-LDIR`, `--script=FILE`) are one argument and need no entry.
@@ -354,6 +469,89 @@ mod tests {
 
     fn args(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    fn libs(line: &[&str], defaults: &[&str]) -> Vec<Vec<String>> {
+        let line = args(line);
+        let defaults: Vec<PathBuf> = defaults.iter().map(PathBuf::from).collect();
+        link_input_args(&line, &defaults)
+            .into_iter()
+            .filter_map(|a| match a {
+                InputArg::Library(f) => Some(f.iter().map(|p| p.display().to_string()).collect()),
+                InputArg::File(_) => None,
+            })
+            .collect()
+    }
+
+    // Every -L applies to every -l wherever it stands, before the default path; .so before .a
+    // in each directory, .a only while -Bstatic (or -static) holds.
+    #[test]
+    fn libraries_are_searched_as_the_linker_does() {
+        assert_eq!(
+            libs(&["-lx", "-L", "a", "-Lb"], &["/usr/lib"]),
+            [vec![
+                "a/libx.so",
+                "a/libx.a",
+                "b/libx.so",
+                "b/libx.a",
+                "/usr/lib/libx.so",
+                "/usr/lib/libx.a"
+            ]]
+        );
+        assert_eq!(
+            libs(
+                &[
+                    "-La",
+                    "-Bstatic",
+                    "-l",
+                    "x",
+                    "-Bdynamic",
+                    "--library=y",
+                    "-static",
+                    "-lz"
+                ],
+                &[]
+            ),
+            [
+                vec!["a/libx.a"],
+                vec!["a/liby.so", "a/liby.a"],
+                vec!["a/libz.a"]
+            ]
+        );
+        // -l:FILE names the file; -nostdlib drops the default path.
+        assert_eq!(
+            libs(
+                &["-l:libq.a", "--library-path=d", "-nostdlib"],
+                &["/usr/lib"]
+            ),
+            [vec!["d/libq.a"]]
+        );
+        // The value of `-l NAME` and `-L DIR` is not a file argument; the rest keep their order.
+        let line = args(&["a.o", "-l", "x", "-L", "dir", "b.o"]);
+        let got = link_input_args(&line, &[]);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], InputArg::File(&line[0]));
+        assert_eq!(
+            got[1],
+            InputArg::Library(vec![
+                PathBuf::from("dir/libx.so"),
+                PathBuf::from("dir/libx.a")
+            ])
+        );
+        assert_eq!(got[2], InputArg::File(&line[5]));
+    }
+
+    #[test]
+    fn search_dirs_of_gnu_ld_script() {
+        let script = r#"SEARCH_DIR("=/usr/local/lib/x86_64-linux-gnu"); SEARCH_DIR("=/lib"); SEARCH_DIR("/opt/lib");"#;
+        assert_eq!(
+            search_dirs_of_script(script),
+            [
+                PathBuf::from("/usr/local/lib/x86_64-linux-gnu"),
+                PathBuf::from("/lib"),
+                PathBuf::from("/opt/lib")
+            ]
+        );
     }
 
     #[test]

@@ -159,10 +159,19 @@ fn match_entries(order: &FunctionOrder, objects: &[ObjectFile], lto: bool) -> Re
             list_some(&res.ambiguous, res.ambiguous.len())
         ));
     }
+    // Only objects that define an entry of the order: the others' layout is not asked for, and
+    // every gcc link has such objects (the compiler's own `crtbeginS.o`), so counting them
+    // would be a warning on every link that nobody can act on.
+    let holds_entry: std::collections::HashSet<usize> = res
+        .placed
+        .iter()
+        .flat_map(|(_, refs)| refs.iter().map(|r| r.object))
+        .collect();
     let no_fs: Vec<String> = objects
         .iter()
-        .filter(|o| !o.function_sections)
-        .map(ObjectFile::display_name)
+        .enumerate()
+        .filter(|&(i, o)| !o.function_sections && holds_entry.contains(&i))
+        .map(|(_, o)| o.display_name())
         .collect();
     if !no_fs.is_empty() {
         let shown: Vec<&str> = no_fs
