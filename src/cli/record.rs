@@ -27,7 +27,7 @@
 //!
 //! Every file is computed first and written (atomically) after all inputs were read and merged,
 //! so a failure leaves DIR as it was. The read-merge-write holds an advisory lock on DIR
-//! ([`fsio::lock_dir`]), so concurrent recordings into one directory lose none. A recorded
+//! (`fsio::lock_dir`), so concurrent recordings into one directory lose none. A recorded
 //! command that failed writes nothing and exits non-zero, unless `--keep-partial` asks to keep
 //! what was recorded.
 

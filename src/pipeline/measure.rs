@@ -260,44 +260,11 @@ fn sedtrace(valgrind: &OsString) -> Option<&'static sediment_valgrind::tracer::T
     .as_ref()
 }
 
-/// A running traced program, lackey or sedtrace.
-trait Traced {
-    fn kill(&mut self);
-    fn stderr_tail(&self) -> String;
-    fn wait(self) -> Result<(std::process::ExitStatus, Vec<u8>, String)>;
-}
-
-impl Traced for sediment_valgrind::lackey::Lackey {
-    fn kill(&mut self) {
-        self.kill();
-    }
-    fn stderr_tail(&self) -> String {
-        self.stderr_tail()
-    }
-    fn wait(self) -> Result<(std::process::ExitStatus, Vec<u8>, String)> {
-        let f = self.wait()?;
-        Ok((f.status, f.stdout, f.stderr_tail))
-    }
-}
-
-impl Traced for sediment_valgrind::tracer::Run {
-    fn kill(&mut self) {
-        self.kill();
-    }
-    fn stderr_tail(&self) -> String {
-        self.stderr_tail()
-    }
-    fn wait(self) -> Result<(std::process::ExitStatus, Vec<u8>, String)> {
-        let f = self.wait()?;
-        Ok((f.status, f.stdout, f.stderr_tail))
-    }
-}
-
 /// Waits for a traced run whose trace was replayed (`replayed`), turning a failed replay or
 /// run into an error that names the tool and says what valgrind said; returns the capture and
 /// the program's standard output.
 fn finish(
-    mut run: impl Traced,
+    mut run: sediment_valgrind::piped::PipedRun,
     replayed: Result<Capture, sediment_sim::Error>,
     binary: &Path,
     tool: &str,
@@ -319,7 +286,12 @@ fn finish(
             .with_context(|| format!("{tool} run of {}", binary.display()));
         }
     };
-    let (status, stdout, stderr_tail) = run
+    let sediment_valgrind::piped::Finished {
+        status,
+        stdout,
+        stderr_tail,
+        ..
+    } = run
         .wait()
         .with_context(|| format!("{}: waiting for valgrind", binary.display()))?;
     if !status.success() {

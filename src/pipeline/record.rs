@@ -13,7 +13,7 @@
 //! output file per process) and perf follows them by itself.
 //!
 //! The raw recording goes to a temporary directory that is removed when the stage returns, or
-//! when a signal ends Sediment ([`crate::cleanup`]), which also stops the profiler and, through
+//! when a signal ends Sediment (`crate::cleanup`), which also stops the profiler and, through
 //! it, the workload. A command that fails (non-zero exit, or killed) is an error, so that
 //! nothing is written from a run that did not do what the recording was meant to measure;
 //! [`Request::keep_partial`] makes it a warning instead and imports what was recorded. A
@@ -71,7 +71,7 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
     // Before any profiler starts, so that a missing program is named as such; the file found
     // is also how the main executable is told among the profiles.
     let main = find_program(program)?;
-    // Removed on return, and on SIGTERM/SIGINT too ([`crate::cleanup`]).
+    // Removed on return, and on SIGTERM/SIGINT too (`crate::cleanup`).
     let (tmp, _tmp_tracked) = crate::cleanup::track_path(
         || tempfile::Builder::new().prefix("sediment-record").tempdir(),
         tempfile::TempDir::path,
@@ -200,7 +200,7 @@ fn run_profiler(
     out_file: &Path,
 ) -> Result<std::process::ExitStatus> {
     // Killed by the kernel when Sediment dies, and sent SIGTERM (which `perf record` passes
-    // on to its workload) when Sediment gets SIGTERM or SIGINT ([`crate::cleanup`]).
+    // on to its workload) when Sediment gets SIGTERM or SIGINT (`crate::cleanup`).
     sediment_valgrind::die_with_parent(&mut cmd);
     let (mut child, tracked) = crate::cleanup::track_child(|| cmd.spawn())
         .with_context(|| format!("cannot run {tool}"))?;

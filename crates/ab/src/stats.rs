@@ -298,7 +298,7 @@ pub fn student_t_cdf(t: f64, df: f64) -> f64 {
 const QUANTILE_NEWTON_STEPS: usize = 2;
 
 /// Quantile of Student's t for probability `p` in (0, 1): the `t` with `cdf(t) = p`, from
-/// `statrs`'s inverse CDF polished by [`QUANTILE_NEWTON_STEPS`] Newton steps. NaN outside
+/// `statrs`'s inverse CDF polished by `QUANTILE_NEWTON_STEPS` Newton steps. NaN outside
 /// (0, 1) or for a `df` that is not positive.
 pub fn student_t_quantile(p: f64, df: f64) -> f64 {
     if p.is_nan() || p <= 0.0 || p >= 1.0 {

@@ -19,6 +19,7 @@
 
 pub mod lackey;
 pub mod maps;
+pub mod piped;
 pub mod tools;
 pub mod tracer;
 

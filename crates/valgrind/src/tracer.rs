@@ -34,9 +34,10 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{ChildStdout, Command};
 
-use crate::{die_with_parent, stdin_for, Error};
+use crate::piped::{self, PipedRun};
+use crate::Error;
 
 /// The tool's C source, compiled on first use.
 pub const TOOL_SOURCE: &str = include_str!("../tool/sediment_trace.c");
@@ -225,28 +226,10 @@ fn build(dir: &Path, exe: &Path, lib_dir: &Path, include_dir: &Path) -> Result<(
     std::fs::rename(&tmp, exe).map_err(io(exe))
 }
 
-/// A running `sedtrace`; dropping it before [`Run::wait`] kills the run.
-#[derive(Debug)]
-pub struct Run {
-    child: Option<Child>,
-    binary: PathBuf,
-    /// Holds the program's standard output and error; removed on drop.
-    dir: tempfile::TempDir,
-}
+/// A running sedtrace; dropping it before [`PipedRun::wait`] kills the run.
+pub type Run = PipedRun;
 
-/// How a run ended.
-#[derive(Debug)]
-pub struct Finished {
-    /// Exit status of valgrind (the program's, or valgrind's own on its errors).
-    pub status: ExitStatus,
-    /// The program's standard output.
-    pub stdout: Vec<u8>,
-    /// The last non-blank line of the program's (and valgrind's) standard error.
-    pub stderr_tail: String,
-    /// The program's whole standard error (with valgrind's own messages, which `-q` limits
-    /// to errors), for comparing the outputs of two builds.
-    pub stderr: Vec<u8>,
-}
+pub use crate::piped::Finished;
 
 /// Starts `tool` under `valgrind` on `binary` (a canonical path) with `args`, reading `stdin`
 /// (a file, or nothing); returns the run and the pipe carrying its binary trace.
@@ -257,91 +240,7 @@ pub fn spawn(
     args: &[OsString],
     stdin: Option<&Path>,
 ) -> Result<(Run, ChildStdout), Error> {
-    let dir = tempfile::tempdir().map_err(|source| Error::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
-    let mut sh = Command::new("sh");
-    die_with_parent(&mut sh);
-    let mut child = sh
-        .arg("-c")
-        .arg(r#"o=$1 e=$2; shift 2; exec "$@" 3>&1 1>"$o" 2>"$e""#)
-        .arg("sh")
-        .arg(dir.path().join("stdout"))
-        .arg(dir.path().join("stderr"))
-        .arg(valgrind)
-        .args(tool.args(3))
-        .args(["-q", "--vgdb=no"])
-        .arg(binary)
-        .args(args)
-        .stdin(stdin_for(stdin)?)
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::ToolMissing {
-            tool: format!("sh -c 'exec valgrind --tool={TOOL_NAME} ...'"),
-            binary: binary.to_path_buf(),
-            source,
-        })?;
-    let pipe = child.stdout.take().ok_or_else(|| Error::Io {
-        path: binary.to_path_buf(),
-        source: std::io::Error::other("no pipe to valgrind"),
-    })?;
-    Ok((
-        Run {
-            child: Some(child),
-            binary: binary.to_path_buf(),
-            dir,
-        },
-        pipe,
-    ))
-}
-
-impl Run {
-    /// Stops a run whose trace is no longer read (it would block on the full pipe).
-    pub fn kill(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
-        }
-    }
-
-    /// The last non-blank line of the run's standard error so far.
-    pub fn stderr_tail(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("stderr"))
-            .unwrap_or_default()
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .to_string()
-    }
-
-    /// Waits for the run to end; the trace pipe must have been read to its end or dropped.
-    pub fn wait(mut self) -> Result<Finished, Error> {
-        let Some(mut child) = self.child.take() else {
-            return Err(Error::Io {
-                path: self.binary.clone(),
-                source: std::io::Error::other("sedtrace run already waited for"),
-            });
-        };
-        let status = child.wait().map_err(|source| Error::Io {
-            path: self.binary.clone(),
-            source,
-        })?;
-        Ok(Finished {
-            status,
-            stdout: std::fs::read(self.dir.path().join("stdout")).unwrap_or_default(),
-            stderr_tail: self.stderr_tail(),
-            stderr: std::fs::read(self.dir.path().join("stderr")).unwrap_or_default(),
-        })
-    }
-}
-
-impl Drop for Run {
-    /// A run dropped before [`Run::wait`] is killed and reaped.
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+    let mut valgrind_args: Vec<OsString> = tool.args(3).to_vec();
+    valgrind_args.extend(["-q", "--vgdb=no"].map(OsString::from));
+    piped::spawn(valgrind, &valgrind_args, TOOL_NAME, binary, args, stdin)
 }
