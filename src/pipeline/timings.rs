@@ -2,9 +2,9 @@
 //! [`stage`] guard, the guard adds its wall time to a process-wide table when dropped, and
 //! `--timings` prints the table on stderr when the verb ends.
 //!
-//! Stages may nest (the demo runs order inside its own stage); the table keeps first-seen order
-//! and indents a stage by how many stages were open when it started. A stage run several times
-//! (one link per linker) is one row with its count and total time.
+//! Stages may nest (the record stage runs the import stage); the table keeps first-seen order
+//! and indents a stage by how many stages were open on its thread when it started. A stage
+//! run several times (one link per linker) is one row with its count and total time.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -18,13 +18,15 @@ struct Row {
 
 struct Table {
     rows: Vec<Row>,
-    open: usize,
 }
 
-static TABLE: Mutex<Table> = Mutex::new(Table {
-    rows: Vec::new(),
-    open: 0,
-});
+static TABLE: Mutex<Table> = Mutex::new(Table { rows: Vec::new() });
+
+thread_local! {
+    /// Stages open on this thread: a stage's depth counts only the stages that enclose it on
+    /// its own thread, not those other threads have open at the same time.
+    static OPEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// An open stage; its wall time is recorded when it is dropped.
 #[must_use = "a stage is timed until the guard is dropped"]
@@ -36,9 +38,7 @@ pub struct Stage {
 
 /// Starts timing the stage `name` until the returned guard is dropped.
 pub fn stage(name: &'static str) -> Stage {
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    let depth = t.open;
-    t.open += 1;
+    let depth = OPEN.with(|o| o.replace(o.get() + 1));
     Stage {
         name,
         depth,
@@ -49,8 +49,8 @@ pub fn stage(name: &'static str) -> Stage {
 impl Drop for Stage {
     fn drop(&mut self) {
         let elapsed = self.start.elapsed();
+        OPEN.with(|o| o.set(o.get().saturating_sub(1)));
         let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-        t.open = t.open.saturating_sub(1);
         match t
             .rows
             .iter_mut()
