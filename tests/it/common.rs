@@ -145,3 +145,17 @@ pub fn record_callgrind(dir: &Path, out: &str, program: &str) -> sediment_profil
     );
     sediment_profile::Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
 }
+
+/// Runs a tool in `dir` and panics with its stderr if it fails.
+pub fn run(dir: &Path, tool: &str, args: &[&str]) {
+    let out = Command::new(tool)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use sediment_measure::{cachegrind, instruction_footprint, parse_json, Metrics};
 
@@ -13,19 +12,7 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(fixture(rel)).unwrap()
 }
 
-/// Runs a tool in `dir` and panics with its stderr if it fails.
-fn run(dir: &Path, tool: &str, args: &[&str]) {
-    let out = Command::new(tool)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{tool} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::common::run;
 
 /// `sediment compare --json ARGS` in `dir` (options, then binaries), read back as (label,
 /// metrics) columns.

@@ -6,19 +6,7 @@ use std::process::{Command, Stdio};
 
 use crate::common::{fixture, have_tool, sediment};
 
-/// Runs a tool in `dir` and panics with its stderr if it fails.
-fn run(dir: &Path, tool: &str, args: &[&str]) {
-    let out = Command::new(tool)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{tool} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::common::run;
 
 /// `sediment sim --json BINARY -- ARGS`: the metrics object of the one column, and the raw text.
 fn sim(dir: &Path, binary: &str, args: &[&str]) -> (serde_json::Value, String) {

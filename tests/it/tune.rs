@@ -3,23 +3,11 @@
 //! bytes.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::common::sediment;
 
-/// Runs a tool in `dir` and panics with its stderr if it fails.
-fn run(dir: &Path, tool: &str, args: &[&str]) {
-    let out = Command::new(tool)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{tool} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::common::run;
 
 /// Panics with the command's stderr unless it succeeded; returns the stderr.
 fn ok(out: &Output) -> String {
