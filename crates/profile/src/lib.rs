@@ -20,6 +20,7 @@
 //! line). Edges refer to the dense indices of the `fn` lines instead; indices are positions in
 //! the sorted function list, so they carry no information of their own.
 
+mod fleet;
 mod format;
 mod intern;
 mod key;
@@ -28,6 +29,10 @@ mod names;
 mod order_file;
 mod share;
 
+pub use fleet::{
+    decay, parse_recorded_at, plan as fleet_plan, FleetOptions, FleetPlan, Submission,
+    META_RECORDED_AT, META_SUBMITTER,
+};
 pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
 pub use key::{base_name, FuncKey};
 pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
@@ -85,6 +90,19 @@ pub enum Error {
         /// The later input's value.
         b: String,
     },
+    /// A `meta` value of a merge input has the wrong form.
+    #[error("meta {key} `{value}` is not {expected}")]
+    BadMeta {
+        /// The key.
+        key: &'static str,
+        /// The value, quoted for a message.
+        value: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A fleet weighting option is out of range ([`FleetOptions`]).
+    #[error("{0}")]
+    BadFleetOption(String),
     /// Too little of a profile's weight lands on functions of the binary it is used with
     /// ([`require_share`]): a profile of another program.
     #[error(
