@@ -39,7 +39,9 @@ fn main() {
     let dir = PathBuf::from(&args[1]);
     let n: usize = args[2].parse().expect("N");
     let funcs: usize = args.get(3).map_or(5000, |v| v.parse().expect("FUNCTIONS"));
-    let samples: f64 = args.get(4).map_or(20_000.0, |v| v.parse().expect("SAMPLES"));
+    let samples: f64 = args
+        .get(4)
+        .map_or(20_000.0, |v| v.parse().expect("SAMPLES"));
     let seed: u64 = args.get(5).map_or(1, |v| v.parse().expect("SEED"));
     std::fs::create_dir_all(&dir).expect("create DIR");
 
@@ -112,10 +114,13 @@ fn main() {
         b.meta_mut().total = total + total / 20;
         let mut p = b.build();
         let host = (hosts as f64 * rng.unit().powi(2)) as usize;
-        p.meta.extra.insert("submitter".into(), format!("host-{host}"));
         p.meta
             .extra
-            .insert("recorded-at".into(), (1_790_000_000 + 60 * w as i64).to_string());
+            .insert("submitter".into(), format!("host-{host}"));
+        p.meta.extra.insert(
+            "recorded-at".into(),
+            (1_790_000_000 + 60 * w as i64).to_string(),
+        );
         std::fs::write(dir.join(format!("w{w:06}.sprof")), p.to_text()).expect("write");
     }
 }
