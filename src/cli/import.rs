@@ -46,6 +46,10 @@ pub enum Format {
     /// The historical Sediment `.gv` call graph (Graphviz DOT, one cluster per executable);
     /// the first cluster is the main executable unless `--cluster` names another.
     Gv,
+    /// Sediment's Parquet table (docs/design/parquet.md): one profile per binary (build-id,
+    /// else base name), several submissions of one binary merged with their `weight`; the
+    /// binary of the first profile row is the main executable.
+    Parquet,
 }
 
 /// Arguments of `sediment import`.
@@ -98,6 +102,7 @@ impl From<Format> for import::Format {
             Format::GccCallgraph => import::Format::GccCallgraph,
             Format::Objects => import::Format::Objects,
             Format::Gv => import::Format::Gv,
+            Format::Parquet => import::Format::Parquet,
         }
     }
 }

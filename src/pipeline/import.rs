@@ -41,6 +41,8 @@ pub enum Format {
     Objects,
     /// The historical Sediment `.gv` call graph.
     Gv,
+    /// Sediment's Parquet table (`sediment_parquet`).
+    Parquet,
 }
 
 impl Format {
@@ -112,6 +114,7 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
         Format::GccCallgraph => import_gcc_callgraph(inputs, binary),
         Format::Objects => import_objects(inputs, binary),
         Format::Gv => import_gv(input, binary),
+        Format::Parquet => import_parquet(input),
     }
 }
 
@@ -149,7 +152,7 @@ pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
     taken.insert(out.to_path_buf());
     let mut main_profile = None;
     for p in imported.profiles {
-        if p.meta.binary == main {
+        if main_profile.is_none() && p.meta.binary == main {
             main_profile = Some(p);
         } else {
             let path = side_path(out, &p.meta.binary, &mut taken);
@@ -546,6 +549,39 @@ fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
     profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
     Ok(Imported {
         source: sediment_import::gv::SOURCE,
+        profiles,
+        main,
+        warnings: Vec::new(),
+    })
+}
+
+/// Imports a Parquet profile table: one profile per binary (several submissions of one binary
+/// merged with their weights, see `sediment_parquet::by_binary`); the main executable is the
+/// binary of the first `profile` row.
+fn import_parquet(input: &Path) -> Result<Imported> {
+    let name = input.display().to_string();
+    let data = fsio::read_bytes(input)?;
+    let submissions = sediment_parquet::read(&name, data)?;
+    let Some(first) = submissions.first() else {
+        bail!("{name}: the table holds no profile");
+    };
+    let first_identity = (
+        first.profile.meta.build_id.clone(),
+        base_name(&first.profile.meta.binary).to_string(),
+    );
+    let profiles = sediment_parquet::by_binary(&name, submissions)?;
+    // The profile of the first row's binary; its `binary` may be another path after a merge.
+    let main = profiles
+        .iter()
+        .find(|p| {
+            (
+                p.meta.build_id.clone(),
+                base_name(&p.meta.binary).to_string(),
+            ) == first_identity
+        })
+        .map(|p| p.meta.binary.clone());
+    Ok(Imported {
+        source: "parquet",
         profiles,
         main,
         warnings: Vec::new(),
