@@ -9,7 +9,7 @@
 //!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
 //! - `parquet` (one or more profiles): Sediment's Parquet table (`sediment_parquet`,
 //!   docs/design/parquet.md), one submission per profile, each with the id
-//!   [`submission_id`] gives it and weight 1: a fleet's profiles as one dataset.
+//!   [`submission_id`] gives it and the weight of `--weight` (default 1): a fleet's profiles as one dataset.
 
 use crate::fsio;
 use anyhow::{bail, Result};
@@ -36,6 +36,10 @@ pub struct Args {
     /// repeat for one submission per profile).
     #[arg(short = 'p', long = "profile", value_name = "FILE", required = true)]
     pub profile: Vec<PathBuf>,
+    /// parquet: the weight of every submission written (its `weight` column; as `-w` of
+    /// `sediment merge`, applied after each profile is normalised).
+    #[arg(short = 'w', long = "weight", value_name = "W", default_value_t = 1.0, value_parser = super::vocab::parse_weight)]
+    pub weight: f64,
     /// Where to write the result.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
@@ -46,6 +50,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut profiles = Vec::with_capacity(args.profile.len());
     for path in &args.profile {
         profiles.push(fsio::read_profile(path)?);
+    }
+    if args.weight != 1.0 && args.format != Format::Parquet {
+        bail!("--weight is for --format parquet (its `weight` column)");
     }
     match args.format {
         Format::Fdata => {
@@ -92,7 +99,7 @@ pub fn run(args: Args) -> Result<()> {
                 .iter()
                 .zip(&ids)
                 .zip(&names)
-                .map(|((p, id), name)| (id.as_str(), 1.0, name.as_str(), p))
+                .map(|((p, id), name)| (id.as_str(), args.weight, name.as_str(), p))
                 .collect();
             let bytes = sediment_parquet::write(&rows)?;
             fsio::write_atomic(&args.output, &bytes)?;

@@ -27,6 +27,15 @@ pub fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
     Algorithm::from_name(name).map_err(|e| e.to_string())
 }
 
+/// Clap parser for a profile's weight (`-w W` of `merge`, `--weight W` of `export`): a finite
+/// number `>= 0`.
+pub fn parse_weight(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
+        _ => Err(format!("`{s}` is not a finite number >= 0")),
+    }
+}
+
 /// The environment variable naming the profile directory.
 pub const PROF_DIR_ENV: &str = "SEDIMENT_PROF_DIR";
 /// Its older spelling, still honoured when [`PROF_DIR_ENV`] is unset.

@@ -4,7 +4,7 @@
 //! A fleet's profiles (many binaries, many submissions of each) are one *long table*: one row
 //! per profile (`kind = profile`, carrying its metadata), one per function (`kind = function`)
 //! and one per call (`kind = call`). Every row repeats its profile's identity (`profile`, the
-//! submission id, and `binary`, `build_id`, `arch`, the submission's `submitter`,
+//! submission id, and `binary_name`, `build_id`, `arch`, the submission's `submitter`,
 //! `recorded_at` and `weight`), so a query can filter any row by binary or host without a
 //! join, and several files of the table can simply be concatenated. The schema version is in
 //! the file's key-value metadata ([`SCHEMA_KEY`] = [`SCHEMA_VERSION`]).
@@ -60,7 +60,7 @@ pub const META_RECORDED_AT: &str = "recorded-at";
 pub const COLUMNS: [&str; 19] = [
     "profile",
     "kind",
-    "binary",
+    "binary_name",
     "build_id",
     "arch",
     "source",
@@ -134,7 +134,7 @@ const SCHEMA: &str = "
 message sediment_profile {
   required binary profile (STRING);
   required binary kind (STRING);
-  required binary binary (STRING);
+  required binary binary_name (STRING);
   optional binary build_id (STRING);
   optional binary arch (STRING);
   required binary source (STRING);
@@ -348,7 +348,7 @@ pub fn write(profiles: &[(&str, f64, &str, &Profile)]) -> Result<Vec<u8>, Error>
 fn col_is_optional(name: &str) -> bool {
     !matches!(
         name,
-        "profile" | "kind" | "binary" | "source" | "total" | "weight"
+        "profile" | "kind" | "binary_name" | "source" | "total" | "weight"
     )
 }
 
@@ -466,7 +466,7 @@ pub fn read(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
                     return Err(cx.err(format!("weight {weight} is not a finite number >= 0")));
                 }
                 let m = Meta {
-                    binary: cx.req_str(get(2), "binary")?,
+                    binary: cx.req_str(get(2), "binary_name")?,
                     build_id: cx.opt_str(get(3), "build_id")?,
                     arch: cx.opt_str(get(4), "arch")?,
                     source: cx.req_str(get(5), "source")?,
