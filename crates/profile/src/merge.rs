@@ -718,6 +718,67 @@ mod tests {
         assert_eq!(flat.meta.extra["merge-inputs"], "3");
     }
 
+    // The first disagreement found by a merge split into partial mergers and joined in any
+    // grouping names the same inputs as the flat merge; a shared submitter and the newest
+    // time of inputs that all have one are kept.
+    #[test]
+    fn folded_metadata_matches_flat() {
+        let with = |bid: Option<&str>, who: Option<&str>, t: Option<&str>| {
+            let mut p = small(1, 1, 1, 2);
+            p.meta.build_id = bid.map(str::to_string);
+            if let Some(w) = who {
+                p.meta.extra.insert(META_SUBMITTER.into(), w.into());
+            }
+            if let Some(t) = t {
+                p.meta.extra.insert(META_RECORDED_AT.into(), t.into());
+            }
+            p
+        };
+        let inputs = [
+            with(None, Some("h"), Some("5")),
+            with(Some("aa"), Some("h"), Some("9")),
+            with(None, Some("h"), Some("7")),
+            with(Some("bb"), Some("h"), Some("1")),
+            with(Some("aa"), Some("h"), Some("3")),
+            with(Some("cc"), Some("h"), Some("2")),
+        ];
+        let flat = {
+            let refs: Vec<(f64, &Profile)> = inputs.iter().map(|p| (1.0, p)).collect();
+            merge(&refs).unwrap_err()
+        };
+        assert_eq!(
+            flat,
+            Error::Mismatch {
+                what: "build-id",
+                first: 1,
+                other: 3,
+                a: "aa".into(),
+                b: "bb".into()
+            }
+        );
+        for split in 0..=inputs.len() {
+            for inner in 0..=split {
+                let mut parts = [Merger::new(), Merger::new(), Merger::new()];
+                for (i, p) in inputs.iter().enumerate() {
+                    let k = usize::from(i >= inner) + usize::from(i >= split);
+                    parts[k].add(1.0, p).unwrap();
+                }
+                let [a, mut b, c] = parts;
+                b.absorb(c);
+                let mut m = a;
+                m.absorb(b);
+                assert_eq!(m.finish(MergeOptions::default()).unwrap_err(), flat);
+            }
+        }
+        let m = merge(&[(1.0, &inputs[0]), (1.0, &inputs[2])]).unwrap();
+        assert_eq!(m.meta.extra[META_SUBMITTER], "h");
+        assert_eq!(m.meta.extra[META_RECORDED_AT], "7");
+        let other = with(None, Some("g"), None);
+        let m = merge(&[(1.0, &inputs[0]), (1.0, &other)]).unwrap();
+        assert!(!m.meta.extra.contains_key(META_SUBMITTER));
+        assert!(!m.meta.extra.contains_key(META_RECORDED_AT));
+    }
+
     fn arb_profile() -> impl Strategy<Value = Profile> {
         let names = prop::sample::select(vec!["a", "b", "c", "d", "e"]);
         let files = prop::option::of(prop::sample::select(vec!["x.c", "y.c"]));
