@@ -118,6 +118,23 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
     }
 }
 
+/// Labels every profile of `imported` with the submission identity the user gave: `meta
+/// submitter` and `meta recorded-at` (integer Unix seconds), replacing what the input said.
+pub fn label(imported: &mut Imported, submitter: Option<&str>, recorded_at: Option<i64>) {
+    for p in &mut imported.profiles {
+        if let Some(s) = submitter {
+            p.meta
+                .extra
+                .insert(sediment_profile::META_SUBMITTER.into(), s.to_string());
+        }
+        if let Some(t) = recorded_at {
+            p.meta
+                .extra
+                .insert(sediment_profile::META_RECORDED_AT.into(), t.to_string());
+        }
+    }
+}
+
 /// Profiles to write, each with its file, and the warnings to print once they are written.
 #[derive(Debug, Clone, Default)]
 pub struct ProfileFiles {

@@ -25,6 +25,7 @@ mod merge;
 mod noise;
 mod order;
 mod packaging;
+mod parquet;
 mod perf;
 mod pgo;
 mod prof_dir;

@@ -42,8 +42,8 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::format::KeyValue;
 use parquet::record::Field;
 use parquet::schema::types::Type;
-use sediment_profile::ProfileBuilder;
 use sediment_profile::{escape, quote, unescape, FuncKey, MergeOptions, Merger, Meta, Profile};
+use sediment_profile::{ProfileBuilder, META_RECORDED_AT, META_SUBMITTER};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -51,10 +51,6 @@ use std::sync::Arc;
 pub const SCHEMA_KEY: &str = "sediment.schema";
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: &str = "1";
-/// The `meta` key of a text profile that becomes the `submitter` column.
-pub const META_SUBMITTER: &str = "submitter";
-/// The `meta` key of a text profile that becomes the `recorded_at` column.
-pub const META_RECORDED_AT: &str = "recorded-at";
 
 /// The columns of schema version 1, in file order.
 pub const COLUMNS: [&str; 19] = [
@@ -233,7 +229,7 @@ pub fn write(profiles: &[(&str, f64, &str, &Profile)]) -> Result<Vec<u8>, Error>
                     .ok_or_else(|| Error::Unwritable {
                         path: path.to_string(),
                         message: format!(
-                            "meta {META_RECORDED_AT} `{}` is not integer Unix seconds",
+                            "meta {META_RECORDED_AT} `{}` is not integer Unix seconds in canonical form (no `+`, no leading zero)",
                             quote(s)
                         ),
                     })?,
