@@ -549,6 +549,9 @@ fn collect(
         .event_attributes()
         .iter()
         .filter_map(|a| a.name())
+        // perf adds a `dummy` event of its own to system-wide and attached recordings (it
+        // carries side-band records); it is no sampled event.
+        .filter(|n| !n.starts_with("dummy"))
         .collect();
     event_names.dedup();
     let event = (!event_names.is_empty()).then(|| event_names.join(","));
