@@ -65,3 +65,11 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
   SEDIMENT_ALGORITHM   Ordering algorithm, as `sediment order --algorithm` (default: c3)
   SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
+
+/// A duration in seconds (`--duration 2.5`): a finite number above zero.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!("`{text}` is not a number of seconds above 0")),
+    }
+}

@@ -237,7 +237,8 @@ fn import_perf(
     let for_input = input.display().to_string();
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     let mut overridden: Option<String> = None;
-    let mut resolver = |path: &str, _build_id: Option<&str>| {
+    let mut changed: Vec<String> = Vec::new();
+    let mut resolver = |path: &str, build_id: Option<&str>| {
         if let (Some(bin), Some(name)) = (binary, &override_name) {
             if base_name(path) == name {
                 overridden = Some(path.to_string());
@@ -251,9 +252,25 @@ fn import_perf(
             // be the ones that were recorded.
             return Ok(None);
         }
-        read_symbolized(Path::new(path), &for_input, skip_stripped, &mut skipped)
+        let bytes = read_symbolized(Path::new(path), &for_input, skip_stripped, &mut skipped)?;
+        // A whole-package (or whole-machine) recording sees programs rebuilt while it ran:
+        // one whose file is now another build gets no profile, instead of failing them all.
+        if let (true, Some(want), Some(b)) = (skip_stripped, build_id, &bytes) {
+            let found = sediment_elf::Binary::parse(path, b)
+                .ok()
+                .and_then(|e| e.build_id);
+            if found.as_deref() != Some(want) {
+                changed.push(path.to_string());
+                return Ok(None);
+            }
+        }
+        Ok(bytes)
     };
-    let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    let mut result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    result
+        .stats
+        .missing_binaries
+        .retain(|(p, _)| !changed.contains(p));
     let mut main = result.main_binary;
     if let Some(bin) = binary {
         match overridden {
@@ -268,6 +285,12 @@ fn import_perf(
         }
     }
     let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
+    if let Some(first) = changed.first() {
+        warnings.push(format!(
+            "{} binaries changed on disk since they ran and get no profile (first: {first})",
+            changed.len()
+        ));
+    }
     warnings.extend(perf_warnings(&result.stats, binary.is_some()));
     Ok(Imported {
         source: "perf",
