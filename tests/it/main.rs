@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 
+mod align;
 mod attach;
 mod bench;
 mod blocks;
