@@ -238,7 +238,9 @@ pub fn replace_files(files: &[Replacement<'_>]) -> Result<()> {
         tmp.write_all(contents)
             .and_then(|()| tmp.flush())
             .with_context(|| format!("{}: write failed", path.display()))?;
-        written.push((tmp, tracked, path));
+        // Closed now, kept by name: a set of thousands of files (an import naming thousands
+        // of objects) must not hold a descriptor per file until the renames (EMFILE).
+        written.push((tmp.into_temp_path(), tracked, path));
     }
     // 3. Put everything in place (temporary files not renamed are removed when dropped).
     for (tmp, tracked, path) in written {

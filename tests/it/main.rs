@@ -29,6 +29,7 @@ mod perf;
 mod pgo;
 mod prof_dir;
 mod reference;
+mod run_limits;
 mod sim;
 mod stat;
 mod structs;
