@@ -266,7 +266,7 @@ fn inputs_together_over_the_run_limit_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains(needles[0]) && err.contains(&needles[1]),
+        err.contains(needles[0]) && err.contains(needles[1]),
         "{err}"
     );
     assert!(!d.join("p.sprof").exists());
