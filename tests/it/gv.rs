@@ -319,7 +319,7 @@ fn regress_gv_export_refuses_a_name_dot_cannot_read() {
     let limit = sediment_import::gv::MAX_STRING_LEN;
     write(d, "huge.sprof", &long_name_profile(1 << 20));
     let args = ["export", "--format", "gv", "-p", "huge.sprof", "-o", "h.gv"];
-    fails_one_line(
+    let out = fails_one_line(
         d,
         &args,
         &[
@@ -330,6 +330,8 @@ fn regress_gv_export_refuses_a_name_dot_cannot_read() {
             ),
         ],
     );
+    // The name is cut in the message (`sediment_profile::QUOTE_MAX` characters and `...`).
+    assert!(out.stderr.len() < 300, "{} bytes", out.stderr.len());
     assert!(!d.join("h.gv").exists());
     write(d, "edge.sprof", &long_name_profile(limit));
     ok(&sediment(
