@@ -30,6 +30,7 @@ mod pgo;
 mod prof_dir;
 mod reference;
 mod run_limits;
+mod shim_load;
 mod sim;
 mod stat;
 mod structs;
