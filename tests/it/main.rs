@@ -32,6 +32,8 @@ mod perf;
 mod pgo;
 mod prof_dir;
 mod reference;
+mod run_limits;
+mod shim_load;
 mod sim;
 mod stat;
 mod structs;
