@@ -71,6 +71,11 @@ impl StopOnSignal {
         StopOnSignal(())
     }
 
+    /// A new guard when one is already held (the caller of a stage armed it), else `None`.
+    pub fn armed() -> Option<StopOnSignal> {
+        (STOP_ARMED.load(Ordering::SeqCst) > 0).then(Self::arm)
+    }
+
     /// Whether a signal asked to stop since the guard was armed.
     pub fn requested(&self) -> bool {
         STOP_WANTED.load(Ordering::SeqCst)

@@ -81,7 +81,9 @@ pub struct Args {
     /// kernel samples are counted, never attributed.
     #[arg(long, requires = "duration", conflicts_with = "output")]
     pub all: bool,
-    /// Stop recording after this many seconds and keep what was recorded.
+    /// Stop recording after this many seconds and keep what was recorded: the command (with
+    /// the processes it started) is stopped, or perf detaches from `--pid`/`--all`. A long
+    /// callgrind run prints its progress every 10 s; this caps it.
     #[arg(long, value_name = "S", value_parser = vocab::parse_seconds)]
     pub duration: Option<std::time::Duration>,
     /// The command to profile and its arguments (after `--`).
@@ -134,6 +136,7 @@ pub fn run(args: Args) -> Result<()> {
         whole: matches!(target, Target::ProfDir(_)),
         quiet: false,
         keep_partial: args.keep_partial,
+        duration: args.duration,
     })?;
     write(target, imported)
 }

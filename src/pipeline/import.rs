@@ -272,12 +272,64 @@ fn import_perf(
         ));
     }
     warnings.extend(perf_warnings(&result.stats, binary.is_some()));
+    warnings.extend(halves_warning(&result.profiles, &result.first_half));
     Ok(Imported {
         source: "perf",
         profiles: result.profiles,
         main,
         warnings,
     })
+}
+
+/// Fewest samples a binary needs before its halves are compared: below it, any two halves
+/// disagree by chance.
+const HALVES_MIN_SAMPLES: u64 = 200;
+/// Disagreement between the halves ([`sediment_order::half_disagreement`]) above which a
+/// recording is called too short: an order from one half keeps a fifth more bytes hot for the
+/// other's 90% than the other's own order does.
+const HALVES_DISAGREE: f64 = 0.2;
+
+/// The one line saying that a recording's two time halves disagree on some binaries' hot
+/// code (each profile of `profiles` with at least [`HALVES_MIN_SAMPLES`], its first half's self
+/// weights in `first_half`), heaviest disagreement first, or `None` when they agree.
+pub fn halves_warning(profiles: &[Profile], first_half: &[Vec<u64>]) -> Option<String> {
+    let mut found: Vec<(f64, String)> = Vec::new();
+    for (p, first) in profiles.iter().zip(first_half) {
+        if p.self_total() < HALVES_MIN_SAMPLES || first.len() != p.functions.len() {
+            continue;
+        }
+        let sizes: Vec<u64> = p.functions.iter().map(|f| f.size.unwrap_or(1)).collect();
+        let second: Vec<u64> = p
+            .functions
+            .iter()
+            .zip(first)
+            .map(|(f, a)| f.self_weight.saturating_sub(*a))
+            .collect();
+        if let Ok(d) = sediment_order::half_disagreement(&sizes, first, &second, (9, 10)) {
+            if d > HALVES_DISAGREE {
+                found.push((d, base_name(&p.meta.binary).to_string()));
+            }
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let named: Vec<String> = found
+        .iter()
+        .take(3)
+        .map(|(d, name)| format!("{} +{:.0}%", sediment_profile::escape(name), d * 100.0))
+        .collect();
+    let more = match found.len() {
+        n if n > 3 => format!(" and {} more", n - 3),
+        _ => String::new(),
+    };
+    Some(format!(
+        "the two halves of the recording disagree on the hot code of {}{more} (an order from \
+         one half needs that many more bytes for 90% of the other's samples): record longer, or \
+         merge several recordings (sediment merge)",
+        named.join(", ")
+    ))
 }
 
 /// Imports callgrind.out files against each object's binary: by instruction address when the

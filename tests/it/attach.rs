@@ -437,3 +437,87 @@ fn pid_profile_orders_a_real_link() {
     assert!(default > 4 * 2048, "default link span {default}");
     assert!(ordered < 1024, "ordered span {ordered} (default {default})");
 }
+
+// A callgrind recording of a long run under a shell (children traced, `--prof-dir`) prints its
+// progress and, capped by `--duration`, stops the shell and its child and keeps the profile
+// they collected so far.
+#[test]
+fn callgrind_duration_caps_a_long_run_and_keeps_the_profile() {
+    require!("valgrind", "callgrind_control", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gcc(
+        d,
+        &["-O2", "-o", "hot", fixture("perf/hot.c").to_str().unwrap()],
+    );
+    let start = std::time::Instant::now();
+    // Uncapped, this runs for many minutes under callgrind.
+    let out = sediment(
+        d,
+        &[
+            "record",
+            "--via",
+            "callgrind",
+            "--duration",
+            "12",
+            "--prof-dir",
+            "pd",
+            "--",
+            "sh",
+            "-c",
+            "./hot 100000; true",
+        ],
+    );
+    let took = start.elapsed().as_secs();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(took < 60, "took {took} s");
+    assert!(err.contains("stopped after --duration 12 s"), "{err}");
+    let progress = err
+        .lines()
+        .find(|l| l.starts_with("sediment: callgrind: ") && l.contains(" instructions in "))
+        .unwrap_or_else(|| panic!("no progress line: {err}"));
+    assert!(progress.contains("after 1"), "{progress}");
+    let p = read_profile(&d.join("pd/hot.sprof"));
+    assert_eq!(p.meta.source, "callgrind");
+    assert!(
+        self_weight(&p, &FuncKey::local("spin", "hot.c")) > 100_000_000,
+        "{}",
+        p.to_text()
+    );
+}
+
+// A program whose hot code changes half-way (f1, f2, then f3, f4) gets the one-line advice to
+// record longer or merge; a steady hot loop does not.
+#[test]
+fn halves_check_flags_a_recording_whose_hot_code_changes() {
+    require!("perf", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (name, src) in [("phases", "live/phases.c"), ("hot", "perf/hot.c")] {
+        gcc(
+            d,
+            &[
+                "-O2",
+                "-fno-omit-frame-pointer",
+                "-o",
+                name,
+                fixture(src).to_str().unwrap(),
+            ],
+        );
+    }
+    let out = sediment(d, &["record", "-o", "ph.sprof", "--", "./phases"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let advice: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("two halves of the recording disagree"))
+        .collect();
+    assert_eq!(advice.len(), 1, "{err}");
+    assert!(advice[0].contains("phases +"), "{err}");
+    assert!(advice[0].contains("sediment merge"), "{err}");
+    let out = sediment(d, &["record", "-o", "hot.sprof", "--", "./hot", "200"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("disagree"), "{err}");
+}

@@ -161,6 +161,10 @@ pub struct PerfImport {
     pub main_binary: Option<String>,
     /// What could not be attributed.
     pub stats: Stats,
+    /// For each profile of `profiles`, the self weight of each of its functions (by index)
+    /// from the first half of the attributed samples, in time order: the second half's is the
+    /// rest. How much the halves agree says whether the recording was long enough.
+    pub first_half: Vec<Vec<u64>>,
 }
 
 /// One executable file mapping of a process.
@@ -835,6 +839,8 @@ struct Resolved {
     elf: Binary,
     builder: ProfileBuilder,
     samples: u64,
+    /// Self weight per function index of the ELF from the first half of the samples.
+    first_half: HashMap<usize, u64>,
 }
 
 fn attribute(
@@ -914,6 +920,7 @@ fn attribute(
             elf,
             builder: ProfileBuilder::new(meta),
             samples: 0,
+            first_half: HashMap::new(),
         });
     }
 
@@ -924,7 +931,8 @@ fn attribute(
         r.elf.lookup(r.elf.offset_to_vaddr(off)?)
     };
     let mut start = 0;
-    for &end in &c.sample_ends {
+    let half = c.sample_ends.len() / 2;
+    for (k, &end) in c.sample_ends.iter().enumerate() {
         let s = &c.frames[start..end];
         start = end;
         let leaf_bin = s[0].0 as usize;
@@ -933,6 +941,9 @@ fn attribute(
             r.samples += 1;
             match funcs[0] {
                 Some(f) => {
+                    if k < half {
+                        *r.first_half.entry(f).or_default() += 1;
+                    }
                     let sym = &r.elf.functions[f];
                     r.builder.add_self(&sym.key, 1);
                     set_size(&mut r.builder, &sym.key, sym.size);
@@ -988,7 +999,7 @@ fn attribute(
         stats.branch_calls += 1;
     }
 
-    let mut profiles: Vec<Profile> = resolved
+    let mut built: Vec<(Profile, Vec<u64>)> = resolved
         .into_iter()
         .flatten()
         // A binary none of whose samples matched a symbol (a stripped library's internals)
@@ -996,15 +1007,24 @@ fn attribute(
         .filter(|r| !r.builder.is_empty())
         .map(|mut r| {
             r.builder.meta_mut().total = r.samples;
-            r.builder.build()
+            let p = r.builder.build();
+            let mut first = vec![0u64; p.functions.len()];
+            for (f, w) in &r.first_half {
+                if let Some(i) = p.find(&r.elf.functions[*f].key) {
+                    first[i as usize] += w;
+                }
+            }
+            (p, first)
         })
         .collect();
-    profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
+    built.sort_by(|a, b| a.0.meta.binary.cmp(&b.0.meta.binary));
+    let (profiles, first_half) = built.into_iter().unzip();
     stats.missing_binaries.sort();
     Ok(PerfImport {
         profiles,
         main_binary: c.main_binary.map(|id| c.binaries[id as usize].path.clone()),
         stats,
+        first_half,
     })
 }
 
