@@ -49,7 +49,8 @@ pub fn command() -> clap::Command {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Run a command under perf or callgrind and write a profile per executable it ran.
+    /// Run a command under perf or callgrind, or attach perf to running processes, and write a
+    /// profile per executable it ran.
     #[command(after_help = vocab::PROF_DIR_HELP)]
     Record(record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.

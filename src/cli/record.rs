@@ -5,6 +5,11 @@
 //! main executable (`-o OUT`; every other binary with samples -> `OUT.<basename>.sprof`), or a
 //! profile directory, written atomically.
 //!
+//! **Running processes** (`--pid PID,...`, `--all`): perf attaches to the processes (or the
+//! whole machine) until `--duration`, their end, or the first Ctrl-C, which stops the recording
+//! and writes it ([`record::attach`]); the profiles go where they go for a command. `--all`
+//! writes to a profile directory only: it has no main executable.
+//!
 //! **Whole packages** (`--prof-dir DIR`, or the environment variable `SEDIMENT_PROF_DIR`, alias
 //! `PROF_DIR`, when neither `-o` nor `--prof-dir` is given: [`vocab::prof_dir_from_env`]): one
 //! recording of a test suite or script that runs many programs writes one profile per
@@ -104,6 +109,9 @@ pub fn run(args: Args) -> Result<()> {
         (None, Some(d)) => Target::ProfDir(d.clone()),
         (None, None) => match vocab::prof_dir_from_env() {
             Some((_, d)) => Target::ProfDir(PathBuf::from(d)),
+            None if args.all => bail!(
+                "--all writes one profile per binary: give --prof-dir DIR (or set SEDIMENT_PROF_DIR)"
+            ),
             None => bail!("no output: give -o FILE or --prof-dir DIR (or set SEDIMENT_PROF_DIR)"),
         },
     };

@@ -290,7 +290,7 @@ const HALVES_MIN_SAMPLES: u64 = 200;
 const HALVES_DISAGREE: f64 = 0.2;
 
 /// The one line saying that a recording's two time halves disagree on some binaries' hot
-/// code (each profile of `profiles` with at least [`HALVES_MIN_SAMPLES`], its first half's self
+/// code (each profile of `profiles` with at least `HALVES_MIN_SAMPLES`, its first half's self
 /// weights in `first_half`), heaviest disagreement first, or `None` when they agree.
 pub fn halves_warning(profiles: &[Profile], first_half: &[Vec<u64>]) -> Option<String> {
     let mut found: Vec<(f64, String)> = Vec::new();

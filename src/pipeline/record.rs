@@ -12,6 +12,16 @@
 //! [`Request::whole`] (a whole package) callgrind follows children (`--trace-children=yes`, one
 //! output file per process) and perf follows them by itself.
 //!
+//! [`Request::duration`] caps a recording: the profiler (and every process it started) is
+//! stopped, and what it wrote is imported with a warning. A callgrind recording prints its
+//! progress every `PROGRESS_EVERY` (10 s), asked of the running callgrind processes through their
+//! gdbserver (`callgrind_control`, FIFOs under the private temporary directory).
+//!
+//! [`attach`] records processes that are already running (`perf record -p PIDS` or `-a`); a
+//! `crate::cleanup::StopOnSignal` makes the first Ctrl-C end the recording instead of
+//! Sediment. Permissions perf would refuse are one line saying what to change
+//! ([`permission_problem`]).
+//!
 //! The raw recording goes to a temporary directory that is removed when the stage returns, or
 //! when a signal ends Sediment (`crate::cleanup`), which also stops the profiler and, through
 //! it, the workload. A command that fails (non-zero exit, or killed) is an error, so that

@@ -131,6 +131,7 @@ const ENV: &[(&str, &[&str])] = &[
 const HAND_CHECKS: &[&str] = &[
     // clap cannot conflict with one value of `--via`, which has a default.
     "--mode {} is for --via perf only",
+    "--pid and --all record with perf only",
 ];
 
 /// One argument of one verb.
