@@ -49,7 +49,14 @@
 //!
 //! Kernel-mode samples are not attributed to the user code that made the system call: they do
 //! not execute that code, and code layout is about what executes. They are counted in the
-//! [`Stats`].
+//! [`Stats`] (those of the idle task apart). So are user samples outside every file on disk:
+//! executable mappings of no file (`[vdso]`, `//anon` and `memfd:` JIT code, deleted files) are
+//! kept in the process maps under their kind, so that a sample landing there is counted by
+//! kind and never falls through to a binary mapped elsewhere; the call chain stops there.
+//!
+//! Each profile comes with its first half's self weights (the attributed samples in time
+//! order, [`PerfImport::first_half`]), for the caller to judge whether the recording was long
+//! enough.
 //!
 //! Robustness: `linux-perf-data` sizes some allocations from header fields and asserts on one
 //! `MMAP2` field, so before handing it the bytes this module checks the header, the feature
