@@ -2,8 +2,9 @@
 //! format, so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`) or Graphviz, and old
 //! users can move between them.
 //!
-//! - `fdata` (one profile): only call edges are exported, since fdata has no way to state self
-//!   weight that BOLT would not read as a branch (see `sediment_import::fdata::write`).
+//! - `fdata` (one profile): BOLT's `no_lbr` sample form, one line per function with its self
+//!   weight; a profile keeps no call-site offsets, and call lines without them are what BOLT
+//!   rejects as stale (see `sediment_import::fdata::write`).
 //! - `gv` (one or more profiles): the historical Sediment call graph, one DOT cluster per
 //!   profile in the order given, edge labels as fractions (see `sediment_import::gv`). Several
 //!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 /// Formats `sediment export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// BOLT `.fdata`, LBR form: one `caller -> callee` branch line per call edge.
+    /// BOLT `.fdata`, `no_lbr` sample form: one line per function with its self weight (`llvm-bolt -data=FILE`).
     Fdata,
     /// The historical Sediment `.gv` call graph: Graphviz DOT, one cluster per profile.
     Gv,
@@ -52,17 +53,17 @@ pub fn run(args: Args) -> Result<()> {
             }
             let profile = &profiles[0];
             let written = sediment_import::fdata::write(profile);
-            if written.skipped_edges > 0 {
+            if written.skipped_functions > 0 {
                 eprintln!(
-                    "sediment: warning: {} call edges have names fdata cannot spell (whitespace, `/`) and were left out",
-                    written.skipped_edges
+                    "sediment: warning: {} functions have names fdata cannot spell (whitespace, `/`) and were left out",
+                    written.skipped_functions
                 );
             }
             fsio::write_atomic(&args.output, written.text.as_bytes())?;
             eprintln!(
-                "sediment: wrote {} ({} call edges)",
+                "sediment: wrote {} (no_lbr samples: {} functions; call edges are not written)",
                 args.output.display(),
-                profile.edges.len() - written.skipped_edges
+                written.functions
             );
         }
         Format::Gv => {
