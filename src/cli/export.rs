@@ -1,10 +1,13 @@
-//! `sediment export --format fdata|gv -p PROFILE... -o OUT`: writes profiles in another tool's
-//! format, so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`) or Graphviz, and old
-//! users can move between them.
+//! `sediment export --format fdata|lld-call-graph|gv -p PROFILE... -o OUT`: writes profiles in
+//! another tool's format, so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`), lld's own
+//! C3 (`--call-graph-ordering-file OUT`) or Graphviz, and old users can move between them.
 //!
 //! - `fdata` (one profile): BOLT's `no_lbr` sample form, one line per function with its self
 //!   weight; a profile keeps no call-site offsets, and call lines without them are what BOLT
 //!   rejects as stale (see `sediment_import::fdata::write`).
+//! - `lld-call-graph` (one profile): `caller callee weight` lines, mangled names; edges of a
+//!   name several functions share (same-named statics) are left out and counted (see
+//!   `sediment_link::call_graph`).
 //! - `gv` (one or more profiles): the historical Sediment call graph, one DOT cluster per
 //!   profile in the order given, edge labels as fractions (see `sediment_import::gv`). Several
 //!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
@@ -18,6 +21,8 @@ use std::path::PathBuf;
 pub enum Format {
     /// BOLT `.fdata`, `no_lbr` sample form: one line per function with its self weight (`llvm-bolt -data=FILE`).
     Fdata,
+    /// lld's `--call-graph-ordering-file`: one `caller callee weight` line per call edge, for lld's own C3.
+    LldCallGraph,
     /// The historical Sediment `.gv` call graph: Graphviz DOT, one cluster per profile.
     Gv,
 }
@@ -42,15 +47,19 @@ pub fn run(args: Args) -> Result<()> {
     for path in &args.profile {
         profiles.push(fsio::read_profile(path)?);
     }
+    if args.format != Format::Gv && profiles.len() != 1 {
+        bail!(
+            "{}: {} describes one binary; give one profile ({} given)",
+            args.profile[1].display(),
+            match args.format {
+                Format::Fdata => "fdata",
+                _ => "a call-graph ordering file",
+            },
+            profiles.len()
+        );
+    }
     match args.format {
         Format::Fdata => {
-            if profiles.len() != 1 {
-                bail!(
-                    "{}: fdata describes one binary; give one profile ({} given)",
-                    args.profile[1].display(),
-                    profiles.len()
-                );
-            }
             let profile = &profiles[0];
             let written = sediment_import::fdata::write(profile);
             if written.skipped_functions > 0 {
@@ -64,6 +73,28 @@ pub fn run(args: Args) -> Result<()> {
                 "sediment: wrote {} (no_lbr samples: {} functions; call edges are not written)",
                 args.output.display(),
                 written.functions
+            );
+        }
+        Format::LldCallGraph => {
+            let file = sediment_link::call_graph::write(&profiles[0]);
+            if file.ambiguous > 0 {
+                eprintln!(
+                    "sediment: warning: {} call edges left out: their names belong to several functions (same-named statics), which lld cannot tell apart",
+                    file.ambiguous
+                );
+            }
+            if file.unsafe_names > 0 {
+                eprintln!(
+                    "sediment: warning: {} call edges left out: names with characters an order file cannot hold",
+                    file.unsafe_names
+                );
+            }
+            fsio::write_atomic(&args.output, file.text.as_bytes())?;
+            eprintln!(
+                "sediment: wrote {} ({} call edges; link with -Wl,--call-graph-ordering-file={})",
+                args.output.display(),
+                file.edges,
+                args.output.display()
             );
         }
         Format::Gv => {

@@ -54,7 +54,7 @@ pub enum Command {
     Record(record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
     Import(import::Args),
-    /// Write a profile in another tool's format (BOLT fdata, Graphviz call graph).
+    /// Write a profile in another tool's format (BOLT fdata, lld call graph, Graphviz call graph).
     Export(export::Args),
     /// Compute a function order from a profile.
     Order(order::Args),

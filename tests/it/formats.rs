@@ -322,3 +322,95 @@ fn pprof_profile_imports_with_exact_weights() {
     .collect();
     assert_eq!(edges_of(&dir.path().join("g.sprof")), want);
 }
+
+/// The names of `bin`'s function symbols in address order.
+fn layout(d: &std::path::Path, bin: &str) -> Vec<String> {
+    let data = std::fs::read(d.join(bin)).unwrap();
+    let b = sediment_elf::Binary::parse(bin, &data).unwrap();
+    let mut f: Vec<_> = b
+        .functions
+        .iter()
+        .map(|s| (s.address, s.key.name.clone()))
+        .collect();
+    f.sort();
+    f.into_iter().map(|(_, n)| n).collect()
+}
+
+// `export --format lld-call-graph` feeds lld's own C3: a recording of a program whose hot chain
+// main -> hot_a -> hot_b -> leaf (a static) is scattered among cold functions over two files
+// links, with the exported file, into a binary where the chain is contiguous in call order,
+// which the default link does not give.
+#[test]
+fn lld_call_graph_export_orders_a_real_lld_link() {
+    require!("gcc", "ld.lld", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("a.c"),
+        "#include <stdio.h>\n\
+         unsigned hot_b(unsigned); unsigned cold_x(unsigned);\n\
+         __attribute__((noinline)) unsigned hot_a(unsigned x) { return hot_b(x) + hot_b(x + 1); }\n\
+         __attribute__((noinline)) unsigned cold_1(unsigned x) { return x * 3 + cold_x(x); }\n\
+         __attribute__((noinline)) unsigned cold_2(unsigned x) { return x * 5 + 1; }\n\
+         int main(int argc, char **argv) { unsigned s = 0;\n\
+           for (unsigned i = 0; i < 20000; i++) s += hot_a(i);\n\
+           if (argc > 3) s += cold_1(argc) + cold_2(argc); printf(\"%u\\n\", s); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("b.c"),
+        "__attribute__((noinline)) unsigned cold_x(unsigned x) { return x ^ 77; }\n\
+         __attribute__((noinline)) unsigned cold_y(unsigned x) { return x ^ 99; }\n\
+         __attribute__((noinline)) static unsigned leaf(unsigned x) {\n\
+           unsigned s = 0; for (unsigned i = 0; i < x % 7 + 3; i++) s += i * x; return s; }\n\
+         __attribute__((noinline)) unsigned hot_b(unsigned x) { return leaf(x) + 1; }\n",
+    )
+    .unwrap();
+    run(
+        d,
+        "gcc",
+        &["-O2", "-ffunction-sections", "-c", "a.c", "b.c"],
+    );
+    run(d, "gcc", &["-fuse-ld=lld", "a.o", "b.o", "-o", "p0"]);
+    crate::common::record_callgrind(d, "p.sprof", "./p0");
+    ok(&sediment(
+        d,
+        &[
+            "export",
+            "--format",
+            "lld-call-graph",
+            "-p",
+            "p.sprof",
+            "-o",
+            "p.cg",
+        ],
+    ));
+    let cg = std::fs::read_to_string(d.join("p.cg")).unwrap();
+    assert!(cg.contains("hot_b leaf "), "{cg}");
+    run(
+        d,
+        "gcc",
+        &[
+            "-fuse-ld=lld",
+            "a.o",
+            "b.o",
+            "-o",
+            "p1",
+            "-Wl,--call-graph-ordering-file=p.cg",
+        ],
+    );
+    let chain = ["main", "hot_a", "hot_b", "leaf"];
+    let contiguous = |names: &[String]| {
+        names
+            .windows(chain.len())
+            .any(|w| w.iter().zip(chain).all(|(a, b)| a == b))
+    };
+    let (before, after) = (layout(d, "p0"), layout(d, "p1"));
+    assert!(
+        !contiguous(&before),
+        "premise: the default link scatters the chain: {before:?}"
+    );
+    assert!(contiguous(&after), "{after:?}");
+    let want = crate::common::sh(d, "./p0", &[]);
+    assert_eq!(crate::common::sh(d, "./p1", &[]), want);
+}
