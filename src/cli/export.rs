@@ -39,6 +39,9 @@ pub struct Args {
     /// Where to write the result.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+    /// `gv` only (the other formats are read by tools and keep symbol names).
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 /// Runs `sediment export`.
@@ -98,7 +101,7 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
         Format::Gv => {
-            let text = sediment_import::gv::write(&profiles);
+            let text = sediment_import::gv::write_with(&profiles, !args.demangle.no_demangle);
             fsio::write_atomic(&args.output, text.as_bytes())?;
             let edges: usize = profiles.iter().map(|p| p.edges.len()).sum();
             eprintln!(

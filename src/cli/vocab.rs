@@ -56,3 +56,25 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
   SEDIMENT_ALGORITHM   Ordering algorithm, as `sediment order --algorithm` (default: c3)
   SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
+
+/// `--no-demangle`, in the verbs whose reports list functions by name (`diff`, `match`,
+/// `export --format gv`): they show C++ and Rust names demangled by default; this flag shows
+/// them as the symbol table spells them. Profiles, order files and linker inputs always keep
+/// the symbol names.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct Demangle {
+    /// Show function names as the symbol table spells them (mangled) instead of demangled (C++, Rust).
+    #[arg(long = "no-demangle")]
+    pub no_demangle: bool,
+}
+
+impl Demangle {
+    /// A report label (`name` or `name (file)`) as this flag says to show it.
+    pub fn show<'a>(&self, label: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.no_demangle {
+            std::borrow::Cow::Borrowed(label)
+        } else {
+            sediment_profile::demangle_label(label)
+        }
+    }
+}

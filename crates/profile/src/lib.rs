@@ -20,6 +20,7 @@
 //! line). Edges refer to the dense indices of the `fn` lines instead; indices are positions in
 //! the sorted function list, so they carry no information of their own.
 
+mod demangle;
 mod format;
 mod intern;
 mod key;
@@ -28,6 +29,7 @@ mod names;
 mod order_file;
 mod share;
 
+pub use demangle::{demangle, demangle_label, MAX_DEMANGLED};
 pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
 pub use key::{base_name, FuncKey};
 pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
