@@ -85,6 +85,9 @@ pub fn run(args: Args) -> Result<()> {
     for w in &out.warnings {
         eprintln!("sediment link: warning: {w}");
     }
+    if !res.runtime.is_empty() {
+        eprintln!("sediment link: {}", runtime_note(&res.runtime));
+    }
     fsio::write_atomic(&args.output, out.text.as_bytes())?;
     eprintln!(
         "sediment link: {} of {} functions found; wrote {} entries for {linker} to {}",
@@ -115,4 +118,19 @@ pub fn run_flags(args: FlagsArgs) -> Result<()> {
         writeln!(stdout, "{line}")?;
     }
     Ok(())
+}
+
+/// The one line about the order's entries that are the C runtime's start-up code.
+fn runtime_note(runtime: &[sediment_profile::FuncKey]) -> String {
+    let names: Vec<String> = runtime
+        .iter()
+        .take(4)
+        .map(|k| sediment_profile::escape(&k.name))
+        .collect();
+    format!(
+        "{} entries are the C runtime's start-up code ({}{}), which the compiler driver links from its own objects: left where the linker puts them",
+        runtime.len(),
+        names.join(", "),
+        if runtime.len() > names.len() { ", ..." } else { "" }
+    )
 }
