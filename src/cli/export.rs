@@ -10,7 +10,7 @@
 //!   `sediment_link::call_graph`).
 //! - `gv` (one or more profiles): the historical Sediment call graph, one DOT cluster per
 //!   profile in the order given, edge labels as fractions (see `sediment_import::gv`). Several
-//!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
+//!   profiles of one recording (`app.sprof`, `app.libfoo.so.sprof`) make one graph.
 
 use crate::fsio;
 use anyhow::{bail, Result};

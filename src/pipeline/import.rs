@@ -6,7 +6,8 @@
 //! files and the binaries (read from the path the profiler recorded, or from
 //! [`Options::binary`] for the binary of that base name) through `crate::fsio`, which refuses
 //! FIFOs, devices and directories a stranger's profile might name. [`outputs`] says where each
-//! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`).
+//! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`, `OUT`
+//! without its `.sprof` suffix).
 
 use super::timings;
 use crate::fsio;
@@ -135,7 +136,7 @@ impl ProfileFiles {
 }
 
 /// Where each profile of `imported` goes: the main executable's to `out`, every other to
-/// `OUT.<basename>.sprof` beside it, `out` first. A main executable without samples gets an
+/// `STEM.<basename>.sprof` beside it (STEM: `out` without `.sprof`, see [`side_path`]), `out` first. A main executable without samples gets an
 /// empty profile, with a warning added. Fails when the main executable is not known.
 pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
     let Some(main) = imported.main.clone() else {
@@ -552,12 +553,19 @@ fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
     })
 }
 
-/// Path of the profile of a non-main binary: `OUT.<basename>.sprof`, numbered on a clash
-/// (`OUT.<basename>.2.sprof`; the profiles come sorted by binary path, so the numbers are the
-/// same on every run). The base name comes from the recording, a stranger's file for `import`,
-/// so it goes through [`safe_file_name`] first: no newline, escape sequence or `/` in a name.
+/// Path of the profile of a non-main binary: `STEM.<basename>.sprof`, where STEM is `OUT`
+/// without its `.sprof` suffix (`app.sprof` -> `app.libz.so.1.sprof`; an `OUT` without the
+/// suffix is kept whole), numbered on a clash (`STEM.<basename>.2.sprof`; the profiles come
+/// sorted by binary path, so the numbers are the same on every run). The base name comes from
+/// the recording, a stranger's file for `import`, so it goes through [`safe_file_name`] first:
+/// no newline, escape sequence or `/` in a name.
 fn side_path(out: &Path, binary: &str, taken: &mut std::collections::BTreeSet<PathBuf>) -> PathBuf {
-    let stem = format!("{}.{}", out.display(), safe_file_name(base_name(binary)));
+    let out = out.display().to_string();
+    let stem = out
+        .strip_suffix(".sprof")
+        .filter(|s| !s.is_empty() && !s.ends_with('/'))
+        .unwrap_or(&out);
+    let stem = format!("{stem}.{}", safe_file_name(base_name(binary)));
     let mut candidate = PathBuf::from(format!("{stem}.sprof"));
     let mut n = 2;
     while taken.contains(&candidate) {
@@ -598,8 +606,9 @@ mod tests {
     }
 
     // The main executable's profile goes to OUT, first; the others beside it by base name,
-    // made safe and numbered on a clash; a main executable without samples gets an empty
-    // profile and a warning.
+    // without a doubled `.sprof` (regression: `o.sprof.libx.so.sprof`), made safe and
+    // numbered on a clash; a main executable without samples gets an empty profile and a
+    // warning.
     #[test]
     fn outputs_name_every_profile() {
         let imported = Imported {
@@ -618,9 +627,9 @@ mod tests {
             paths,
             [
                 Path::new("o.sprof"),
-                Path::new("o.sprof.libx.so.sprof"),
-                Path::new("o.sprof.libx.so.2.sprof"),
-                Path::new("o.sprof.we_ird.sprof"),
+                Path::new("o.libx.so.sprof"),
+                Path::new("o.libx.so.2.sprof"),
+                Path::new("o.we_ird.sprof"),
             ]
         );
         assert_eq!(out.files[0].1.meta.binary, "/bin/prog");
@@ -628,6 +637,20 @@ mod tests {
         assert_eq!(
             out.warnings,
             ["w", "the main executable /bin/prog got no samples"]
+        );
+    }
+
+    // An output not ending in `.sprof` keeps its whole name as the stem.
+    #[test]
+    fn side_files_of_other_output_names() {
+        let mut taken = std::collections::BTreeSet::new();
+        assert_eq!(
+            side_path(Path::new("d/app.prof"), "/lib/libz.so.1", &mut taken),
+            Path::new("d/app.prof.libz.so.1.sprof")
+        );
+        assert_eq!(
+            side_path(Path::new("d/.sprof"), "/lib/libz.so.1", &mut taken),
+            Path::new("d/.sprof.libz.so.1.sprof")
         );
     }
 
