@@ -178,6 +178,60 @@ pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
     })
 }
 
+/// Which binaries besides the main executable a recording written to one file keeps
+/// (`sediment record --keep-binaries`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum KeepBinaries {
+    /// The main executable only.
+    #[default]
+    MainOnly,
+    /// Every binary that got samples.
+    All,
+    /// The main executable and the binaries of these base names.
+    Named(Vec<String>),
+}
+
+impl std::str::FromStr for KeepBinaries {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "all" {
+            return Ok(KeepBinaries::All);
+        }
+        let names: Vec<String> = s.split(',').map(str::to_string).collect();
+        if names.iter().any(|n| n.is_empty() || n.contains('/')) {
+            return Err(format!(
+                "`{}`: expected `all` or base names separated by commas (libz.so.1,helper)",
+                sediment_profile::escape(s)
+            ));
+        }
+        Ok(KeepBinaries::Named(names))
+    }
+}
+
+/// Drops from `imported` the profiles of binaries other than the main executable that `keep`
+/// does not ask for, and returns the dropped binaries' paths, heaviest (self weight) first.
+pub fn keep_binaries(imported: &mut Imported, keep: &KeepBinaries) -> Vec<String> {
+    let main = imported.main.clone();
+    let wanted = |p: &Profile| {
+        Some(&p.meta.binary) == main.as_ref()
+            || match keep {
+                KeepBinaries::MainOnly => false,
+                KeepBinaries::All => true,
+                KeepBinaries::Named(names) => names.iter().any(|n| n == base_name(&p.meta.binary)),
+            }
+    };
+    let (kept, mut dropped): (Vec<Profile>, Vec<Profile>) = std::mem::take(&mut imported.profiles)
+        .into_iter()
+        .partition(wanted);
+    imported.profiles = kept;
+    dropped.sort_by(|a, b| {
+        b.self_total()
+            .cmp(&a.self_total())
+            .then(a.meta.binary.cmp(&b.meta.binary))
+    });
+    dropped.into_iter().map(|p| p.meta.binary).collect()
+}
+
 /// Reads a binary that the input `for_input` names, for an importer: `None` when the path names
 /// no regular file (missing, or a FIFO, a device or a directory that a stranger's profile named:
 /// see [`fsio::read_named_file`]). An unreadable file is an error naming the binary and the input.
@@ -638,6 +692,51 @@ mod tests {
             out.warnings,
             ["w", "the main executable /bin/prog got no samples"]
         );
+    }
+
+    // The main executable is always kept; others by `--keep-binaries`; the dropped are named
+    // heaviest first.
+    #[test]
+    fn keep_binaries_selects_by_base_name() {
+        let weighted = |binary: &str, w: u64| {
+            let mut b = sediment_profile::ProfileBuilder::new(Meta {
+                binary: binary.to_string(),
+                ..Meta::default()
+            });
+            b.add_self(&sediment_profile::FuncKey::global("f"), w);
+            b.build()
+        };
+        let imported = || Imported {
+            source: "perf",
+            profiles: vec![
+                weighted("/bin/prog", 50),
+                weighted("/lib/ld.so", 1),
+                weighted("/lib/libc.so.6", 9),
+                weighted("/lib/libz.so.1", 3),
+            ],
+            main: Some("/bin/prog".to_string()),
+            warnings: Vec::new(),
+        };
+        let kept = |keep: &str| {
+            let mut i = imported();
+            let dropped = keep_binaries(&mut i, &keep.parse().unwrap());
+            let kept: Vec<String> = i.profiles.iter().map(|p| p.meta.binary.clone()).collect();
+            (kept, dropped)
+        };
+        let mut i = imported();
+        let dropped = keep_binaries(&mut i, &KeepBinaries::MainOnly);
+        assert_eq!(i.profiles.len(), 1);
+        assert_eq!(dropped, ["/lib/libc.so.6", "/lib/libz.so.1", "/lib/ld.so"]);
+        assert_eq!(kept("all").1, Vec::<String>::new());
+        assert_eq!(
+            kept("libz.so.1,nosuch"),
+            (
+                vec!["/bin/prog".to_string(), "/lib/libz.so.1".to_string()],
+                vec!["/lib/libc.so.6".to_string(), "/lib/ld.so".to_string()]
+            )
+        );
+        assert!("a,,b".parse::<KeepBinaries>().is_err());
+        assert!("/lib/libz.so.1".parse::<KeepBinaries>().is_err());
     }
 
     // An output not ending in `.sprof` keeps its whole name as the stem.
