@@ -11,6 +11,7 @@ mod bench;
 mod blocks;
 mod callgrind;
 mod compare;
+mod cxx;
 mod demangle;
 mod diff;
 mod formats;
