@@ -112,6 +112,8 @@ pub struct Args {
         required_unless_present = "compare"
     )]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 /// Functions of the startup prefix whose pages the `--compare` startup column counts: the first
@@ -163,7 +165,7 @@ pub fn run(args: Args) -> Result<()> {
             .with_context(|| format!("{}: cannot order", args.profile.display()))?;
         write_stdout(table.as_bytes())?;
         if let Some(binary) = &args.simulate {
-            let table = simulate_table(&profile, &graph, binary, &args.args, jobs(&args))?;
+            let table = simulate_table(&profile, &graph, binary, &args, jobs(&args))?;
             write_stdout(table.as_bytes())?;
         }
     }
@@ -214,9 +216,10 @@ fn simulate_table(
     profile: &sediment_profile::Profile,
     graph: &CallGraph,
     binary: &std::path::Path,
-    workload: &[std::ffi::OsString],
+    args: &Args,
     threads: usize,
 ) -> Result<String> {
+    let workload = &args.args;
     let mut plan = crate::pipeline::measure::Plan {
         threads,
         ..crate::pipeline::measure::Plan::as_linked()
@@ -228,7 +231,7 @@ fn simulate_table(
     let simulated =
         crate::pipeline::measure::simulate(binary, workload, &"valgrind".into(), &plan, None)?;
     for w in &simulated.warnings {
-        eprintln!("sediment sim: warning: {w}");
+        eprintln!("sediment sim: warning: {}", args.demangle.text(w));
     }
     let layouts = simulated.layouts;
     let mut columns = Vec::with_capacity(layouts.len());

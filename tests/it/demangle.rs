@@ -159,3 +159,58 @@ fn rust_names_demangle_in_gv_labels_and_stay_mangled_elsewhere() {
         .unwrap()
         .contains("symbol="));
 }
+
+// Warnings name C++ functions demangled too (`link`'s entries not found), and the order file
+// and the linker's input keep the symbol names.
+#[test]
+fn link_warnings_show_demangled_names() {
+    require!("g++");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.cc"), CPP).unwrap();
+    run(
+        d,
+        "g++",
+        &["-O2", "-ffunction-sections", "-c", "a.cc", "-o", "a.o"],
+    );
+    std::fs::write(
+        d.join("a.order"),
+        sediment_profile::FunctionOrder {
+            functions: vec![
+                sediment_profile::FuncKey::global("_ZN2ns1W3runEi"),
+                sediment_profile::FuncKey::global("_ZN2ns7missingEv"),
+            ],
+            ..Default::default()
+        }
+        .to_text(),
+    )
+    .unwrap();
+    let link = |extra: &[&str]| {
+        let mut args = vec![
+            "link", "--linker", "lld", "--order", "a.order", "-o", "a.sym",
+        ];
+        args.extend_from_slice(extra);
+        args.push("a.o");
+        let out = sediment(d, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = link(&[]);
+    assert!(
+        err.contains("not found in the objects: ns::missing()"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("a.sym")).unwrap(),
+        "_ZN2ns1W3runEi\n"
+    );
+    let err = link(&["--no-demangle"]);
+    assert!(
+        err.contains("not found in the objects: _ZN2ns7missingEv"),
+        "{err}"
+    );
+}

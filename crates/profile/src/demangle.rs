@@ -46,6 +46,39 @@ pub fn demangle_label(label: &str) -> Cow<'_, str> {
     }
 }
 
+/// A line of text (a warning) with every symbol name in it that demangles shown demangled: a
+/// run of symbol characters (`[A-Za-z0-9_.$]`) starting with `_Z` or `_R` at the start of the
+/// line or after any other character. Everything else is kept as it is.
+pub fn demangle_text(line: &str) -> Cow<'_, str> {
+    let symbol = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$');
+    let mut out = String::new();
+    let mut last = 0;
+    let mut i = 0;
+    let bytes = line.as_bytes();
+    while i < bytes.len() {
+        let at_boundary = i == 0 || !symbol(line[..i].chars().next_back().unwrap_or(' '));
+        if at_boundary && (line[i..].starts_with("_Z") || line[i..].starts_with("_R")) {
+            let end = line[i..]
+                .find(|c: char| !symbol(c))
+                .map_or(line.len(), |n| i + n);
+            if let Cow::Owned(d) = demangle(&line[i..end]) {
+                out.push_str(&line[last..i]);
+                out.push_str(&d);
+                last = end;
+            }
+            i = end;
+        } else {
+            i += line[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    if last == 0 {
+        Cow::Borrowed(line)
+    } else {
+        out.push_str(&line[last..]);
+        Cow::Owned(out)
+    }
+}
+
 fn rust(name: &str) -> Option<String> {
     let d = rustc_demangle::try_demangle(name).ok()?;
     // Legacy Rust names are also valid Itanium names; only take those with Rust's hash.
@@ -78,6 +111,17 @@ mod tests {
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
         assert!(matches!(demangle("helper"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn names_inside_a_line() {
+        assert_eq!(
+            demangle_text("2 of 6 entries not found: _Z3fooi, main (a.c), x_Z3fooi, _Zbad"),
+            "2 of 6 entries not found: foo(int), main (a.c), x_Z3fooi, _Zbad"
+        );
+        assert!(matches!(demangle_text("no names here"), Cow::Borrowed(_)));
+        assert_eq!(demangle_text("_Z3fooi"), "foo(int)");
+        assert_eq!(demangle_text("é _Z3fooi é"), "é foo(int) é");
     }
 
     #[test]

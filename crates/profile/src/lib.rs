@@ -29,7 +29,7 @@ mod names;
 mod order_file;
 mod share;
 
-pub use demangle::{demangle, demangle_label, MAX_DEMANGLED};
+pub use demangle::{demangle, demangle_label, demangle_text, MAX_DEMANGLED};
 pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
 pub use key::{base_name, FuncKey};
 pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
