@@ -77,8 +77,8 @@ pub struct Options {
     /// warning) instead of failing the import.
     pub skip_stripped: bool,
     /// The bytes the whole import may read, inputs and the binaries they name together
-    /// ([`fsio::ReadBudget`]); `None`: [`fsio::MAX_INPUT_BYTES_ENV`] when set, else
-    /// [`fsio::DEFAULT_RUN_INPUT_BYTES`].
+    /// (`fsio::ReadBudget`); `None`: `fsio::MAX_INPUT_BYTES_ENV` when set, else
+    /// `fsio::DEFAULT_RUN_INPUT_BYTES`.
     pub max_input_bytes: Option<u64>,
 }
 
@@ -162,7 +162,7 @@ impl ProfileFiles {
 }
 
 /// Where each profile of `imported` goes: the main executable's to `out`, every other to
-/// `STEM.<basename>.sprof` beside it (STEM: `out` without `.sprof`, see [`side_path`]), `out` first. A main executable without samples gets an
+/// `STEM.<basename>.sprof` beside it (STEM: `out` without `.sprof`, see `side_path`), `out` first. A main executable without samples gets an
 /// empty profile, with a warning added. Fails when the main executable is not known.
 pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
     let Some(main) = imported.main.clone() else {

@@ -20,7 +20,7 @@ use crate::safe::is_safe_symbol;
 use sediment_profile::Profile;
 use std::collections::HashMap;
 
-/// What [`write`] produced.
+/// What [`write()`] produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallGraphFile {
     /// The file's text.
