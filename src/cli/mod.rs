@@ -50,7 +50,7 @@ pub fn command() -> clap::Command {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Run a command under perf or callgrind and write a profile per executable it ran.
+    /// Run a command under perf or callgrind and write its profile (`--prof-dir`: one per executable and library).
     #[command(after_help = vocab::RECORD_ENV_HELP)]
     Record(record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
