@@ -67,6 +67,11 @@ pub struct Args {
     /// shifts move the code's pages to other iTLB sets and its lines to other L1i sets).
     #[arg(long, value_name = "BYTES", default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
+    /// Make each shift a growth of this function's end instead of a pad before the code:
+    /// the code before it stays, the code after it moves (an unrelated change inside an early
+    /// object). With the as-linked layout the step should be a multiple of `--align`.
+    #[arg(long, value_name = "FUNCTION")]
+    pub grow_after: Option<String>,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -103,6 +108,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut plan = Plan::with_shifts(args.shifts, args.shift_step)?;
     plan.align = args.align;
+    plan.grow_after.clone_from(&args.grow_after);
     plan.threads = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -144,6 +150,11 @@ fn report(args: &Args, binary: &std::path::Path, plan: &Plan) -> Result<String> 
         let mut t = plan
             .describe_shifts()
             .map_or_else(String::new, |d| format!("# {d}\n"));
+        if let Some(f) = &plan.grow_after {
+            t.push_str(&format!(
+                "# shifts grow the end of {f} instead of padding before the code\n"
+            ));
+        }
         t.push_str(&sweep.format_table());
         t
     })

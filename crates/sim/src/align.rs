@@ -36,6 +36,13 @@ pub const SWEEP: [u64; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 /// start rounded up to a multiple of `align[i]` (0 and 1: no rounding). Addresses saturate
 /// instead of wrapping. `align` shorter than `sizes` counts its missing entries as 1.
 pub fn place_aligned(sizes: &[u64], align: &[u64], base: u64) -> Vec<u64> {
+    place_grown(sizes, align, base, usize::MAX, 0)
+}
+
+/// [`place_aligned`] with function `after` grown by `bytes` at its end: the functions before
+/// it and itself keep their starts, the ones after it are placed from its grown end (an
+/// unrelated change inside an early object, as opposed to a pad before everything).
+pub fn place_grown(sizes: &[u64], align: &[u64], base: u64, after: usize, bytes: u64) -> Vec<u64> {
     let mut cursor = base;
     sizes
         .iter()
@@ -45,6 +52,9 @@ pub fn place_aligned(sizes: &[u64], align: &[u64], base: u64) -> Vec<u64> {
             cursor = align_up(cursor, a);
             let start = cursor;
             cursor = cursor.saturating_add(size);
+            if i == after {
+                cursor = cursor.saturating_add(bytes);
+            }
             start
         })
         .collect()
@@ -375,6 +385,25 @@ mod tests {
         // A base that is not aligned: the first start is rounded too, and counted from there.
         assert_eq!(place_aligned(&sizes, &[64; 3], 0x1010)[0], 0x1040);
         assert_eq!(code_bytes(&[], &[]), 0);
+    }
+
+    // Function 0 grown by 20 bytes: function 1 moves from 0x1010 to 0x1020 under 16-byte
+    // alignment and stays at 0x1040 under 64 (the padding absorbs the growth); grown after
+    // function 1, only function 2 moves.
+    #[test]
+    fn growth_inside_moves_what_follows() {
+        assert_eq!(
+            place_grown(&[10, 40, 7], &[16; 3], 0x1000, 0, 20),
+            [0x1000, 0x1020, 0x1050]
+        );
+        assert_eq!(
+            place_grown(&[10, 40, 7], &[64; 3], 0x1000, 0, 20),
+            [0x1000, 0x1040, 0x1080]
+        );
+        assert_eq!(
+            place_grown(&[10, 40, 7], &[16; 3], 0x1000, 1, 20),
+            [0x1000, 0x1010, 0x1050]
+        );
     }
 
     // A 34-byte function at 0x10c0, sizeless code at 0x10f0..0x11b0, then f1 at 0x11b0: the
