@@ -13,7 +13,7 @@
 //!   the same shifts (the noise range), `~` when it is inside it: no win.
 //! - **Select** (`--select FILE`): from the same kind of run, the functions whose start on a
 //!   `--boundary` (64: a line; 128: a prefetched line pair) saves the most block fetches
-//!   (`sediment_sim::align::choose`), under a size budget (`--budget`, percent of the code);
+//!   (`sediment_sim::align::choose`), under a size budget (`--max-growth`, percent of the code);
 //!   written to FILE (an order file's format: one function per line) and checked by the
 //!   simulator in a second run: as linked, every function on the boundary, the chosen ones.
 //! - **Apply** (`--apply FILE -o DIR OBJECTS...`): copies of the objects in DIR with the
@@ -35,7 +35,12 @@ use crate::pipeline::measure::{simulate, Aligned, Plan};
 #[derive(clap::Args)]
 pub struct Args {
     /// The binary to sweep or choose functions of (sweep and `--select`).
-    #[arg(long, value_name = "FILE", required_unless_present = "apply")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "apply",
+        conflicts_with = "apply"
+    )]
     pub binary: Option<PathBuf>,
     /// Choose the functions to align and write them to FILE (one function per line).
     #[arg(long, value_name = "FILE", conflicts_with = "apply")]
@@ -53,7 +58,7 @@ pub struct Args {
     pub boundary: u64,
     /// Size budget of `--select`: at most this percentage of the code in padding.
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
-    pub budget: f64,
+    pub max_growth: f64,
     /// Alignment the compiler gave every function (gcc's `-O2` on x86-64: 16): the functions
     /// `--select` leaves alone keep it, and so does code without a sized symbol (the C
     /// runtime's) in every layout.
@@ -175,17 +180,17 @@ fn select(
             args.align
         );
     }
-    if !(args.budget > 0.0 && args.budget <= 100.0) {
+    if !(args.max_growth > 0.0 && args.max_growth <= 100.0) {
         bail!(
-            "--budget must be a percentage above 0 and at most 100, not {}",
-            args.budget
+            "--max-growth must be a percentage above 0 and at most 100, not {}",
+            args.max_growth
         );
     }
     let (_, recorded) =
         crate::pipeline::measure::record(binary, &args.args, &args.valgrind, &Plan::as_linked())?;
     let rec = &recorded.recording;
     let code = sediment_sim::align::code_bytes(rec.starts(), rec.sizes());
-    let budget = (code as f64 * args.budget / 100.0) as u64;
+    let budget = (code as f64 * args.max_growth / 100.0) as u64;
     let chosen = sediment_sim::align::choose(&rec.unit_ranges(), args.boundary, args.align, budget);
     let mut names: Vec<String> = Vec::new();
     for i in chosen {
@@ -215,7 +220,7 @@ fn select(
         "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}",
         names.len(),
         args.boundary,
-        args.budget,
+        args.max_growth,
         out.display()
     );
     let mut plan = plan;
@@ -238,9 +243,6 @@ fn select(
 
 /// `--apply`: writes the aligned copies of the objects and prints their paths.
 fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
-    if args.binary.is_some() || args.select.is_some() {
-        bail!("--apply reads objects, not a binary: drop --binary");
-    }
     if args.objects.is_empty() {
         bail!("--apply needs the object files to copy");
     }

@@ -219,7 +219,7 @@ pub struct Best {
     /// with less code, then the earlier row.
     pub row: usize,
     /// True when that median is below the smallest count the as-linked layout gave over the
-    /// shifts: outside the noise range, a win.
+    /// shifts (at least two): outside the noise range, a win.
     pub outside_noise: bool,
 }
 
@@ -255,9 +255,10 @@ impl Sweep {
                 .then(a.cmp(&b))
         })?;
         let (lo, _) = self.noise_range()?;
+        let ranged = self.rows[0].shifts.len() > 1;
         Some(Best {
             row,
-            outside_noise: row != 0 && self.i1_median(row) < lo as f64,
+            outside_noise: ranged && row != 0 && self.i1_median(row) < lo as f64,
         })
     }
 
@@ -305,7 +306,12 @@ impl Sweep {
         }
         if let (Some(b), Some((lo, hi))) = (best, self.noise_range()) {
             let label = &self.rows[b.row].label;
-            let _ = if b.row == 0 {
+            let _ = if self.rows[0].shifts.len() < 2 {
+                writeln!(
+                    out,
+                    "best: ~ {label} (one layout per row, no noise range: give --shifts to call a win)"
+                )
+            } else if b.row == 0 {
                 writeln!(out, "best: as linked (no alignment has fewer I1 misses)")
             } else if b.outside_noise {
                 writeln!(
@@ -525,6 +531,13 @@ mod tests {
              64 *              130  +30.0%     95 [90-99]       0        0          3          0\n\
              best: * 64 (I1 32K median below the as-linked range 100-120 over the shifts)\n"
         );
+        let one = Sweep {
+            rows: vec![row("as linked", 100, &[100]), row("2", 90, &[10])],
+        };
+        assert!(!one.best().unwrap().outside_noise);
+        assert!(one
+            .format_table()
+            .ends_with("give --shifts to call a win)\n"));
         let within = Sweep {
             rows: vec![
                 row("as linked", 100, &[100, 120]),
