@@ -51,9 +51,10 @@ pub fn command() -> clap::Command {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a command under perf or callgrind and write a profile per executable it ran.
-    #[command(after_help = vocab::PROF_DIR_HELP)]
+    #[command(after_help = vocab::RECORD_ENV_HELP)]
     Record(record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
+    #[command(after_help = vocab::INPUT_LIMIT_ENV_HELP)]
     Import(import::Args),
     /// Write a profile in another tool's format (BOLT fdata, Graphviz call graph).
     Export(export::Args),

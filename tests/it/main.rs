@@ -8,6 +8,7 @@
 mod common;
 
 mod align;
+mod attach;
 mod bench;
 mod blocks;
 mod callgrind;
@@ -26,10 +27,13 @@ mod merge;
 mod noise;
 mod order;
 mod packaging;
+mod parquet;
 mod perf;
 mod pgo;
 mod prof_dir;
 mod reference;
+mod run_limits;
+mod shim_load;
 mod sim;
 mod stat;
 mod structs;
