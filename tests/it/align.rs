@@ -165,6 +165,8 @@ fn align_sweep_exact_on_a_tiny_program() {
         .map(|x| x.as_u64().unwrap())
         .collect();
     assert_eq!(itlb, [1; 11]);
+    // Both layouts agree, so every row is perfectly stable.
+    assert!(rows.iter().all(|r| r["i1_spread"].as_f64() == Some(1.0)));
     assert_eq!(v["best"], "1");
     assert_eq!(v["best_outside_noise"], true);
     assert_eq!(v["noise_range"], serde_json::json!([3, 3]));

@@ -205,6 +205,18 @@ pub fn summary(v: &[u64]) -> Option<(f64, u64, u64)> {
     Some((med, v[0], v[n - 1]))
 }
 
+impl Row {
+    /// The stability of this layout: the largest I1 (32K) count over its shifts divided by the
+    /// smallest (1.0: the shifts change nothing; `None` without shifts or with a 0 count).
+    pub fn spread(&self) -> Option<f64> {
+        let v: Vec<u64> = self.shifts.iter().map(|m| m.i1_misses_32k_8way).collect();
+        match summary(&v) {
+            Some((_, lo, hi)) if lo > 0 && v.len() > 1 => Some(hi as f64 / lo as f64),
+            _ => None,
+        }
+    }
+}
+
 /// A sweep: the binary as linked (row 0), then one row per alignment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sweep {
@@ -264,7 +276,7 @@ impl Sweep {
 
     /// The text table: one row per layout; columns code bytes, growth over the as-linked code
     /// in percent, then each metric as `median [min-max]` over the shifts (the value alone
-    /// when they agree). The best row is marked `*` when it is outside the noise range and
+    /// when they agree), then the stability [`Row::spread`]. The best row is marked `*` when it is outside the noise range and
     /// `~` when it is not; a footer says which and gives the range.
     pub fn format_table(&self) -> String {
         let base = self.rows.first().map_or(0, |r| r.code_bytes);
@@ -272,6 +284,7 @@ impl Sweep {
         let mut table: Vec<Vec<String>> = vec![{
             let mut h = vec!["align".to_string(), "code bytes".into(), "growth".into()];
             h.extend(COLUMNS.iter().map(|c| c.1.to_string()));
+            h.push("I1 32K max/min".into());
             h
         }];
         for (i, r) in self.rows.iter().enumerate() {
@@ -290,6 +303,7 @@ impl Sweep {
                     Some((m, lo, hi)) => format!("{} [{lo}-{hi}]", num(m)),
                 });
             }
+            line.push(r.spread().map_or_else(|| "-".into(), |x| format!("{x:.3}")));
             table.push(line);
         }
         let widths: Vec<usize> = (0..table[0].len())
@@ -329,7 +343,7 @@ impl Sweep {
     }
 
     /// The JSON form: `{"noise_range": [min, max], "best": label, "best_outside_noise": bool,
-    /// "rows": [{"align", "code_bytes", "shifts": [Metrics...]}]}`.
+    /// "rows": [{"align", "code_bytes", "i1_spread", "shifts": [Metrics...]}]}`.
     pub fn format_json(&self) -> String {
         let best = self.best();
         let rows: Vec<serde_json::Value> = self
@@ -339,6 +353,7 @@ impl Sweep {
                 serde_json::json!({
                     "align": r.label,
                     "code_bytes": r.code_bytes,
+                    "i1_spread": r.spread().map(|x| (x * 1000.0).round() / 1000.0),
                     "shifts": r.shifts,
                 })
             })
@@ -525,10 +540,10 @@ mod tests {
         let t = win.format_table();
         assert_eq!(
             t,
-            "align      code bytes  growth         I1 32K  I1 16K  iTLB 64  lines 99%  pages 99%\n\
-             as linked         100   +0.0%  110 [100-120]       0        0          3          0\n\
-             1                  90  -10.0%            105       0        0          3          0\n\
-             64 *              130  +30.0%     95 [90-99]       0        0          3          0\n\
+            "align      code bytes  growth         I1 32K  I1 16K  iTLB 64  lines 99%  pages 99%  I1 32K max/min\n\
+             as linked         100   +0.0%  110 [100-120]       0        0          3          0           1.200\n\
+             1                  90  -10.0%            105       0        0          3          0           1.000\n\
+             64 *              130  +30.0%     95 [90-99]       0        0          3          0           1.100\n\
              best: * 64 (I1 32K median below the as-linked range 100-120 over the shifts)\n"
         );
         let one = Sweep {
