@@ -260,8 +260,8 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
     let wanted: std::collections::HashSet<&str> =
         order.functions.iter().map(|k| k.name.as_str()).collect();
     let dir = args.output.as_deref().context("--apply needs -o DIR")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let mut copies = Vec::with_capacity(args.objects.len());
+    // Every copy is made in memory first, so that a bad object leaves no copy behind.
+    let mut copies: Vec<(PathBuf, Vec<u8>)> = Vec::with_capacity(args.objects.len());
     let mut found = std::collections::HashSet::new();
     let mut sections = 0usize;
     for (i, path) in args.objects.iter().enumerate() {
@@ -287,9 +287,11 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
             || format!("object-{i}"),
             |n| n.to_string_lossy().into_owned(),
         );
-        let copy = dir.join(format!("{i:04}-{name}"));
-        crate::fsio::write_atomic(&copy, &bytes)?;
-        copies.push(copy);
+        copies.push((dir.join(format!("{i:04}-{name}")), bytes));
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    for (copy, bytes) in &copies {
+        crate::fsio::write_atomic(copy, bytes)?;
     }
     let missing = wanted.len() - found.len();
     eprintln!(
@@ -305,7 +307,7 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
         }
     );
     let mut out = std::io::stdout().lock();
-    for c in &copies {
+    for (c, _) in &copies {
         writeln!(out, "{}", c.display())?;
     }
     out.flush()?;

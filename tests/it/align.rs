@@ -250,12 +250,22 @@ fn align_bad_input_is_one_line() {
     let d = dir.path();
     std::fs::write(d.join("junk.o"), "not an object").unwrap();
     std::fs::write(d.join("list"), "sediment-order 1\nf2 -\n").unwrap();
-    fails_one_line(
-        d,
-        &["align", "--apply", "list", "-o", "out", "junk.o"],
-        &["junk.o"],
-    );
-    assert!(!d.join("out/0000-junk.o").exists());
+    // A good object before the bad one: no copy of either is written.
+    std::fs::write(d.join("tiny.s"), TINY_S).unwrap();
+    let gcc = std::process::Command::new("gcc")
+        .args(["-c", "tiny.s", "-o", "tiny.o"])
+        .current_dir(d)
+        .status()
+        .is_ok_and(|s| s.success());
+    let objects: &[&str] = if gcc {
+        &["tiny.o", "junk.o"]
+    } else {
+        &["junk.o"]
+    };
+    let mut a = vec!["align", "--apply", "list", "-o", "out"];
+    a.extend_from_slice(objects);
+    fails_one_line(d, &a, &["junk.o"]);
+    assert!(!d.join("out").exists());
     fails_one_line(
         d,
         &["align", "--binary", "x", "--boundary", "48"],
