@@ -152,6 +152,8 @@ pub struct Stats {
     pub missing_binaries: Vec<(String, u64)>,
     /// Samples in a resolved binary whose address matched no function symbol.
     pub unsymbolized_samples: u64,
+    /// Those samples by binary: `(path, samples)`, most samples first (ties by path).
+    pub unsymbolized_by_binary: Vec<(String, u64)>,
     /// Branch-stack (LBR) entries of all samples.
     pub branches: u64,
     /// Branch-stack entries that became a call edge (see the module docs for which do).
@@ -848,6 +850,8 @@ struct Resolved {
     samples: u64,
     /// Self weight per function index of the ELF from the first half of the samples.
     first_half: HashMap<usize, u64>,
+    /// Samples whose address matched no function symbol.
+    unsymbolized: u64,
 }
 
 fn attribute(
@@ -928,6 +932,7 @@ fn attribute(
             builder: ProfileBuilder::new(meta),
             samples: 0,
             first_half: HashMap::new(),
+            unsymbolized: 0,
         });
     }
 
@@ -955,7 +960,10 @@ fn attribute(
                     r.builder.add_self(&sym.key, 1);
                     set_size(&mut r.builder, &sym.key, sym.size);
                 }
-                None => stats.unsymbolized_samples += 1,
+                None => {
+                    stats.unsymbolized_samples += 1;
+                    r.unsymbolized += 1;
+                }
             }
         }
         let pairs = match mode {
@@ -1006,6 +1014,17 @@ fn attribute(
         stats.branch_calls += 1;
     }
 
+    stats.unsymbolized_by_binary = resolved
+        .iter()
+        .enumerate()
+        .filter_map(|(id, r)| {
+            let r = r.as_ref()?;
+            (r.unsymbolized > 0).then(|| (c.binaries[id].path.clone(), r.unsymbolized))
+        })
+        .collect();
+    stats
+        .unsymbolized_by_binary
+        .sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut built: Vec<(Profile, Vec<u64>)> = resolved
         .into_iter()
         .flatten()
