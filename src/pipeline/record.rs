@@ -91,7 +91,7 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
             if req.quiet {
                 cmd.stdout(std::process::Stdio::null());
             }
-            let status = run_profiler(cmd, "perf record", program, &data)?;
+            let status = run_profiler(cmd, "perf record", program, Some(&data))?;
             warnings.extend(command_failed(req, "perf record", program, status)?);
             let options = import::Options {
                 mode: Some(req.mode.unwrap_or_default()),
@@ -109,14 +109,15 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
                 "callgrind.out"
             });
             let rest: Vec<std::ffi::OsString> = rest.iter().map(Into::into).collect();
-            let status = sediment_valgrind::tools::record_callgrind(
+            let cmd = sediment_valgrind::tools::record_callgrind_command(
                 &"valgrind".into(),
                 Path::new(program),
                 &rest,
                 &out,
                 req.whole,
                 req.quiet,
-            )?;
+            );
+            let status = run_profiler(cmd, "valgrind --tool=callgrind", program, None)?;
             let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
                 .context("cannot list the recording directory")?
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -192,12 +193,13 @@ fn find_program(program: &str) -> Result<PathBuf> {
 }
 
 /// Runs the profiler on `program` and returns its exit status (the command's: perf and
-/// valgrind pass it on); a profiler that wrote nothing is an error naming the program.
+/// valgrind pass it on); a profiler that wrote nothing to `out_file` (when it names one file)
+/// is an error naming the program.
 fn run_profiler(
     mut cmd: Command,
     tool: &str,
     program: &str,
-    out_file: &Path,
+    out_file: Option<&Path>,
 ) -> Result<std::process::ExitStatus> {
     // Killed by the kernel when Sediment dies, and sent SIGTERM (which `perf record` passes
     // on to its workload) when Sediment gets SIGTERM or SIGINT (`crate::cleanup`).
@@ -206,7 +208,7 @@ fn run_profiler(
         .with_context(|| format!("cannot run {tool}"))?;
     let status = crate::cleanup::wait_child(&mut child, tracked)
         .with_context(|| format!("cannot run {tool}"))?;
-    if !out_file.exists() {
+    if out_file.is_some_and(|f| !f.exists()) {
         bail!("{tool} failed ({status}) on {program} and wrote no recording");
     }
     Ok(status)

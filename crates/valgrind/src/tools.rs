@@ -58,18 +58,19 @@ pub fn callgrind(run: &Run<'_>, out: &Path) -> Result<Output, Error> {
 
 /// The callgrind recording of `sediment record --via callgrind`: `program` with `args` under
 /// `valgrind --tool=callgrind --demangle=no --dump-instr=yes`, writing `out` (a path that may
-/// hold `%p`, the process id, for one file per process with `trace_children`). The program
-/// keeps Sediment's standard input and output (`quiet`: its standard output goes to
-/// `/dev/null`); its exit status is returned whatever it is, since a failing program may still
-/// have written a recording worth importing.
-pub fn record_callgrind(
+/// hold `%p`, the process id, for one file per process with `trace_children`), as a command
+/// for the caller to start and wait for (the caller tracks it, to signal it on its own end;
+/// [`die_with_parent`] is already applied). The program keeps Sediment's standard input and
+/// output (`quiet`: its standard output goes to `/dev/null`); its exit status is the
+/// program's, and a failing program may still have written a recording worth importing.
+pub fn record_callgrind_command(
     valgrind: &OsString,
     program: &Path,
     args: &[OsString],
     out: &Path,
     trace_children: bool,
     quiet: bool,
-) -> Result<std::process::ExitStatus, Error> {
+) -> Command {
     let mut cmd = Command::new(valgrind);
     cmd.args([
         "-q",
@@ -88,11 +89,7 @@ pub fn record_callgrind(
         cmd.stdout(Stdio::null());
     }
     die_with_parent(&mut cmd);
-    cmd.status().map_err(|source| Error::ToolMissing {
-        tool: "valgrind --tool=callgrind".into(),
-        binary: program.to_path_buf(),
-        source,
-    })
+    cmd
 }
 
 /// Runs `tool` with `tool_args` and waits; the program's output is captured. A run that exits
