@@ -522,16 +522,14 @@ fn import_gcc_callgraph(
     budget: &mut fsio::ReadBudget,
 ) -> Result<Imported> {
     let bin = required_binary(&inputs[0], binary, "a .ci file")?;
-    let texts = inputs
-        .iter()
-        .map(|p| Ok((p.display().to_string(), budget.read_text(p)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let files: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
     let bin_name = bin.display().to_string();
-    let profile = sediment_import::gcc_callgraph::read(&files, &bin_name)?;
+    // One file at a time: its text and parse are dropped before the next is read.
+    let mut reader = sediment_import::gcc_callgraph::Reader::default();
+    for p in inputs {
+        let text = budget.read_text(p)?;
+        reader.add(&p.display().to_string(), &text)?;
+    }
+    let profile = reader.finish(&bin_name);
     let mut warnings = Vec::new();
     let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings, budget)?;
     Ok(Imported {
