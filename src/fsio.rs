@@ -553,6 +553,51 @@ pub fn read_profile(path: &Path) -> Result<sediment_profile::Profile> {
     parse_profile(path, read_bytes(path)?)
 }
 
+/// Reads and parses only the metadata of the Sediment profile at `path`: the lines before its
+/// first `fn` or `call` line (a cheap first pass over many inputs); errors name the file.
+/// Reads at most [`MAX_INPUT_BYTES`], and refuses directories and devices like [`read_bytes`].
+pub fn read_profile_meta(path: &Path) -> Result<sediment_profile::Meta> {
+    use std::io::BufRead as _;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let kind = file
+        .metadata()
+        .with_context(|| format!("{}: cannot read its metadata", path.display()))?
+        .file_type();
+    use std::os::unix::fs::FileTypeExt as _;
+    if !(kind.is_file() || kind.is_fifo() || kind.is_socket()) {
+        bail!(
+            "{}: not a regular file (a directory or a device)",
+            path.display()
+        );
+    }
+    let mut reader = std::io::BufReader::new(file.take(MAX_INPUT_BYTES));
+    let mut head = Vec::new();
+    loop {
+        let start = head.len();
+        let n = reader
+            .read_until(b'\n', &mut head)
+            .with_context(|| format!("{}: read failed", path.display()))?;
+        let line = &head[start..];
+        if line.starts_with(b"fn ") || line.starts_with(b"call ") {
+            head.truncate(start);
+            break;
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    let text = String::from_utf8(head).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    sediment_profile::Profile::meta_from_text(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
 /// Parses the bytes of the profile at `path`; errors name the file.
 fn parse_profile(path: &Path, bytes: Vec<u8>) -> Result<sediment_profile::Profile> {
     let text = String::from_utf8(bytes).map_err(|e| {

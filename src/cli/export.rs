@@ -7,6 +7,9 @@
 //! - `gv` (one or more profiles): the historical Sediment call graph, one DOT cluster per
 //!   profile in the order given, edge labels as fractions (see `sediment_import::gv`). Several
 //!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
+//! - `parquet` (one or more profiles): Sediment's Parquet table (`sediment_parquet`,
+//!   docs/design/parquet.md), one submission per profile, each with the id
+//!   [`submission_id`] gives it and the weight of `--weight` (default 1): a fleet's profiles as one dataset.
 
 use crate::fsio;
 use anyhow::{bail, Result};
@@ -19,6 +22,8 @@ pub enum Format {
     Fdata,
     /// The historical Sediment `.gv` call graph: Graphviz DOT, one cluster per profile.
     Gv,
+    /// Sediment's Parquet table (docs/design/parquet.md): one submission per profile.
+    Parquet,
 }
 
 /// Arguments of `sediment export`.
@@ -27,9 +32,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum)]
     pub format: Format,
-    /// The Sediment profile to export (`gv`: repeat for one cluster per profile).
+    /// The Sediment profile to export (`gv`: repeat for one cluster per profile; `parquet`:
+    /// repeat for one submission per profile).
     #[arg(short = 'p', long = "profile", value_name = "FILE", required = true)]
     pub profile: Vec<PathBuf>,
+    /// parquet: the weight of every submission written (its `weight` column; as `-w` of
+    /// `sediment merge`, applied after each profile is normalised).
+    #[arg(short = 'w', long = "weight", value_name = "W", default_value_t = 1.0, value_parser = super::vocab::parse_weight)]
+    pub weight: f64,
     /// Where to write the result.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
@@ -40,6 +50,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut profiles = Vec::with_capacity(args.profile.len());
     for path in &args.profile {
         profiles.push(fsio::read_profile(path)?);
+    }
+    if args.weight != 1.0 && args.format != Format::Parquet {
+        bail!("--weight is for --format parquet (its `weight` column)");
     }
     match args.format {
         Format::Fdata => {
@@ -88,6 +101,51 @@ pub fn run(args: Args) -> Result<()> {
                 profiles.len()
             );
         }
+        Format::Parquet => {
+            let ids = submission_ids(&profiles);
+            let names: Vec<String> = args
+                .profile
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let rows: Vec<(&str, f64, &str, &sediment_profile::Profile)> = profiles
+                .iter()
+                .zip(&ids)
+                .zip(&names)
+                .map(|((p, id), name)| (id.as_str(), args.weight, name.as_str(), p))
+                .collect();
+            let bytes = sediment_parquet::write(&rows)?;
+            fsio::write_atomic(&args.output, &bytes)?;
+            eprintln!(
+                "sediment: wrote {} ({} profiles)",
+                args.output.display(),
+                profiles.len()
+            );
+        }
     }
     Ok(())
+}
+
+/// The id of a submission: the XXH3-64 of its profile's text in hex, so the same profile gets
+/// the same id wherever it is exported; a copy given twice in one export gets `.2`, `.3`, ...
+fn submission_id(text: &str) -> String {
+    format!("{:016x}", twox_hash::XxHash3_64::oneshot(text.as_bytes()))
+}
+
+/// [`submission_id`] of every profile, numbered where one export repeats a profile.
+fn submission_ids(profiles: &[sediment_profile::Profile]) -> Vec<String> {
+    let mut seen = std::collections::HashMap::new();
+    profiles
+        .iter()
+        .map(|p| {
+            let id = submission_id(&p.to_text());
+            let n = seen.entry(id.clone()).or_insert(0u32);
+            *n += 1;
+            if *n == 1 {
+                id
+            } else {
+                format!("{id}.{n}")
+            }
+        })
+        .collect()
 }

@@ -46,6 +46,10 @@ pub enum Format {
     /// The historical Sediment `.gv` call graph (Graphviz DOT, one cluster per executable);
     /// the first cluster is the main executable unless `--cluster` names another.
     Gv,
+    /// Sediment's Parquet table (docs/design/parquet.md): one profile per binary (build-id,
+    /// else base name), several submissions of one binary merged with their `weight`; the
+    /// binary of the first profile row is the main executable.
+    Parquet,
 }
 
 /// Arguments of `sediment import`.
@@ -71,6 +75,14 @@ pub struct Args {
     /// other formats, which hold counted calls or a static graph, not sampled chains.
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
     pub mode: Option<Mode>,
+    /// Who sent the input (a host name, a user id): written as `meta submitter` of every
+    /// profile, for `sediment merge --per-submitter` and the Parquet `submitter` column.
+    #[arg(long, value_name = "NAME")]
+    pub submitter: Option<String>,
+    /// When the input was recorded, in integer Unix seconds UTC: written as `meta recorded-at`
+    /// of every profile, for `sediment merge --half-life`.
+    #[arg(long, value_name = "UNIX_SECONDS", allow_negative_numbers = true)]
+    pub recorded_at: Option<i64>,
     /// The profiler's output file (several only for `gcc-callgraph`, one `.ci` per
     /// translation unit, `objects`, every object of the program, and `callgrind`, one file
     /// per thread or process, summed).
@@ -103,6 +115,7 @@ impl From<Format> for import::Format {
             Format::GccCallgraph => import::Format::GccCallgraph,
             Format::Objects => import::Format::Objects,
             Format::Gv => import::Format::Gv,
+            Format::Parquet => import::Format::Parquet,
         }
     }
 }
@@ -117,7 +130,8 @@ pub fn run(args: Args) -> Result<()> {
         max_input_bytes: args.max_input_bytes,
         ..import::Options::default()
     };
-    let imported = import::import(args.format.into(), &args.inputs, &options)?;
+    let mut imported = import::import(args.format.into(), &args.inputs, &options)?;
+    import::label(&mut imported, args.submitter.as_deref(), args.recorded_at);
     let out = import::outputs(&args.output, imported)?;
     fsio::write_profiles(&out.as_set(), &out.warnings)
 }

@@ -14,6 +14,7 @@ use crate::fsio;
 use crate::pipeline::merge;
 use anyhow::{bail, Result};
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
+use sediment_profile::FleetOptions;
 use std::path::PathBuf;
 
 /// Arguments of `sediment merge`.
@@ -27,6 +28,19 @@ pub struct Args {
     pub dangling_weight: Option<f64>,
     /// Merge even when the inputs name different binaries, build-ids or architectures.
     pub force: bool,
+    /// List files of further inputs (`[W,]PATH` per line).
+    pub inputs_from: Vec<PathBuf>,
+    /// Fleet weighting.
+    pub fleet: FleetOptions,
+    /// Threads (default: the number of cores).
+    pub jobs: Option<usize>,
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
+        _ => Err(format!("`{s}` is not a finite number > 0")),
+    }
 }
 
 fn parse_weight(s: &str) -> Result<f64, String> {
@@ -76,6 +90,17 @@ impl clap::FromArgMatches for Args {
             inputs,
             dangling_weight,
             force: m.get_flag("force"),
+            inputs_from: m
+                .get_many::<PathBuf>("inputs-from")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+            fleet: FleetOptions {
+                per_submitter: m.get_flag("per-submitter"),
+                half_life_days: m.get_one::<f64>("half-life").copied(),
+                now: m.get_one::<i64>("now").copied(),
+                cap_per_submitter: m.get_one::<f64>("cap-per-submitter").copied(),
+            },
+            jobs: m.get_one::<usize>("jobs").copied(),
         })
     }
 
@@ -115,7 +140,7 @@ impl clap::Args for Args {
                 .value_name("FILE")
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
-                .help("A profile to merge, with the most recent -w"),
+                .help("A profile to merge, with the most recent -w; a directory means every *.sprof file in it"),
         )
         .arg(
             Arg::new("profiles")
@@ -131,6 +156,51 @@ impl clap::Args for Args {
                 .action(ArgAction::SetTrue)
                 .help("Merge even when the inputs name different binaries, build-ids or architectures"),
         )
+        .arg(
+            Arg::new("inputs-from")
+                .long("inputs-from")
+                .value_name("FILE")
+                .action(ArgAction::Append)
+                .value_parser(value_parser!(PathBuf))
+                .help("Also merge the profiles listed in FILE, one `PATH` or `W,PATH` per line (weight W, default 1; `#` comments)"),
+        )
+        .arg(
+            Arg::new("per-submitter")
+                .long("per-submitter")
+                .action(ArgAction::SetTrue)
+                .help("Each submitter (`meta submitter`; an input without one is its own) counts as one input of weight 1: its inputs' weights are divided by their sum"),
+        )
+        .arg(
+            Arg::new("half-life")
+                .long("half-life")
+                .value_name("DAYS")
+                .value_parser(parse_positive)
+                .help("Halve an input's weight for every DAYS of age (`meta recorded-at`, Unix seconds; inputs without it are not decayed)"),
+        )
+        .arg(
+            Arg::new("now")
+                .long("now")
+                .value_name("UNIX_SECONDS")
+                .requires("half-life")
+                .allow_negative_numbers(true)
+                .value_parser(value_parser!(i64))
+                .help("The time ages are measured from (default: the newest `recorded-at` among the inputs)"),
+        )
+        .arg(
+            Arg::new("cap-per-submitter")
+                .long("cap-per-submitter")
+                .value_name("C")
+                .value_parser(parse_positive)
+                .help("Scale down a submitter whose inputs' weights (after --per-submitter and --half-life) sum to more than C, to C"),
+        )
+        .arg(
+            Arg::new("jobs")
+                .short('j')
+                .long("jobs")
+                .value_name("N")
+                .value_parser(value_parser!(usize))
+                .help("Read and add inputs on N threads (default: the number of cores); the result is the same for any N"),
+        )
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {
@@ -140,13 +210,22 @@ impl clap::Args for Args {
 
 /// Runs `sediment merge`.
 pub fn run(args: Args) -> Result<()> {
-    if args.inputs.is_empty() {
-        bail!("merge: no input profiles (give them with -p FILE)");
-    }
     if let Some(w) = args.dangling_weight {
         bail!("merge: -w {w} after the last profile applies to nothing");
     }
-    // One input in memory at a time (see the stage).
-    let merged = merge::merge(&args.inputs, args.force)?;
+    let inputs = merge::expand_inputs(&args.inputs, &args.inputs_from)?;
+    if inputs.is_empty() {
+        bail!("merge: no input profiles (give them with -p FILE or --inputs-from LIST)");
+    }
+    let run = merge::MergeRun {
+        force: args.force,
+        fleet: args.fleet,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+    };
+    // One input in memory at a time per thread (see the stage).
+    let merged = merge::merge(&inputs, &run)?;
     fsio::write_atomic(&args.output, merged.to_text().as_bytes())
 }

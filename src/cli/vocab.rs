@@ -27,6 +27,15 @@ pub fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
     Algorithm::from_name(name).map_err(|e| e.to_string())
 }
 
+/// Clap parser for a profile's weight (`-w W` of `merge`, `--weight W` of `export`): a finite
+/// number `>= 0`.
+pub fn parse_weight(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
+        _ => Err(format!("`{s}` is not a finite number >= 0")),
+    }
+}
+
 /// The environment variable naming the profile directory.
 pub const PROF_DIR_ENV: &str = "SEDIMENT_PROF_DIR";
 /// Its older spelling, still honoured when [`PROF_DIR_ENV`] is unset.
@@ -51,6 +60,14 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
   SEDIMENT_ALGORITHM   Ordering algorithm, as `sediment order --algorithm` (default: c3)
   SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
+
+/// A duration in seconds (`--duration 2.5`): a finite number above zero.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!("`{text}` is not a number of seconds above 0")),
+    }
+}
 
 /// The help section of a verb that bounds what one run reads (`import`, `record`).
 pub const INPUT_LIMIT_ENV_HELP: &str = "Environment:

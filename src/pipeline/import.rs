@@ -41,6 +41,8 @@ pub enum Format {
     Objects,
     /// The historical Sediment `.gv` call graph.
     Gv,
+    /// Sediment's Parquet table (`sediment_parquet`).
+    Parquet,
 }
 
 impl Format {
@@ -118,6 +120,24 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
         Format::GccCallgraph => import_gcc_callgraph(inputs, binary, budget),
         Format::Objects => import_objects(inputs, binary, budget),
         Format::Gv => import_gv(input, binary, budget),
+        Format::Parquet => import_parquet(input, budget),
+    }
+}
+
+/// Labels every profile of `imported` with the submission identity the user gave: `meta
+/// submitter` and `meta recorded-at` (integer Unix seconds), replacing what the input said.
+pub fn label(imported: &mut Imported, submitter: Option<&str>, recorded_at: Option<i64>) {
+    for p in &mut imported.profiles {
+        if let Some(s) = submitter {
+            p.meta
+                .extra
+                .insert(sediment_profile::META_SUBMITTER.into(), s.to_string());
+        }
+        if let Some(t) = recorded_at {
+            p.meta
+                .extra
+                .insert(sediment_profile::META_RECORDED_AT.into(), t.to_string());
+        }
     }
 }
 
@@ -155,7 +175,7 @@ pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
     taken.insert(out.to_path_buf());
     let mut main_profile = None;
     for p in imported.profiles {
-        if p.meta.binary == main {
+        if main_profile.is_none() && p.meta.binary == main {
             main_profile = Some(p);
         } else {
             let path = side_path(out, &p.meta.binary, &mut taken);
@@ -234,7 +254,8 @@ fn import_perf(
     let for_input = input.display().to_string();
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     let mut overridden: Option<String> = None;
-    let mut resolver = |path: &str, _build_id: Option<&str>| {
+    let mut changed: Vec<String> = Vec::new();
+    let mut resolver = |path: &str, build_id: Option<&str>| {
         if let (Some(bin), Some(name)) = (binary, &override_name) {
             if base_name(path) == name {
                 overridden = Some(path.to_string());
@@ -253,20 +274,38 @@ fn import_perf(
             return Ok(None);
         }
         let name = names.name(path);
-        if let Some(bytes) = cache.get(&name) {
-            return Ok(bytes.clone());
+        let bytes = match cache.get(&name) {
+            Some(bytes) => bytes.clone(),
+            None => {
+                let bytes = read_symbolized(
+                    Path::new(&name),
+                    &for_input,
+                    skip_stripped,
+                    &mut skipped,
+                    budget,
+                )?;
+                cache.insert(name, bytes.clone());
+                bytes
+            }
+        };
+        // A whole-package (or whole-machine) recording sees programs rebuilt while it ran:
+        // one whose file is now another build gets no profile, instead of failing them all.
+        if let (true, Some(want), Some(b)) = (skip_stripped, build_id, &bytes) {
+            let found = sediment_elf::Binary::parse(path, b)
+                .ok()
+                .and_then(|e| e.build_id);
+            if found.as_deref() != Some(want) {
+                changed.push(path.to_string());
+                return Ok(None);
+            }
         }
-        let bytes = read_symbolized(
-            Path::new(&name),
-            &for_input,
-            skip_stripped,
-            &mut skipped,
-            budget,
-        )?;
-        cache.insert(name, bytes.clone());
         Ok(bytes)
     };
-    let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    let mut result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    result
+        .stats
+        .missing_binaries
+        .retain(|(p, _)| !changed.contains(p));
     let mut main = result.main_binary;
     if let Some(bin) = binary {
         match overridden {
@@ -281,6 +320,12 @@ fn import_perf(
         }
     }
     let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
+    if let Some(first) = changed.first() {
+        warnings.push(format!(
+            "{} binaries changed on disk since they ran and get no profile (first: {first})",
+            changed.len()
+        ));
+    }
     warnings.extend(perf_warnings(&result.stats, binary.is_some()));
     Ok(Imported {
         source: "perf",
@@ -620,6 +665,39 @@ fn import_gv(
     profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
     Ok(Imported {
         source: sediment_import::gv::SOURCE,
+        profiles,
+        main,
+        warnings: Vec::new(),
+    })
+}
+
+/// Imports a Parquet profile table: one profile per binary (several submissions of one binary
+/// merged with their weights, see `sediment_parquet::by_binary`); the main executable is the
+/// binary of the first `profile` row.
+fn import_parquet(input: &Path, budget: &mut fsio::ReadBudget) -> Result<Imported> {
+    let name = input.display().to_string();
+    let data = budget.read_bytes(input)?;
+    let submissions = sediment_parquet::read(&name, data)?;
+    let Some(first) = submissions.first() else {
+        bail!("{name}: the table holds no profile");
+    };
+    let first_identity = (
+        first.profile.meta.build_id.clone(),
+        base_name(&first.profile.meta.binary).to_string(),
+    );
+    let profiles = sediment_parquet::by_binary(&name, submissions)?;
+    // The profile of the first row's binary; its `binary` may be another path after a merge.
+    let main = profiles
+        .iter()
+        .find(|p| {
+            (
+                p.meta.build_id.clone(),
+                base_name(&p.meta.binary).to_string(),
+            ) == first_identity
+        })
+        .map(|p| p.meta.binary.clone());
+    Ok(Imported {
+        source: "parquet",
         profiles,
         main,
         warnings: Vec::new(),

@@ -1,10 +1,11 @@
 //! The `merge` stage: several profiles of one executable -> one profile.
 //!
 //! Two callers, two shapes:
-//! - [`merge`]: weighted profiles given by the user (`sediment merge`), read one at a time into
-//!   a [`Merger`] (normalized to a common scale, exact sums, one rounding:
-//!   [`sediment_profile::merge`]), so merging many submissions takes the memory of the largest
-//!   one plus the result.
+//! - [`merge`]: weighted profiles given by the user (`sediment merge`: files, directories of
+//!   `*.sprof`, list files), read one at a time per thread into a [`Merger`] (normalized to a
+//!   common scale, exact sums, one rounding: [`sediment_profile::merge`]), with the fleet
+//!   weights of [`sediment_profile::fleet_plan`] when asked; merging many submissions takes
+//!   the memory of the largest one plus the sums, per thread.
 //! - [`into_prof_dir`]: the profiles of one recording (`sediment record --prof-dir`, a linker
 //!   shim's profile directory) merged into the files already in a profile directory, one file
 //!   per binary, by the naming scheme below.
@@ -22,32 +23,81 @@
 use super::import::ProfileFiles;
 use super::timings;
 use crate::fsio;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use sediment_import::Imported;
 use sediment_profile::{
-    base_name, sum, Error as ProfileError, MergeOptions, Merger, Profile, META_RECORDINGS,
+    base_name, fleet_plan, sum, Error as ProfileError, FleetOptions, MergeOptions, Merger, Profile,
+    Submission, META_RECORDINGS,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// How [`merge`] runs: the checks, the fleet weighting, and the threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MergeRun {
+    /// Merge even when the inputs name different binaries, build-ids or architectures.
+    pub force: bool,
+    /// Fleet weighting from the inputs' `submitter` and `recorded-at`.
+    pub fleet: FleetOptions,
+    /// Threads that read and add inputs at once (at least 1).
+    pub jobs: usize,
+}
+
 /// The `merge` stage for weighted inputs: reads each profile of `inputs` (weight, file) and
-/// merges them. `force` merges even when the inputs name different binaries, build-ids or
-/// architectures. Errors name the file concerned.
-pub fn merge(inputs: &[(f64, PathBuf)], force: bool) -> Result<Profile> {
+/// merges them. With fleet options, a first pass reads every input's metadata only (the lines
+/// before its first `fn`) to compute the effective weights. The inputs are split into
+/// `run.jobs` contiguous runs, each read one profile at a time into its own [`Merger`] by its
+/// own thread; the partial merges are joined in order with [`Merger::absorb`], which is exact,
+/// so the result is byte-identical for any number of threads and memory grows with the
+/// distinct functions and calls (times the threads), not with the number of inputs. Errors
+/// name the file concerned; of several bad inputs, the first in input order is reported.
+pub fn merge(inputs: &[(f64, PathBuf)], run: &MergeRun) -> Result<Profile> {
     let _t = timings::stage("merge");
-    let mut merger = Merger::new();
-    for (w, path) in inputs {
+    let jobs = run.jobs.max(1);
+    let plan = if run.fleet.is_active() {
+        let metas = in_chunks(
+            inputs.len(),
+            jobs,
+            Vec::new,
+            |subs: &mut Vec<Submission>, i| {
+                let (w, path) = &inputs[i];
+                let meta = fsio::read_profile_meta(path)?;
+                let sub = Submission::from_meta(*w, &meta)
+                    .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+                subs.push(sub);
+                Ok(())
+            },
+        )?;
+        let subs: Vec<Submission> = metas.into_iter().flatten().collect();
+        let plan = fleet_plan(&subs, &run.fleet).map_err(|e| match e {
+            ProfileError::BadWeight { input, weight } => anyhow!(
+                "{}: weight {weight} is not a finite number >= 0",
+                inputs[input].1.display()
+            ),
+            e => anyhow!("merge: {e}"),
+        })?;
+        Some(plan)
+    } else {
+        None
+    };
+    let weight = |i: usize| plan.as_ref().map_or(inputs[i].0, |p| p.weights[i]);
+    let parts = in_chunks(inputs.len(), jobs, Merger::new, |merger, i| {
+        let path = &inputs[i].1;
         let profile = fsio::read_profile(path)?;
-        merger.add(*w, &profile).map_err(|e| match e {
+        merger.add(weight(i), &profile).map_err(|e| match e {
             ProfileError::BadWeight { weight, .. } => anyhow!(
                 "{}: weight {weight} is not a finite number >= 0",
                 path.display()
             ),
             e => anyhow!("{}: {e}", path.display()),
-        })?;
+        })
+    })?;
+    let mut merger = Merger::new();
+    for part in parts {
+        merger.absorb(part);
     }
-    let options = MergeOptions { force };
-    merger.finish(options).map_err(|e| match e {
+    let options = MergeOptions { force: run.force };
+    let mut merged = merger.finish(options).map_err(|e| match e {
         ProfileError::Mismatch {
             what,
             first,
@@ -60,7 +110,118 @@ pub fn merge(inputs: &[(f64, PathBuf)], force: bool) -> Result<Profile> {
             inputs[other].1.display()
         ),
         e => anyhow!("merge: {e}"),
-    })
+    })?;
+    if let Some(plan) = &plan {
+        plan.annotate(&mut merged.meta);
+    }
+    Ok(merged)
+}
+
+/// Runs `work(state, i)` for every `i` in `0..n` on `jobs` threads, thread `k` taking the
+/// `k`-th contiguous run of indices in order with its own state from `init`; returns the
+/// states in run order. A thread stops at its first error, and once some earlier run failed;
+/// the error returned is the one of the earliest failing run, which is the first failing index
+/// overall, whatever the timing.
+fn in_chunks<S: Send>(
+    n: usize,
+    jobs: usize,
+    init: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> Result<()> + Sync,
+) -> Result<Vec<S>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let jobs = jobs.clamp(1, n.max(1));
+    let failed = AtomicUsize::new(usize::MAX);
+    let (init, work, failed) = (&init, &work, &failed);
+    let results: Vec<Result<S>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs)
+            .map(|k| {
+                scope.spawn(move || {
+                    let mut state = init();
+                    for i in k * n / jobs..(k + 1) * n / jobs {
+                        if failed.load(Ordering::Relaxed) < k {
+                            break;
+                        }
+                        if let Err(e) = work(&mut state, i) {
+                            failed.fetch_min(k, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                    Ok(state)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// The inputs of a merge: each `(weight, path)` of `inputs` whose path is a directory
+/// replaced by the `*.sprof` files directly inside it, sorted by name, each with that weight;
+/// then the entries of each list file of `lists` (see [`read_input_list`]), expanded alike.
+pub fn expand_inputs(inputs: &[(f64, PathBuf)], lists: &[PathBuf]) -> Result<Vec<(f64, PathBuf)>> {
+    let mut given: Vec<(f64, PathBuf)> = inputs.to_vec();
+    for list in lists {
+        given.extend(read_input_list(list)?);
+    }
+    let mut out = Vec::with_capacity(given.len());
+    for (w, path) in given {
+        if !path.is_dir() {
+            out.push((w, path));
+            continue;
+        }
+        let mut files = Vec::new();
+        let entries =
+            std::fs::read_dir(&path).with_context(|| format!("{}: cannot list", path.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("{}: cannot list", path.display()))?;
+            let p = entry.path();
+            if p.extension().is_some_and(|e| e == "sprof") && !p.is_dir() {
+                files.push(p);
+            }
+        }
+        if files.is_empty() {
+            bail!("{}: no *.sprof file in this directory", path.display());
+        }
+        files.sort();
+        out.extend(files.into_iter().map(|p| (w, p)));
+    }
+    Ok(out)
+}
+
+/// Reads a list of merge inputs: one `PATH` or `W,PATH` per line (`W` a weight, a finite
+/// number `>= 0`; text before the first comma that is not a number is part of the path);
+/// empty lines and lines starting with `#` are skipped. Relative paths are relative to the
+/// current directory. Errors name the list and the line.
+pub fn read_input_list(list: &Path) -> Result<Vec<(f64, PathBuf)>> {
+    let text = fsio::read_text(list)?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (w, path) = match line.split_once(',') {
+            Some((w, rest)) => match w.trim().parse::<f64>() {
+                Ok(w) if w.is_finite() && w >= 0.0 => (w, rest),
+                Ok(_) => bail!(
+                    "{}: line {}: weight `{}` is not a finite number >= 0",
+                    list.display(),
+                    n + 1,
+                    sediment_profile::quote(w)
+                ),
+                Err(_) => (1.0, line),
+            },
+            None => (1.0, line),
+        };
+        if path.is_empty() {
+            bail!("{}: line {}: no path", list.display(), n + 1);
+        }
+        out.push((w, PathBuf::from(path)));
+    }
+    Ok(out)
 }
 
 /// The `merge` stage for a profile directory: the profiles of `imported` merged into the files

@@ -81,6 +81,28 @@ pub fn require(tools: &[&str]) -> bool {
     false
 }
 
+/// [`require`] for `python3` with each of `modules` importable (`python3 -c "import M"`), the
+/// packages scripts/setup installs from PyPI; the same tiers and the same rule for a missing one.
+pub fn require_python(modules: &[&str]) -> bool {
+    if !require(&["python3"]) {
+        return false;
+    }
+    let missing = modules.iter().find(|m| {
+        !Command::new("python3")
+            .args(["-c", &format!("import {m}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(m) = missing else { return true };
+    if std::env::var_os("SEDIMENT_ALLOW_MISSING_TOOLS").is_none() {
+        panic!(
+            "python module {m} is not installed; run scripts/setup (or set SEDIMENT_ALLOW_MISSING_TOOLS=1)"
+        );
+    }
+    skipped(&format!("python module {m} not found"));
+    false
+}
+
 /// Prints `skipped: TEST: WHY` on standard error past the test harness's capture (a write to
 /// the stream itself, not `eprintln!`), so that the reason shows in a passing run.
 fn skipped(why: &str) {

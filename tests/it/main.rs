@@ -7,6 +7,8 @@
 #[macro_use]
 mod common;
 
+mod align;
+mod attach;
 mod bench;
 mod blocks;
 mod callgrind;
@@ -25,6 +27,7 @@ mod merge;
 mod noise;
 mod order;
 mod packaging;
+mod parquet;
 mod perf;
 mod pgo;
 mod prof_dir;

@@ -206,3 +206,211 @@ fn bad_weights_rejected() {
     );
     assert!(!dir.path().join("out.sprof").exists());
 }
+
+/// A profile of `demo` whose whole weight is in the one function `only` (so each input's
+/// effective weight reads directly off the merge), sent by `who` at `t`.
+fn submission(only: &str, who: Option<&str>, t: Option<i64>) -> String {
+    let mut b = ProfileBuilder::new(Meta {
+        binary: "demo".into(),
+        source: "perf".into(),
+        total: 10,
+        ..Meta::default()
+    });
+    b.add_self(&FuncKey::global(only), 10);
+    let mut p = b.build();
+    if let Some(who) = who {
+        p.meta.extra.insert("submitter".into(), who.into());
+    }
+    if let Some(t) = t {
+        p.meta.extra.insert("recorded-at".into(), t.to_string());
+    }
+    p.to_text()
+}
+
+fn self_weights(p: &Profile) -> Vec<(String, u64)> {
+    p.functions
+        .iter()
+        .map(|f| (f.key.name.clone(), f.self_weight))
+        .collect()
+}
+
+// --per-submitter, --half-life with --now and --cap-per-submitter give each input the
+// effective weight of docs/design/merging.md, read off one function per input; the result
+// records how it was weighted.
+#[test]
+fn fleet_options_weight_inputs() {
+    const D: i64 = 86_400;
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ("a1.sprof", "a1", Some("host-a"), Some(20 * D)),
+        ("a2.sprof", "a2", Some("host-a"), Some(13 * D)),
+        ("a3.sprof", "a3", Some("host-a"), Some(6 * D)),
+        ("b1.sprof", "b1", Some("host-b"), Some(20 * D)),
+        ("c1.sprof", "c1", None, None),
+    ];
+    for (file, f, who, t) in files {
+        fs::write(dir.path().join(file), submission(f, who, t)).unwrap();
+    }
+    let run = |extra: &[&str]| -> Profile {
+        let mut args = vec!["merge", "-o", "out.sprof"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-w", "2", "a1.sprof", "-w", "1", "a2.sprof", "a3.sprof"]);
+        args.extend_from_slice(&["b1.sprof", "c1.sprof"]);
+        let o = sediment(dir.path(), &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        Profile::from_text(&fs::read_to_string(dir.path().join("out.sprof")).unwrap()).unwrap()
+    };
+    let w = |v: &[u64]| -> Vec<(String, u64)> {
+        ["a1", "a2", "a3", "b1", "c1"]
+            .iter()
+            .zip(v)
+            .map(|(n, w)| (n.to_string(), *w))
+            .collect()
+    };
+    let g = 1_000_000_000;
+    // Plain: the -w weights.
+    let p = run(&[]);
+    assert_eq!(self_weights(&p), w(&[2 * g, g, g, g, g]));
+    assert!(!p.meta.extra.contains_key("merge-submitters"));
+    // Per submitter: host-a's 2, 1, 1 share one unit.
+    let p = run(&["--per-submitter"]);
+    assert_eq!(self_weights(&p), w(&[g / 2, g / 4, g / 4, g, g]));
+    assert_eq!(p.meta.extra["merge-submitters"], "3");
+    // Decay by one week from the newest time (day 20): a3 is two weeks old.
+    let p = run(&["--half-life", "7"]);
+    assert_eq!(self_weights(&p), w(&[2 * g, g / 2, g / 4, g, g]));
+    assert_eq!(p.meta.extra["merge-now"], (20 * D).to_string());
+    assert_eq!(p.meta.extra["merge-half-life-days"], "7");
+    // ... or from a given time: day 27 makes everything a week older.
+    let p = run(&["--half-life", "7", "--now", &(27 * D).to_string()]);
+    assert_eq!(self_weights(&p), w(&[g, g / 4, g / 8, g / 2, g]));
+    // All three: per submitter (1/2, 1/4, 1/4), decay (1/2, 1/8, 1/16 for host-a, 1 for b),
+    // cap 0.25: host-a sums 11/16 -> scaled by 4/11, b 1 -> 0.25, c 1 -> 0.25.
+    let p = run(&[
+        "--per-submitter",
+        "--half-life",
+        "7",
+        "--cap-per-submitter",
+        "0.25",
+    ]);
+    let scaled = |x: f64| (x * 1e9 * 4.0 / 11.0).round() as u64;
+    assert_eq!(
+        self_weights(&p),
+        w(&[scaled(0.5), scaled(0.125), scaled(0.0625), g / 4, g / 4])
+    );
+    assert_eq!(p.meta.extra["merge-cap-per-submitter"], "0.25");
+    // Mixed submitters and times: neither is carried over.
+    assert!(!p.meta.extra.contains_key("submitter"));
+    assert!(!p.meta.extra.contains_key("recorded-at"));
+}
+
+// A directory stands for its *.sprof files, a list file for its lines (with weights); the
+// merge of 60 inputs is byte-identical on 1, 2 and 7 threads and equal to naming each file.
+#[test]
+fn directory_list_and_threads_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let inbox = dir.path().join("inbox");
+    fs::create_dir(&inbox).unwrap();
+    let mut names = Vec::new();
+    for i in 0..60 {
+        let mut b = ProfileBuilder::new(Meta {
+            binary: "demo".into(),
+            source: "perf".into(),
+            ..Meta::default()
+        });
+        for f in 0..(i % 9 + 1) {
+            b.add_self(
+                &FuncKey::global(format!("f{}", (i * 7 + f) % 23)),
+                1 + (i * f) as u64 % 17,
+            );
+            b.add_call(
+                &FuncKey::global(format!("f{}", f % 5)),
+                &FuncKey::global(format!("f{}", (i + f) % 23)),
+                3 + i as u64,
+            );
+        }
+        let mut p = b.build();
+        p.meta
+            .extra
+            .insert("submitter".into(), format!("h{}", i % 4));
+        let name = format!("w{i:02}.sprof");
+        fs::write(inbox.join(&name), p.to_text()).unwrap();
+        names.push(format!("inbox/{name}"));
+    }
+    fs::write(inbox.join("notes.txt"), "not a profile").unwrap();
+    let out = |args: &[&str]| -> Vec<u8> {
+        let mut all = vec!["merge", "-o", "out.sprof"];
+        all.extend_from_slice(args);
+        let o = sediment(dir.path(), &all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        fs::read(dir.path().join("out.sprof")).unwrap()
+    };
+    let one = out(&["-j", "1", "--per-submitter", "inbox"]);
+    assert_eq!(out(&["-j", "2", "--per-submitter", "inbox"]), one);
+    assert_eq!(out(&["-j", "7", "--per-submitter", "inbox"]), one);
+    let mut each: Vec<&str> = vec!["-j", "2", "--per-submitter"];
+    each.extend(names.iter().rev().map(String::as_str));
+    assert_eq!(out(&each), one);
+    let text = String::from_utf8(one).unwrap();
+    assert!(text.contains("meta merge-inputs 60\n"), "{text}");
+    assert!(text.contains("meta merge-submitters 4\n"), "{text}");
+
+    // A list: weights per line, comments, and a directory entry.
+    let mut list = String::from("# inputs\n\n");
+    for n in &names[..30] {
+        list.push_str(&format!("3,{n}\n"));
+    }
+    fs::write(dir.path().join("inputs.list"), &list).unwrap();
+    let listed = out(&["-j", "2", "--inputs-from", "inputs.list"]);
+    let mut weighted: Vec<&str> = vec!["-j", "1", "-w", "3"];
+    weighted.extend(names[..30].iter().map(String::as_str));
+    assert_eq!(listed, out(&weighted));
+    assert_ne!(listed, out(&["-j", "1", "inbox"]));
+}
+
+// Bad fleet input: a `recorded-at` that is no integer, a list line with a bad weight, an
+// empty directory: one line, no output; --now without --half-life is a usage error.
+#[test]
+fn fleet_bad_input_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("a.sprof"),
+        submission("f", Some("h"), Some(5)),
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("bad.sprof"),
+        submission("f", Some("h"), None).replace(
+            "meta submitter h\n",
+            "meta recorded-at yesterday\nmeta submitter h\n",
+        ),
+    )
+    .unwrap();
+    fs::write(dir.path().join("bad.list"), "a.sprof\n-2,a.sprof\n").unwrap();
+    fs::create_dir(dir.path().join("empty")).unwrap();
+    let cases: [(&[&str], &[&str]); 3] = [
+        (
+            &["--half-life", "3", "a.sprof", "bad.sprof"],
+            &["bad.sprof: meta recorded-at `yesterday` is not an integer"],
+        ),
+        (
+            &["--inputs-from", "bad.list"],
+            &["bad.list: line 2: weight `-2` is not a finite number >= 0"],
+        ),
+        (&["empty"], &["empty: no *.sprof file in this directory"]),
+    ];
+    for (args, needles) in cases {
+        let mut all = vec!["merge", "-o", "out.sprof"];
+        all.extend_from_slice(args);
+        crate::common::fails_one_line(dir.path(), &all, needles);
+        assert!(!dir.path().join("out.sprof").exists());
+    }
+    // A usage error (clap's, with its usage lines).
+    let o = sediment(
+        dir.path(),
+        &["merge", "-o", "out.sprof", "--now", "5", "a.sprof"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--half-life"), "{}", stderr(&o));
+    assert!(!dir.path().join("out.sprof").exists());
+}

@@ -20,6 +20,7 @@
 //! line). Edges refer to the dense indices of the `fn` lines instead; indices are positions in
 //! the sorted function list, so they carry no information of their own.
 
+mod fleet;
 mod format;
 mod intern;
 mod key;
@@ -28,6 +29,10 @@ mod names;
 mod order_file;
 mod share;
 
+pub use fleet::{
+    decay, parse_recorded_at, plan as fleet_plan, FleetOptions, FleetPlan, Submission,
+    META_RECORDED_AT, META_SUBMITTER,
+};
 pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
 pub use key::{base_name, FuncKey};
 pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
@@ -85,6 +90,19 @@ pub enum Error {
         /// The later input's value.
         b: String,
     },
+    /// A `meta` value of a merge input has the wrong form.
+    #[error("meta {key} `{value}` is not {expected}")]
+    BadMeta {
+        /// The key.
+        key: &'static str,
+        /// The value, quoted for a message.
+        value: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A fleet weighting option is out of range ([`FleetOptions`]).
+    #[error("{0}")]
+    BadFleetOption(String),
     /// Too little of a profile's weight lands on functions of the binary it is used with
     /// ([`require_share`]): a profile of another program.
     #[error(
@@ -101,6 +119,19 @@ pub enum Error {
         /// The binary or binaries the share was measured on.
         binaries: String,
     },
+}
+
+/// The length of the header of a profile's text: the offset of its first line that starts
+/// with `fn ` or `call `, or the whole length when there is none.
+pub fn header_end(text: &str) -> usize {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("fn ") || line.starts_with("call ") {
+            return at;
+        }
+        at += line.len();
+    }
+    text.len()
 }
 
 /// Index of a function inside one [`Profile`]: a position in [`Profile::functions`].
@@ -171,6 +202,13 @@ impl Profile {
     /// Parses the text form (see `docs/design/profile-format.md`).
     pub fn from_text(text: &str) -> Result<Profile, Error> {
         format::parse(text)
+    }
+
+    /// Parses only the metadata of a profile's text: `text` is the file's beginning up to its
+    /// first `fn` or `call` line ([`header_end`] finds it), or more (what follows that line is
+    /// not read). Errors are those [`Profile::from_text`] gives for the same lines.
+    pub fn meta_from_text(text: &str) -> Result<Meta, Error> {
+        format::parse(&text[..header_end(text)]).map(|p| p.meta)
     }
 
     /// Writes the canonical text form. Equal profiles give identical bytes.
@@ -586,6 +624,23 @@ mod tests {
             proptest::prop_assert_eq!(&new, &old);
             proptest::prop_assert_eq!(ProfileBuilder::from(new.clone()).build(), new);
         }
+    }
+
+    // The header alone parses to the same meta as the whole text; header errors are the same.
+    #[test]
+    fn meta_from_header() {
+        let text = "sediment-profile 1\nmeta binary demo\nmeta submitter h\n# c\nfn 0 1 - f -\nfn 1 1 - g -\ncall 0 1 1\n";
+        let end = header_end(text);
+        assert_eq!(&text[end..end + 3], "fn ");
+        let whole = Profile::from_text(text).unwrap().meta;
+        assert_eq!(Profile::meta_from_text(&text[..end]).unwrap(), whole);
+        assert_eq!(Profile::meta_from_text(text).unwrap(), whole);
+        let bad = "sediment-profile 1\nmeta binary demo\nmeta binary x\nfn 0 1 - f -\n";
+        assert_eq!(
+            Profile::meta_from_text(bad).unwrap_err(),
+            Profile::from_text(bad).unwrap_err()
+        );
+        assert_eq!(header_end("sediment-profile 1\nmeta binary d\n"), 33);
     }
 
     #[test]

@@ -55,6 +55,7 @@
 //! associative, so the same inputs in another order could print different bytes; and rationals,
 //! which are exact but need unbounded integers for thousands of inputs with unrelated totals.
 
+use crate::fleet::{parse_recorded_at, META_RECORDED_AT, META_SUBMITTER};
 use crate::intern::Interner;
 use crate::{base_name, Error, Meta, Profile, ProfileBuilder};
 use std::collections::{BTreeMap, HashMap};
@@ -98,7 +99,10 @@ pub fn merge_with(inputs: &[(f64, &Profile)], options: MergeOptions) -> Result<P
 /// [`Merger::absorb`] without any change in the result.
 #[derive(Debug, Clone, Default)]
 pub struct Merger {
-    metas: Vec<Meta>,
+    /// Number of inputs added (including absorbed ones).
+    inputs: usize,
+    /// What the inputs' metadata agree on, folded as they come.
+    meta: MetaSummary,
     /// Id of every function key met so far; ids are positions in `functions`.
     ids: Interner,
     /// Fixed-point self weight sum and largest size, by id.
@@ -129,12 +133,12 @@ impl Merger {
 
     /// Number of inputs added so far (including those of absorbed mergers).
     pub fn len(&self) -> usize {
-        self.metas.len()
+        self.inputs
     }
 
     /// True when nothing was added.
     pub fn is_empty(&self) -> bool {
-        self.metas.is_empty()
+        self.inputs == 0
     }
 
     /// Adds one input with its weight. Fails, adding nothing, on a negative, NaN or infinite
@@ -142,7 +146,7 @@ impl Merger {
     pub fn add(&mut self, weight: f64, profile: &Profile) -> Result<(), Error> {
         if !weight.is_finite() || weight < 0.0 {
             return Err(Error::BadWeight {
-                input: self.metas.len(),
+                input: self.inputs,
                 weight: weight.to_string(),
             });
         }
@@ -182,7 +186,8 @@ impl Merger {
             self.add_edge(a, b, term(e.weight, factor));
         }
         self.total = self.total.saturating_add(term(profile.meta.total, factor));
-        self.metas.push(profile.meta.clone());
+        self.meta.see(self.inputs, &profile.meta);
+        self.inputs += 1;
         Ok(())
     }
 
@@ -205,7 +210,10 @@ impl Merger {
             self.add_edge(ids[a as usize], ids[b as usize], w);
         }
         self.total = self.total.saturating_add(other.total);
-        self.metas.extend(other.metas);
+        let mut meta = other.meta;
+        meta.shift(self.inputs);
+        self.meta.join(meta);
+        self.inputs += other.inputs;
     }
 
     /// Adds a fixed-point self weight and a size to the function of id `id`.
@@ -225,7 +233,7 @@ impl Merger {
 
     /// Checks the metadata and rounds the sums into a canonical profile.
     pub fn finish(self, options: MergeOptions) -> Result<Profile, Error> {
-        let meta = merged_meta(&self.metas, options)?;
+        let meta = merged_meta(self.inputs, &self.meta, options)?;
         // Each sum rounded once; an edge whose weight rounds to zero is dropped.
         let functions = self.functions;
         let mut p = self.ids.into_profile(
@@ -247,22 +255,162 @@ impl Merger {
     }
 }
 
-/// The value every input that has one agrees on, or the first disagreement (as input
-/// positions and values).
-fn agreed<'a>(
-    metas: &'a [Meta],
-    get: impl Fn(&'a Meta) -> Option<&'a str>,
-) -> Result<Option<&'a str>, (usize, usize, &'a str, &'a str)> {
-    let mut first: Option<(usize, &str)> = None;
-    for (i, m) in metas.iter().enumerate() {
-        let Some(v) = get(m) else { continue };
-        match first {
-            None => first = Some((i, v)),
-            Some((j, u)) if u != v => return Err((j, i, u, v)),
-            Some(_) => {}
+/// A value the inputs that have one must agree on, folded input by input: the earliest input
+/// with a value, and the earliest input whose value differs from that one. Joining two folds
+/// gives the fold of all their inputs whatever the order, so a merge keeps this in constant
+/// space instead of every input's metadata.
+#[derive(Debug, Clone, Default)]
+struct Agreement {
+    first: Option<(usize, String)>,
+    conflict: Option<(usize, String)>,
+}
+
+/// The one of two optional positioned values with the smaller position.
+fn earlier(a: Option<(usize, String)>, b: Option<(usize, String)>) -> Option<(usize, String)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Agreement {
+    /// Input `pos` has value `v`.
+    fn see(&mut self, pos: usize, v: &str) {
+        match &self.first {
+            Some((i, u)) if *i < pos && u == v => {}
+            Some((i, _)) if *i < pos => {
+                if self.conflict.as_ref().map_or(true, |(j, _)| pos < *j) {
+                    self.conflict = Some((pos, v.to_string()));
+                }
+            }
+            _ => self.join(Agreement {
+                first: Some((pos, v.to_string())),
+                conflict: None,
+            }),
         }
     }
-    Ok(first.map(|(_, v)| v))
+
+    /// Folds in the inputs `other` saw (positions distinct from this fold's).
+    fn join(&mut self, other: Agreement) {
+        let mine = std::mem::take(self);
+        let (lo, hi) = match (&mine.first, &other.first) {
+            (None, _) => {
+                *self = other;
+                return;
+            }
+            (_, None) => {
+                *self = mine;
+                return;
+            }
+            (Some(a), Some(b)) if a.0 <= b.0 => (mine, other),
+            _ => (other, mine),
+        };
+        let (lo_first, hi_first) = (lo.first.unwrap(), hi.first.unwrap());
+        // Every input of `hi` with a value comes after `lo`'s first; the earliest of them that
+        // differs from it is `hi`'s own first when their values differ, else `hi`'s conflict.
+        let conflict = if lo_first.1 == hi_first.1 {
+            earlier(lo.conflict, hi.conflict)
+        } else {
+            earlier(lo.conflict, Some(hi_first))
+        };
+        *self = Agreement {
+            first: Some(lo_first),
+            conflict,
+        };
+    }
+
+    fn shift(&mut self, by: usize) {
+        for (i, _) in self.first.iter_mut().chain(self.conflict.iter_mut()) {
+            *i += by;
+        }
+    }
+
+    /// The agreed value (`None` when no input had one), or the first disagreement as input
+    /// positions and values.
+    fn result(&self) -> Result<Option<&str>, (usize, usize, &str, &str)> {
+        match (&self.first, &self.conflict) {
+            (Some((i, u)), Some((j, v))) => Err((*i, *j, u, v)),
+            (first, None) => Ok(first.as_ref().map(|(_, u)| u.as_str())),
+            (None, Some(_)) => unreachable!("a conflict needs a first value"),
+        }
+    }
+}
+
+/// The metadata of a merge's inputs, folded: what [`merged_meta`] needs, in constant space.
+#[derive(Debug, Clone, Default)]
+struct MetaSummary {
+    build_id: Agreement,
+    arch: Agreement,
+    /// Over every input: base name of the binary.
+    base_name: Agreement,
+    /// Over every input: the event, empty when absent.
+    event: Agreement,
+    /// Some input has no build-id.
+    missing_build_id: bool,
+    /// The lexicographically smallest binary.
+    binary: Option<String>,
+    submitter: Agreement,
+    missing_submitter: bool,
+    /// The newest valid `recorded-at`, and whether some input lacked a valid one.
+    recorded_at: Option<i64>,
+    missing_recorded_at: bool,
+}
+
+impl MetaSummary {
+    fn see(&mut self, pos: usize, m: &Meta) {
+        let mut one = MetaSummary::default();
+        if let Some(b) = &m.build_id {
+            one.build_id.see(pos, b);
+        }
+        if let Some(a) = &m.arch {
+            one.arch.see(pos, a);
+        }
+        one.base_name.see(pos, base_name(&m.binary));
+        one.event.see(pos, m.event.as_deref().unwrap_or(""));
+        one.missing_build_id = m.build_id.is_none();
+        one.binary = Some(m.binary.clone());
+        match m.extra.get(META_SUBMITTER) {
+            Some(s) => one.submitter.see(pos, s),
+            None => one.missing_submitter = true,
+        }
+        match m
+            .extra
+            .get(META_RECORDED_AT)
+            .and_then(|t| parse_recorded_at(t).ok())
+        {
+            Some(t) => one.recorded_at = Some(t),
+            None => one.missing_recorded_at = true,
+        }
+        self.join(one);
+    }
+
+    fn join(&mut self, o: MetaSummary) {
+        self.build_id.join(o.build_id);
+        self.arch.join(o.arch);
+        self.base_name.join(o.base_name);
+        self.event.join(o.event);
+        self.missing_build_id |= o.missing_build_id;
+        self.binary = match (self.binary.take(), o.binary) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.submitter.join(o.submitter);
+        self.missing_submitter |= o.missing_submitter;
+        self.recorded_at = self.recorded_at.max(o.recorded_at);
+        self.missing_recorded_at |= o.missing_recorded_at;
+    }
+
+    fn shift(&mut self, by: usize) {
+        for a in [
+            &mut self.build_id,
+            &mut self.arch,
+            &mut self.base_name,
+            &mut self.event,
+            &mut self.submitter,
+        ] {
+            a.shift(by);
+        }
+    }
 }
 
 fn mismatch(what: &'static str, (first, other, a, b): (usize, usize, &str, &str)) -> Error {
@@ -275,35 +423,37 @@ fn mismatch(what: &'static str, (first, other, a, b): (usize, usize, &str, &str)
     }
 }
 
-fn merged_meta(metas: &[Meta], options: MergeOptions) -> Result<Meta, Error> {
-    if metas.is_empty() {
+fn merged_meta(inputs: usize, s: &MetaSummary, options: MergeOptions) -> Result<Meta, Error> {
+    if inputs == 0 {
         return Err(Error::NoInputs);
     }
-    let build_id = agreed(metas, |m| m.build_id.as_deref());
-    let arch = agreed(metas, |m| m.arch.as_deref());
+    let build_id = s.build_id.result();
+    let arch = s.arch.result();
     if !options.force {
         build_id.map_err(|e| mismatch("build-id", e))?;
         arch.map_err(|e| mismatch("arch", e))?;
-        if metas.iter().any(|m| m.build_id.is_none()) {
-            agreed(metas, |m| Some(base_name(&m.binary))).map_err(|e| mismatch("binary", e))?;
+        if s.missing_build_id {
+            s.base_name.result().map_err(|e| mismatch("binary", e))?;
         }
     }
     // An event is kept only when every input names the same one.
-    let event = match agreed(metas, |m| Some(m.event.as_deref().unwrap_or(""))) {
+    let event = match s.event.result() {
         Ok(Some(e)) if !e.is_empty() => Some(e.to_string()),
         _ => None,
     };
-    let binary = metas
-        .iter()
-        .map(|m| m.binary.as_str())
-        .min()
-        .unwrap_or_default()
-        .to_string();
     let mut extra = BTreeMap::new();
-    extra.insert("merge-inputs".to_string(), metas.len().to_string());
+    extra.insert("merge-inputs".to_string(), inputs.to_string());
     extra.insert("merge-scale".to_string(), format!("{MERGE_SCALE}"));
+    // A submission's identity is kept when every input shares it: one submitter, and the
+    // newest time when every input has one (so a merged result decays as its newest part).
+    if let (Ok(Some(who)), false) = (s.submitter.result(), s.missing_submitter) {
+        extra.insert(META_SUBMITTER.to_string(), who.to_string());
+    }
+    if let (Some(t), false) = (s.recorded_at, s.missing_recorded_at) {
+        extra.insert(META_RECORDED_AT.to_string(), t.to_string());
+    }
     Ok(Meta {
-        binary,
+        binary: s.binary.clone().unwrap_or_default(),
         build_id: build_id.ok().flatten().map(str::to_string),
         arch: arch.ok().flatten().map(str::to_string),
         source: "merge".to_string(),
@@ -566,6 +716,67 @@ mod tests {
         assert_eq!(nested2.functions, flat.functions);
         assert_eq!(nested2.meta.extra["merge-inputs"], "2");
         assert_eq!(flat.meta.extra["merge-inputs"], "3");
+    }
+
+    // The first disagreement found by a merge split into partial mergers and joined in any
+    // grouping names the same inputs as the flat merge; a shared submitter and the newest
+    // time of inputs that all have one are kept.
+    #[test]
+    fn folded_metadata_matches_flat() {
+        let with = |bid: Option<&str>, who: Option<&str>, t: Option<&str>| {
+            let mut p = small(1, 1, 1, 2);
+            p.meta.build_id = bid.map(str::to_string);
+            if let Some(w) = who {
+                p.meta.extra.insert(META_SUBMITTER.into(), w.into());
+            }
+            if let Some(t) = t {
+                p.meta.extra.insert(META_RECORDED_AT.into(), t.into());
+            }
+            p
+        };
+        let inputs = [
+            with(None, Some("h"), Some("5")),
+            with(Some("aa"), Some("h"), Some("9")),
+            with(None, Some("h"), Some("7")),
+            with(Some("bb"), Some("h"), Some("1")),
+            with(Some("aa"), Some("h"), Some("3")),
+            with(Some("cc"), Some("h"), Some("2")),
+        ];
+        let flat = {
+            let refs: Vec<(f64, &Profile)> = inputs.iter().map(|p| (1.0, p)).collect();
+            merge(&refs).unwrap_err()
+        };
+        assert_eq!(
+            flat,
+            Error::Mismatch {
+                what: "build-id",
+                first: 1,
+                other: 3,
+                a: "aa".into(),
+                b: "bb".into()
+            }
+        );
+        for split in 0..=inputs.len() {
+            for inner in 0..=split {
+                let mut parts = [Merger::new(), Merger::new(), Merger::new()];
+                for (i, p) in inputs.iter().enumerate() {
+                    let k = usize::from(i >= inner) + usize::from(i >= split);
+                    parts[k].add(1.0, p).unwrap();
+                }
+                let [a, mut b, c] = parts;
+                b.absorb(c);
+                let mut m = a;
+                m.absorb(b);
+                assert_eq!(m.finish(MergeOptions::default()).unwrap_err(), flat);
+            }
+        }
+        let m = merge(&[(1.0, &inputs[0]), (1.0, &inputs[2])]).unwrap();
+        assert_eq!(m.meta.extra[META_SUBMITTER], "h");
+        assert_eq!(m.meta.extra[META_RECORDED_AT], "7");
+        let other = with(None, Some("g"), None);
+        let m = merge(&[(1.0, &inputs[0]), (1.0, &other)]).unwrap();
+        assert!(!m.meta.extra.contains_key(META_SUBMITTER));
+        assert!(!m.meta.extra.contains_key(META_RECORDED_AT));
     }
 
     fn arb_profile() -> impl Strategy<Value = Profile> {
