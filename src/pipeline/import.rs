@@ -76,8 +76,8 @@ pub struct Options {
     /// warning) instead of failing the import.
     pub skip_stripped: bool,
     /// The bytes the whole import may read, inputs and the binaries they name together
-    /// ([`fsio::ReadBudget`]); `None`: [`fsio::MAX_INPUT_BYTES_ENV`] when set, else
-    /// [`fsio::DEFAULT_RUN_INPUT_BYTES`].
+    /// (`fsio::ReadBudget`); `None`: `SEDIMENT_MAX_INPUT_BYTES` when set, else 4 GiB
+    /// (`fsio::DEFAULT_RUN_INPUT_BYTES`).
     pub max_input_bytes: Option<u64>,
 }
 

@@ -71,7 +71,7 @@ pub const EDGE_SCALE: u64 = 1_000_000_000;
 const LABEL_DIGITS: usize = 9;
 /// Longest accepted line in bytes.
 pub const MAX_LINE_LEN: usize = 1 << 20;
-/// Longest string [`write`] writes, in bytes between the quotes once escaped: Graphviz's
+/// Longest string [`write()`] writes, in bytes between the quotes once escaped: Graphviz's
 /// `dot` refuses a quoted string longer than 16384 bytes, so a name that would pass this is
 /// refused ([`Error::NameTooLong`]) rather than written into a file `dot` cannot read. Lines
 /// hold at most two strings, so a written line stays far below [`MAX_LINE_LEN`].
