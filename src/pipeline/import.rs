@@ -5,8 +5,12 @@
 //! bytes and ask for the bytes of each binary through a resolver; this module opens the input
 //! files and the binaries (read from the path the profiler recorded, or from
 //! [`Options::binary`] for the binary of that base name) through `crate::fsio`, which refuses
-//! FIFOs, devices and directories a stranger's profile might name. [`outputs`] says where each
-//! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`).
+//! FIFOs, devices, directories and pseudo-file-system files a stranger's profile might name.
+//! Every read of one import is charged to one `fsio::ReadBudget` ([`Options::max_input_bytes`]),
+//! and the object paths a profile names go through one `fsio::ObjectNames`, so that each file
+//! is read once and gives one profile however many ways the profile spells its path.
+//! [`outputs`] says where each profile goes (the main executable's to `OUT`, every other to
+//! `OUT.<basename>.sprof`).
 
 use super::timings;
 use crate::fsio;
