@@ -5,9 +5,12 @@
 //! bytes and ask for the bytes of each binary through a resolver; this module opens the input
 //! files and the binaries (read from the path the profiler recorded, or from
 //! [`Options::binary`] for the binary of that base name) through `crate::fsio`, which refuses
-//! FIFOs, devices and directories a stranger's profile might name. [`outputs`] says where each
-//! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`, `OUT`
-//! without its `.sprof` suffix).
+//! FIFOs, devices, directories and pseudo-file-system files a stranger's profile might name.
+//! Every read of one import is charged to one `fsio::ReadBudget` ([`Options::max_input_bytes`]),
+//! and the object paths a profile names go through one `fsio::ObjectNames`, so that each file
+//! is read once and gives one profile however many ways the profile spells its path.
+//! [`outputs`] says where each profile goes (the main executable's to `OUT`, every other to
+//! `OUT.<basename>.sprof`, `OUT` without its `.sprof` suffix).
 
 use super::timings;
 use crate::fsio;
@@ -77,8 +80,8 @@ pub struct Options {
     /// warning) instead of failing the import.
     pub skip_stripped: bool,
     /// The bytes the whole import may read, inputs and the binaries they name together
-    /// (`fsio::ReadBudget`); `None`: `fsio::MAX_INPUT_BYTES_ENV` when set, else
-    /// `fsio::DEFAULT_RUN_INPUT_BYTES`.
+    /// (`fsio::ReadBudget`); `None`: `SEDIMENT_MAX_INPUT_BYTES` when set, else 4 GiB
+    /// (`fsio::DEFAULT_RUN_INPUT_BYTES`).
     pub max_input_bytes: Option<u64>,
 }
 
@@ -674,16 +677,14 @@ fn import_gcc_callgraph(
     budget: &mut fsio::ReadBudget,
 ) -> Result<Imported> {
     let bin = required_binary(&inputs[0], binary, "a .ci file")?;
-    let texts = inputs
-        .iter()
-        .map(|p| Ok((p.display().to_string(), budget.read_text(p)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let files: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
     let bin_name = bin.display().to_string();
-    let profile = sediment_import::gcc_callgraph::read(&files, &bin_name)?;
+    // One file at a time: its text and parse are dropped before the next is read.
+    let mut reader = sediment_import::gcc_callgraph::Reader::default();
+    for p in inputs {
+        let text = budget.read_text(p)?;
+        reader.add(&p.display().to_string(), &text)?;
+    }
+    let profile = reader.finish(&bin_name);
     let mut warnings = Vec::new();
     let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings, budget)?;
     Ok(Imported {

@@ -137,7 +137,7 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
             let rest: Vec<std::ffi::OsString> = rest.iter().map(Into::into).collect();
             // The gdbserver FIFOs go to the private directory: progress is asked through them.
             let prefix = tmp.path().join("vgdb");
-            let cmd = sediment_valgrind::tools::record_callgrind(
+            let cmd = sediment_valgrind::tools::record_callgrind_command(
                 &"valgrind".into(),
                 Path::new(program),
                 &rest,
@@ -238,7 +238,8 @@ fn find_program(program: &str) -> Result<PathBuf> {
 }
 
 /// Runs the profiler on `program` and returns its exit status (the command's: perf and
-/// valgrind pass it on); a profiler that wrote nothing is an error naming the program.
+/// valgrind pass it on); a profiler that wrote nothing to `out_file` (when it names one file)
+/// is an error naming the program.
 fn run_profiler(
     cmd: Command,
     tool: &str,

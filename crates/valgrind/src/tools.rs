@@ -59,7 +59,7 @@ pub fn callgrind(run: &Run<'_>, out: &Path) -> Result<Output, Error> {
 /// The callgrind recording of `sediment record --via callgrind`: `program` with `args` under
 /// `valgrind --tool=callgrind --demangle=no --dump-instr=yes`, writing `out` (a path that may
 /// hold `%p`, the process id, for one file per process with `trace_children`), as a command
-/// for the caller to start, wait for and stop. The program keeps Sediment's standard input and
+/// for the caller to start, wait for and stop ([`die_with_parent`] is already applied). The program keeps Sediment's standard input and
 /// output (`quiet`: its standard output goes to `/dev/null`). A program that fails may still
 /// have written a recording worth importing; one ended by `SIGTERM` writes what it collected.
 ///
@@ -67,7 +67,7 @@ pub fn callgrind(run: &Run<'_>, out: &Path) -> Result<Output, Error> {
 /// directory, so that no stale FIFO of another run can collide), and [`callgrind_progress`]
 /// with the same prefix asks the run (and its children) how far it got; `None` keeps
 /// `--vgdb=no`.
-pub fn record_callgrind(
+pub fn record_callgrind_command(
     valgrind: &OsString,
     program: &Path,
     args: &[OsString],
