@@ -6,7 +6,10 @@
 //! number to a pipe (all a handler may safely do); a thread reading that pipe then, under the
 //! registry's lock:
 //! 1. sends `SIGTERM` to every registered child (`perf record` passes it on to its workload and
-//!    ends) and waits up to [`CHILD_GRACE`] for them to end;
+//!    ends) and to every process descended from this one (the workload's own children, which
+//!    `valgrind --trace-children=yes` runs and no one signals; a process that starts a
+//!    registered child is made a *child subreaper*, so orphaned descendants stay in its tree),
+//!    waits up to [`CHILD_GRACE`] for them to end, and kills (`SIGKILL`) what still runs;
 //! 2. removes every registered path (a directory with its contents);
 //! 3. restores the signal's default action and raises it again, so the process ends as killed
 //!    by that signal, as it would have without the handler.
@@ -69,6 +72,11 @@ impl StopOnSignal {
     pub fn arm() -> StopOnSignal {
         STOP_ARMED.fetch_add(1, Ordering::SeqCst);
         StopOnSignal(())
+    }
+
+    /// A new guard when one is already held (the caller of a stage armed it), else `None`.
+    pub fn armed() -> Option<StopOnSignal> {
+        (STOP_ARMED.load(Ordering::SeqCst) > 0).then(Self::arm)
     }
 
     /// Whether a signal asked to stop since the guard was armed.
@@ -137,6 +145,10 @@ pub fn track_path<T, E>(
 pub fn track_child(
     spawn: impl FnOnce() -> std::io::Result<std::process::Child>,
 ) -> std::io::Result<(std::process::Child, Tracked)> {
+    // Orphaned descendants of the child (a workload's background job whose parent ended)
+    // become this process's children instead of init's, so a signal's clean-up finds them.
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let mut reg = registry();
     let child = spawn()?;
     let id = reg.next;
@@ -277,6 +289,43 @@ fn running(pid: libc::pid_t) -> bool {
     }
 }
 
+/// The processes descended from this one that still run, from `/proc` (children, their
+/// children, ...; with [`track_child`]'s subreaper, orphaned grandchildren are children).
+fn running_descendants() -> Vec<libc::pid_t> {
+    let me = std::process::id() as libc::pid_t;
+    let mut parent_of: Vec<(libc::pid_t, libc::pid_t)> = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for e in dir.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<libc::pid_t>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name in parentheses (which may hold `)`): state, then ppid.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("X");
+        let ppid = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        if !state.starts_with(['Z', 'X']) {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut found = vec![me];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|e| e.1 == p).map(|e| e.0));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
 /// Steps 1 to 3 of the module docs.
 fn clean_up_and_die(sig: libc::c_int) -> ! {
     let reg = registry();
@@ -285,7 +334,30 @@ fn clean_up_and_die(sig: libc::c_int) -> ! {
         // unregistered under this lock when reaped).
         unsafe { libc::kill(pid, libc::SIGTERM) };
     }
+    // Their descendants too (a workload's children under `callgrind --trace-children`, which
+    // no one passes the signal on to), until none runs or the grace period ends; then
+    // whatever still runs is killed.
     let start = Instant::now();
+    let mut signalled = std::collections::BTreeSet::new();
+    if !reg.children.is_empty() {
+        loop {
+            let left = running_descendants();
+            if left.is_empty() || start.elapsed() >= CHILD_GRACE {
+                for pid in left {
+                    // SAFETY: kill(2) of a running descendant (a process of this tree).
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+                break;
+            }
+            for pid in left {
+                if signalled.insert(pid) {
+                    // SAFETY: kill(2) of a running descendant (a process of this tree).
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     while reg.children.values().any(|&pid| running(pid)) && start.elapsed() < CHILD_GRACE {
         std::thread::sleep(Duration::from_millis(20));
     }

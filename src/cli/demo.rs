@@ -238,6 +238,7 @@ fn record_and_order(dir: &Path, via: &str) -> Result<()> {
         whole: false,
         quiet: true,
         keep_partial: false,
+        duration: None,
     })?;
     let prof_path = dir.join("prof.sprof");
     let out = import::outputs(&prof_path, imported)?;

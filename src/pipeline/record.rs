@@ -12,6 +12,16 @@
 //! [`Request::whole`] (a whole package) callgrind follows children (`--trace-children=yes`, one
 //! output file per process) and perf follows them by itself.
 //!
+//! [`Request::duration`] caps a recording: the profiler (and every process it started) is
+//! stopped, and what it wrote is imported with a warning. A callgrind recording prints its
+//! progress every `PROGRESS_EVERY` (10 s), asked of the running callgrind processes through their
+//! gdbserver (`callgrind_control`, FIFOs under the private temporary directory).
+//!
+//! [`attach`] records processes that are already running (`perf record -p PIDS` or `-a`); a
+//! `crate::cleanup::StopOnSignal` makes the first Ctrl-C end the recording instead of
+//! Sediment. Permissions perf would refuse are one line saying what to change
+//! ([`permission_problem`]).
+//!
 //! The raw recording goes to a temporary directory that is removed when the stage returns, or
 //! when a signal ends Sediment (`crate::cleanup`), which also stops the profiler and, through
 //! it, the workload. A command that fails (non-zero exit, or killed) is an error, so that
@@ -25,6 +35,7 @@ use sediment_import::perf::Mode;
 use sediment_import::Imported;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// Profilers the stage can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +62,14 @@ pub struct Request<'a> {
     /// A failing command is a warning and its recording is imported (`record --keep-partial`),
     /// instead of an error.
     pub keep_partial: bool,
+    /// Stop the recording after this long and keep what was recorded (`record --duration`):
+    /// perf gets `SIGINT` (it stops its workload and writes), callgrind and its children
+    /// `SIGTERM` (each writes what it collected).
+    pub duration: Option<Duration>,
 }
+
+/// How often a callgrind recording prints its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// Runs the command under the profiler and imports the recording. Fails when the command
 /// failed, unless [`Request::keep_partial`]; then the warnings of the returned report start
@@ -91,8 +109,16 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
             if req.quiet {
                 cmd.stdout(std::process::Stdio::null());
             }
-            let status = run_profiler(cmd, "perf record", program, &data)?;
-            warnings.extend(command_failed(req, "perf record", program, status)?);
+            let (status, capped) = run_profiler(
+                cmd,
+                "perf record",
+                program,
+                &data,
+                req.duration,
+                libc::SIGINT,
+                &mut |_| {},
+            )?;
+            warnings.extend(command_failed(req, "perf record", program, status, capped)?);
             let options = import::Options {
                 mode: Some(req.mode.unwrap_or_default()),
                 skip_stripped: req.whole,
@@ -109,14 +135,34 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
                 "callgrind.out"
             });
             let rest: Vec<std::ffi::OsString> = rest.iter().map(Into::into).collect();
-            let status = sediment_valgrind::tools::record_callgrind(
+            // The gdbserver FIFOs go to the private directory: progress is asked through them.
+            let prefix = tmp.path().join("vgdb");
+            let cmd = sediment_valgrind::tools::record_callgrind_command(
                 &"valgrind".into(),
                 Path::new(program),
                 &rest,
                 &out,
                 req.whole,
                 req.quiet,
-            )?;
+                Some(&prefix),
+            );
+            let mut next = PROGRESS_EVERY;
+            let mut progress = |elapsed: Duration| {
+                if elapsed < next {
+                    return;
+                }
+                next = elapsed + PROGRESS_EVERY;
+                if let Some((ir, n)) = sediment_valgrind::tools::callgrind_progress(&prefix) {
+                    eprintln!(
+                        "sediment: callgrind: {} instructions in {n} process{} after {} s",
+                        human(ir),
+                        if n == 1 { "" } else { "es" },
+                        elapsed.as_secs()
+                    );
+                }
+            };
+            let (status, capped) =
+                supervise(cmd, "valgrind", req.duration, libc::SIGTERM, &mut progress)?;
             let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
                 .context("cannot list the recording directory")?
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -129,7 +175,7 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
             if files.is_empty() {
                 bail!("valgrind failed ({status}) on {program} and wrote no recording");
             }
-            warnings.extend(command_failed(req, "valgrind", program, status)?);
+            warnings.extend(command_failed(req, "valgrind", program, status, capped)?);
             let main = std::fs::canonicalize(&main).unwrap_or(main);
             let options = import::Options {
                 command: Some(main),
@@ -192,24 +238,110 @@ fn find_program(program: &str) -> Result<PathBuf> {
 }
 
 /// Runs the profiler on `program` and returns its exit status (the command's: perf and
-/// valgrind pass it on); a profiler that wrote nothing is an error naming the program.
+/// valgrind pass it on); a profiler that wrote nothing to `out_file` (when it names one file)
+/// is an error naming the program.
 fn run_profiler(
-    mut cmd: Command,
+    cmd: Command,
     tool: &str,
     program: &str,
     out_file: &Path,
-) -> Result<std::process::ExitStatus> {
-    // Killed by the kernel when Sediment dies, and sent SIGTERM (which `perf record` passes
-    // on to its workload) when Sediment gets SIGTERM or SIGINT (`crate::cleanup`).
-    sediment_valgrind::die_with_parent(&mut cmd);
-    let (mut child, tracked) = crate::cleanup::track_child(|| cmd.spawn())
-        .with_context(|| format!("cannot run {tool}"))?;
-    let status = crate::cleanup::wait_child(&mut child, tracked)
-        .with_context(|| format!("cannot run {tool}"))?;
+    duration: Option<Duration>,
+    stop: libc::c_int,
+    tick: &mut dyn FnMut(Duration),
+) -> Result<(std::process::ExitStatus, bool)> {
+    let (status, capped) = supervise(cmd, tool, duration, stop, tick)?;
     if !out_file.exists() {
         bail!("{tool} failed ({status}) on {program} and wrote no recording");
     }
-    Ok(status)
+    Ok((status, capped))
+}
+
+/// Starts the profiler `cmd` and waits for it, calling `tick` with the time elapsed about
+/// every 50 ms. After `duration` (when given) the profiler and every process it started get
+/// the signal `stop`, once; the result says whether that happened (the recording was capped).
+/// The profiler is killed by the kernel when Sediment dies, and sent `SIGTERM` (which `perf
+/// record` passes on to its workload) when Sediment gets `SIGTERM` or `SIGINT`
+/// (`crate::cleanup`), unless a [`crate::cleanup::StopOnSignal`] is armed: then the first
+/// such signal stops the recording as the duration does.
+fn supervise(
+    mut cmd: Command,
+    tool: &str,
+    duration: Option<Duration>,
+    stop: libc::c_int,
+    tick: &mut dyn FnMut(Duration),
+) -> Result<(std::process::ExitStatus, bool)> {
+    sediment_valgrind::die_with_parent(&mut cmd);
+    let on_signal = crate::cleanup::StopOnSignal::armed();
+    let (mut child, tracked) = crate::cleanup::track_child(|| cmd.spawn())
+        .with_context(|| format!("cannot run {tool}"))?;
+    let start = Instant::now();
+    let mut capped = false;
+    while !crate::cleanup::child_ended(&child).with_context(|| format!("cannot wait for {tool}"))? {
+        let due = duration.is_some_and(|d| start.elapsed() >= d);
+        let asked = on_signal.as_ref().is_some_and(|s| s.requested());
+        if !capped && (due || asked) {
+            capped = true;
+            let root = child.id() as libc::pid_t;
+            // Children first, so that none is orphaned still running.
+            for pid in descendants(root).into_iter().chain([root]) {
+                // SAFETY: kill(2) on our unreaped child and the processes it started.
+                unsafe { libc::kill(pid, stop) };
+            }
+        }
+        tick(start.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = crate::cleanup::wait_child(&mut child, tracked)
+        .with_context(|| format!("cannot wait for {tool}"))?;
+    // Children of a capped callgrind may still be writing their files.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while capped && Instant::now() < deadline && !descendants(child.id() as libc::pid_t).is_empty()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((status, capped))
+}
+
+/// Every process descended from `root` (children, grandchildren...), from `/proc/*/stat`.
+fn descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut parent: Vec<(libc::pid_t, libc::pid_t)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`; comm may hold `)`.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok());
+            if let Some(ppid) = ppid {
+                parent.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// A count in the units a person reads at a glance (`1.23 G`).
+fn human(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=9_999_999 => format!("{:.1} K", n as f64 / 1e3),
+        10_000_000..=999_999_999 => format!("{:.1} M", n as f64 / 1e6),
+        _ => format!("{:.2} G", n as f64 / 1e9),
+    }
 }
 
 /// What a recording whose profiler exited with `status` becomes: nothing when it succeeded,
@@ -219,7 +351,14 @@ fn command_failed(
     tool: &str,
     program: &str,
     status: std::process::ExitStatus,
+    capped: bool,
 ) -> Result<Option<String>> {
+    if capped {
+        let secs = req.duration.map_or(0.0, |d| d.as_secs_f64());
+        return Ok(Some(format!(
+            "stopped after --duration {secs} s: the profile holds what {program} ran until then"
+        )));
+    }
     if status.success() {
         return Ok(None);
     }
@@ -325,28 +464,12 @@ pub fn attach(req: &Attach) -> Result<Imported> {
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).context("cannot create perf's log file")?);
-    sediment_valgrind::die_with_parent(&mut cmd);
     // The first Ctrl-C stops the recording, which is then imported and written.
-    let stop = crate::cleanup::StopOnSignal::arm();
-    let (mut child, tracked) =
-        crate::cleanup::track_child(|| cmd.spawn()).context("cannot run perf record")?;
-    let start = std::time::Instant::now();
-    let mut stopped = false;
-    while !crate::cleanup::child_ended(&child).context("cannot wait for perf record")? {
-        let due = req.duration.is_some_and(|d| start.elapsed() >= d);
-        if !stopped && (due || stop.requested()) {
-            // perf writes its recording and ends on SIGINT.
-            // SAFETY: kill(2) on our unreaped child.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-            stopped = true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let status =
-        crate::cleanup::wait_child(&mut child, tracked).context("cannot wait for perf record")?;
-    drop(stop);
+    let _stop = crate::cleanup::StopOnSignal::arm();
+    let (status, stopped) = supervise(cmd, "perf record", req.duration, libc::SIGINT, &mut |_| {})?;
     use std::os::unix::process::ExitStatusExt as _;
-    let by_stop = matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM));
+    // perf ends as killed by SIGINT after writing; on the user's Ctrl-C it got one itself.
+    let by_stop = stopped || matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM));
     if !(status.success() || by_stop) || !data.exists() {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let last = text

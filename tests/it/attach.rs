@@ -437,3 +437,227 @@ fn pid_profile_orders_a_real_link() {
     assert!(default > 4 * 2048, "default link span {default}");
     assert!(ordered < 1024, "ordered span {ordered} (default {default})");
 }
+
+// A callgrind recording of a long run under a shell (children traced, `--prof-dir`) prints its
+// progress and, capped by `--duration`, stops the shell and its child and keeps the profile
+// they collected so far.
+#[test]
+fn callgrind_duration_caps_a_long_run_and_keeps_the_profile() {
+    require!("valgrind", "callgrind_control", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gcc(
+        d,
+        &["-O2", "-o", "hot", fixture("perf/hot.c").to_str().unwrap()],
+    );
+    let start = std::time::Instant::now();
+    // Uncapped, this runs for many minutes under callgrind.
+    let out = sediment(
+        d,
+        &[
+            "record",
+            "--via",
+            "callgrind",
+            "--duration",
+            "12",
+            "--prof-dir",
+            "pd",
+            "--",
+            "sh",
+            "-c",
+            "./hot 100000; true",
+        ],
+    );
+    let took = start.elapsed().as_secs();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(took < 60, "took {took} s");
+    assert!(err.contains("stopped after --duration 12 s"), "{err}");
+    let progress = err
+        .lines()
+        .find(|l| l.starts_with("sediment: callgrind: ") && l.contains(" instructions in "))
+        .unwrap_or_else(|| panic!("no progress line: {err}"));
+    assert!(progress.contains("after 1"), "{progress}");
+    let p = read_profile(&d.join("pd/hot.sprof"));
+    assert_eq!(p.meta.source, "callgrind");
+    assert!(
+        self_weight(&p, &FuncKey::local("spin", "hot.c")) > 100_000_000,
+        "{}",
+        p.to_text()
+    );
+}
+
+// A program whose hot code changes half-way (f1, f2, then f3, f4) gets the one-line advice to
+// record longer or merge; a steady hot loop does not.
+#[test]
+fn halves_check_flags_a_recording_whose_hot_code_changes() {
+    require!("perf", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (name, src) in [("phases", "live/phases.c"), ("hot", "perf/hot.c")] {
+        gcc(
+            d,
+            &[
+                "-O2",
+                "-fno-omit-frame-pointer",
+                "-o",
+                name,
+                fixture(src).to_str().unwrap(),
+            ],
+        );
+    }
+    let out = sediment(d, &["record", "-o", "ph.sprof", "--", "./phases"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let advice: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("two halves of the recording disagree"))
+        .collect();
+    assert_eq!(advice.len(), 1, "{err}");
+    assert!(advice[0].contains("phases +"), "{err}");
+    assert!(advice[0].contains("sediment merge"), "{err}");
+    let out = sediment(d, &["record", "-o", "hot.sprof", "--", "./hot", "200"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("disagree"), "{err}");
+}
+
+/// `cmd` run as user and group `nobody` (65534), through `setpriv`.
+fn as_nobody(prog: &Path) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(prog);
+    cmd
+}
+
+// The real permission paths, where the machine allows testing them (the test runs as root and
+// `perf_event_paranoid` is above 0): as `nobody`, `--all` and `--pid` of root's process are
+// one line saying what to change, and `--pid` of nobody's own process records.
+#[test]
+fn permission_problems_are_one_line_for_an_unprivileged_user() {
+    require!("perf", "setpriv", "gcc");
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2);
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !(1..=2).contains(&paranoid) {
+        eprintln!("skipped: needs root and perf_event_paranoid 1 or 2 (it is {paranoid})");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let sed = crate::common::sediment_bin();
+    let one_line = |args: &[&str], needles: &[&str]| {
+        let out = as_nobody(&sed).args(args).current_dir(d).output().unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+        }
+    };
+    one_line(
+        &["record", "--all", "--duration", "1", "--prof-dir", "pd"],
+        &[
+            &format!("kernel.perf_event_paranoid <= 0 (it is {paranoid})"),
+            "sudo sysctl kernel.perf_event_paranoid=0",
+        ],
+    );
+    let mine = std::process::id().to_string();
+    one_line(
+        &["record", "--pid", &mine, "-o", "x.sprof"],
+        &[&format!("PID {mine} belongs to user 0")],
+    );
+    assert!(!d.join("pd").exists() && !d.join("x.sprof").exists());
+
+    // nobody's own process: perf records its user code.
+    gcc(
+        d,
+        &[
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-o",
+            "hot",
+            fixture("perf/hot.c").to_str().unwrap(),
+        ],
+    );
+    std::fs::set_permissions(d.join("hot"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut hot = as_nobody(&d.join("hot"))
+        .arg("3000")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // setpriv execs the program: the pid is the program's once it has started.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = hot.id().to_string();
+    let out = as_nobody(&sed)
+        .args([
+            "record",
+            "--pid",
+            &pid,
+            "--duration",
+            "2",
+            "-o",
+            "hot.sprof",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let _ = hot.kill();
+    let _ = hot.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = read_profile(&d.join("hot.sprof"));
+    assert!(
+        self_weight(&p, &FuncKey::local("spin", "hot.c")) > 10,
+        "{}",
+        p.to_text()
+    );
+}
+
+// `--pid` without `--duration` ends on Ctrl-C (SIGINT to sediment alone here): the recording
+// stops, and the profile is written.
+#[test]
+fn record_pid_stops_on_sigint_and_writes() {
+    require!("perf", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gcc(
+        d,
+        &[
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-o",
+            "hot",
+            fixture("perf/hot.c").to_str().unwrap(),
+        ],
+    );
+    let mut hot = Command::new(d.join("hot"))
+        .arg("3000")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut rec = Command::new(crate::common::sediment_bin())
+        .args(["record", "--pid", &hot.id().to_string(), "-o", "hot.sprof"])
+        .current_dir(d)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(rec.id() as libc::pid_t, libc::SIGINT) };
+    let mut err = String::new();
+    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = rec.wait().unwrap();
+    let _ = hot.kill();
+    let _ = hot.wait();
+    assert!(status.success(), "{status}: {err}");
+    let p = read_profile(&d.join("hot.sprof"));
+    assert!(
+        self_weight(&p, &FuncKey::local("spin", "hot.c")) > 10,
+        "{}",
+        p.to_text()
+    );
+}

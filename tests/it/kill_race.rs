@@ -228,3 +228,72 @@ fn killed_record_leaves_no_profiler_or_workload() {
     assert_eq!(leftovers(&d.join("tmp"), &[]), Vec::<String>::new());
     assert!(!d.join("out.sprof").exists());
 }
+
+// Regression (issue 34): `record --via callgrind` killed by SIGTERM left the workload's
+// children running (a shell's background job and its foreground command here), under
+// valgrind when it follows children (`--prof-dir`: `--trace-children=yes`) or natively. Now
+// the whole tree ends, and nothing is written.
+#[test]
+fn regress_killed_callgrind_record_leaves_no_grandchild() {
+    require!("valgrind");
+    killed_callgrind_record(&["-o", "out.sprof"]);
+    killed_callgrind_record(&["--prof-dir", "profs"]);
+}
+
+/// `record --via callgrind OUTPUT_ARGS -- sh -c ...` killed once its grandchildren run.
+fn killed_callgrind_record(output: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("tmp")).unwrap();
+    let mut child = Command::new(sediment_bin())
+        .current_dir(d)
+        .env("TMPDIR", d.join("tmp"))
+        .args(["record", "--via", "callgrind"])
+        .args(output)
+        .arg("--")
+        .args(["/bin/sh", "-c", "sleep 30 & sleep 31; wait"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until both sleeps run (each under its own valgrind).
+    let start = Instant::now();
+    let procs = loop {
+        let procs = descendants(child.id());
+        let sleeps = procs
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.contains("sleep\u{0}3"))
+            })
+            .count();
+        if sleeps >= 2 {
+            break procs;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the sleeps never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // SAFETY: kill(2) of our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let start = Instant::now();
+    while procs.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<String> = procs
+        .iter()
+        .filter(|&&p| alive(p))
+        .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
+        .collect();
+    for &p in procs.iter().filter(|&&p| alive(p)) {
+        // Whatever is left would outlive the test: end it.
+        // SAFETY: kill(2) of a process this test saw descend from its child.
+        unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "still running after {status}: {left:?}");
+    assert_eq!(leftovers(&d.join("tmp"), &[]), Vec::<String>::new());
+    assert_eq!(leftovers(d, &["tmp"]), Vec::<String>::new());
+}

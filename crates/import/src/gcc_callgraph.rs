@@ -210,12 +210,30 @@ pub fn key_of(title: &str, unit: &str) -> FuncKey {
 }
 
 /// Reads `.ci` files, given as `(path, text)` pairs (the paths name them in errors), into one
-/// profile of the program they were compiled into; `binary` becomes `meta binary`.
+/// profile of the program they were compiled into; `binary` becomes `meta binary`. [`Reader`]
+/// does the same one file at a time.
 pub fn read(files: &[(&str, &str)], binary: &str) -> Result<Profile, Error> {
-    let mut builder = ProfileBuilder::new(Meta::default());
-    let mut indirect = 0u64;
-    let mut units = 0usize;
+    let mut reader = Reader::default();
     for &(path, src) in files {
+        reader.add(path, src)?;
+    }
+    Ok(reader.finish(binary))
+}
+
+/// Reads `.ci` files one at a time into one call graph: the caller may drop each file's text
+/// once it is added, so a run holds the parse of one file (several times its size) and the
+/// graph so far, not every file's text and parse at once.
+#[derive(Default)]
+pub struct Reader {
+    builder: ProfileBuilder,
+    indirect: u64,
+    units: usize,
+}
+
+impl Reader {
+    /// Adds the file `path` holding `src`.
+    pub fn add(&mut self, path: &str, src: &str) -> Result<(), Error> {
+        let builder = &mut self.builder;
         let syntax = |(line, message): (usize, String)| Error::Syntax {
             path: path.to_string(),
             line,
@@ -223,6 +241,7 @@ pub fn read(files: &[(&str, &str)], binary: &str) -> Result<Profile, Error> {
         };
         let tokens = tokenize(src).map_err(syntax)?;
         let top = parse_attrs(&tokens, &mut 0, 0).map_err(syntax)?;
+        drop(tokens);
         let mut graphs = 0usize;
         for g in &top {
             let Value::Block(items) = &g.value else {
@@ -256,7 +275,7 @@ pub fn read(files: &[(&str, &str)], binary: &str) -> Result<Profile, Error> {
                         let from = need("sourcename")?;
                         let to = need("targetname")?;
                         if from == INDIRECT_CALL || to == INDIRECT_CALL {
-                            indirect += 1;
+                            self.indirect += 1;
                         } else {
                             builder.add_call(&key_of(from, unit), &key_of(to, unit), 1);
                         }
@@ -277,23 +296,29 @@ pub fn read(files: &[(&str, &str)], binary: &str) -> Result<Profile, Error> {
                 message: "no `graph:` block (not a gcc -fcallgraph-info file)".into(),
             });
         }
-        units += graphs;
+        self.units += graphs;
+        Ok(())
     }
-    let mut meta = Meta {
-        binary: binary.to_string(),
-        source: SOURCE.to_string(),
-        event: Some(EVENT.to_string()),
-        ..Meta::default()
-    };
-    meta.extra.insert("confidence".into(), "low".into());
-    meta.extra
-        .insert("translation-units".into(), units.to_string());
-    if indirect > 0 {
+
+    /// The call graph of every file added, for `binary`.
+    pub fn finish(self, binary: &str) -> Profile {
+        let mut builder = self.builder;
+        let mut meta = Meta {
+            binary: binary.to_string(),
+            source: SOURCE.to_string(),
+            event: Some(EVENT.to_string()),
+            ..Meta::default()
+        };
+        meta.extra.insert("confidence".into(), "low".into());
         meta.extra
-            .insert("indirect-calls".into(), indirect.to_string());
+            .insert("translation-units".into(), self.units.to_string());
+        if self.indirect > 0 {
+            meta.extra
+                .insert("indirect-calls".into(), self.indirect.to_string());
+        }
+        *builder.meta_mut() = meta;
+        builder.build()
     }
-    *builder.meta_mut() = meta;
-    Ok(builder.build())
 }
 
 #[cfg(test)]

@@ -49,7 +49,14 @@
 //!
 //! Kernel-mode samples are not attributed to the user code that made the system call: they do
 //! not execute that code, and code layout is about what executes. They are counted in the
-//! [`Stats`].
+//! [`Stats`] (those of the idle task apart). So are user samples outside every file on disk:
+//! executable mappings of no file (`[vdso]`, `//anon` and `memfd:` JIT code, deleted files) are
+//! kept in the process maps under their kind, so that a sample landing there is counted by
+//! kind and never falls through to a binary mapped elsewhere; the call chain stops there.
+//!
+//! Each profile comes with its first half's self weights (the attributed samples in time
+//! order, [`PerfImport::first_half`]), for the caller to judge whether the recording was long
+//! enough.
 //!
 //! Robustness: `linux-perf-data` sizes some allocations from header fields and asserts on one
 //! `MMAP2` field, so before handing it the bytes this module checks the header, the feature
@@ -145,6 +152,8 @@ pub struct Stats {
     pub missing_binaries: Vec<(String, u64)>,
     /// Samples in a resolved binary whose address matched no function symbol.
     pub unsymbolized_samples: u64,
+    /// Those samples by binary: `(path, samples)`, most samples first (ties by path).
+    pub unsymbolized_by_binary: Vec<(String, u64)>,
     /// Branch-stack (LBR) entries of all samples.
     pub branches: u64,
     /// Branch-stack entries that became a call edge (see the module docs for which do).
@@ -161,6 +170,10 @@ pub struct PerfImport {
     pub main_binary: Option<String>,
     /// What could not be attributed.
     pub stats: Stats,
+    /// For each profile of `profiles`, the self weight of each of its functions (by index)
+    /// from the first half of the attributed samples, in time order: the second half's is the
+    /// rest. How much the halves agree says whether the recording was long enough.
+    pub first_half: Vec<Vec<u64>>,
 }
 
 /// One executable file mapping of a process.
@@ -835,6 +848,10 @@ struct Resolved {
     elf: Binary,
     builder: ProfileBuilder,
     samples: u64,
+    /// Self weight per function index of the ELF from the first half of the samples.
+    first_half: HashMap<usize, u64>,
+    /// Samples whose address matched no function symbol.
+    unsymbolized: u64,
 }
 
 fn attribute(
@@ -914,6 +931,8 @@ fn attribute(
             elf,
             builder: ProfileBuilder::new(meta),
             samples: 0,
+            first_half: HashMap::new(),
+            unsymbolized: 0,
         });
     }
 
@@ -924,7 +943,8 @@ fn attribute(
         r.elf.lookup(r.elf.offset_to_vaddr(off)?)
     };
     let mut start = 0;
-    for &end in &c.sample_ends {
+    let half = c.sample_ends.len() / 2;
+    for (k, &end) in c.sample_ends.iter().enumerate() {
         let s = &c.frames[start..end];
         start = end;
         let leaf_bin = s[0].0 as usize;
@@ -933,11 +953,17 @@ fn attribute(
             r.samples += 1;
             match funcs[0] {
                 Some(f) => {
+                    if k < half {
+                        *r.first_half.entry(f).or_default() += 1;
+                    }
                     let sym = &r.elf.functions[f];
                     r.builder.add_self(&sym.key, 1);
                     set_size(&mut r.builder, &sym.key, sym.size);
                 }
-                None => stats.unsymbolized_samples += 1,
+                None => {
+                    stats.unsymbolized_samples += 1;
+                    r.unsymbolized += 1;
+                }
             }
         }
         let pairs = match mode {
@@ -988,7 +1014,18 @@ fn attribute(
         stats.branch_calls += 1;
     }
 
-    let mut profiles: Vec<Profile> = resolved
+    stats.unsymbolized_by_binary = resolved
+        .iter()
+        .enumerate()
+        .filter_map(|(id, r)| {
+            let r = r.as_ref()?;
+            (r.unsymbolized > 0).then(|| (c.binaries[id].path.clone(), r.unsymbolized))
+        })
+        .collect();
+    stats
+        .unsymbolized_by_binary
+        .sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut built: Vec<(Profile, Vec<u64>)> = resolved
         .into_iter()
         .flatten()
         // A binary none of whose samples matched a symbol (a stripped library's internals)
@@ -996,15 +1033,24 @@ fn attribute(
         .filter(|r| !r.builder.is_empty())
         .map(|mut r| {
             r.builder.meta_mut().total = r.samples;
-            r.builder.build()
+            let p = r.builder.build();
+            let mut first = vec![0u64; p.functions.len()];
+            for (f, w) in &r.first_half {
+                if let Some(i) = p.find(&r.elf.functions[*f].key) {
+                    first[i as usize] += w;
+                }
+            }
+            (p, first)
         })
         .collect();
-    profiles.sort_by(|a, b| a.meta.binary.cmp(&b.meta.binary));
+    built.sort_by(|a, b| a.0.meta.binary.cmp(&b.0.meta.binary));
+    let (profiles, first_half) = built.into_iter().unzip();
     stats.missing_binaries.sort();
     Ok(PerfImport {
         profiles,
         main_binary: c.main_binary.map(|id| c.binaries[id as usize].path.clone()),
         stats,
+        first_half,
     })
 }
 

@@ -61,7 +61,7 @@ pub mod score;
 pub mod tiered;
 
 pub use adapter::{
-    fill_order, order_graph, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE,
+    as_placed, fill_order, order_graph, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE,
 };
 pub use bp::{bp_layout, bp_utilities, startup_pages, BpParams};
 pub use c3::{c3_clusters, c3_layout, C3Params};
@@ -72,7 +72,10 @@ pub use hot::hot_layout;
 pub use large::{LargeGraph, LARGE_GRAPH_KEEP, LARGE_GRAPH_MIN_CALLS};
 pub use paged::{paged_layout, straddle_weight, PagedParams};
 pub use pettis_hansen::{pettis_hansen_layout, pettis_hansen_layout_gated};
-pub use score::{ext_tsp_score, page_locality_score, weight_footprint, ExtTspParams, PAGE_SIZE};
+pub use score::{
+    ext_tsp_score, half_disagreement, page_locality_score, weight_footprint, ExtTspParams,
+    PAGE_SIZE,
+};
 pub use tiered::{tiered_layout, tiers, TieredParams};
 
 /// Errors of this crate: malformed input arrays, or an algorithm name nobody knows.

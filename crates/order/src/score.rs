@@ -193,6 +193,49 @@ pub fn weight_footprint(
     Ok(sediment_sim::blocks_for_target(&runs, target))
 }
 
+/// How much two samples of one program's weights (`a` and `b`, per node, e.g. the two time
+/// halves of a recording) disagree on its hot code, as the room an order made from one needs
+/// for the other's hot code. Each sample's order places nodes by weight per byte, heaviest
+/// first (ties by index), nodes it never saw last; `fp(x, y)` is the number of bytes from the
+/// start of `x`'s order that hold `share = (num, den)` of `y`'s weight. The result is
+/// `max(fp(a, b) / fp(b, b), fp(b, a) / fp(a, a)) - 1`: 0 when either half's order serves the
+/// other as well as its own, 0.25 when one needs a quarter more bytes kept hot. A profile whose
+/// halves disagree much is too short (or its workload changed half-way) to predict the next
+/// run: an order made from it fits the recording, not the program.
+pub fn half_disagreement(
+    sizes: &[u64],
+    a: &[u64],
+    b: &[u64],
+    share: (u64, u64),
+) -> Result<f64, Error> {
+    check_graph(sizes, a, &[])?;
+    check_graph(sizes, b, &[])?;
+    let size = |v: u32| sizes[v as usize].max(1);
+    let by_density = |w: &[u64]| {
+        let mut layout: Vec<u32> = (0..sizes.len() as u32).collect();
+        let density = |v: u32| w[v as usize] as f64 / size(v) as f64;
+        layout.sort_by(|&x, &y| density(y).total_cmp(&density(x)).then(x.cmp(&y)));
+        layout
+    };
+    let prefix = |layout: &[u32], w: &[u64]| -> u64 {
+        let total: f64 = w.iter().map(|&c| c as f64).sum();
+        let target = total * share.0 as f64 / share.1.max(1) as f64;
+        let (mut bytes, mut got) = (0u64, 0f64);
+        for &v in layout {
+            if got >= target && got > 0.0 {
+                break;
+            }
+            bytes = bytes.saturating_add(size(v));
+            got += w[v as usize] as f64;
+        }
+        bytes.max(1)
+    };
+    let (la, lb) = (by_density(a), by_density(b));
+    let ab = prefix(&la, b) as f64 / prefix(&lb, b) as f64;
+    let ba = prefix(&lb, a) as f64 / prefix(&la, a) as f64;
+    Ok((ab.max(ba) - 1.0).max(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,5 +352,17 @@ mod tests {
                 .fold(0u64, |a, e| a.saturating_add(e.count));
             prop_assert!(page <= total);
         }
+    }
+
+    // Halves that agree on the hot nodes score 0; halves whose hot nodes differ need the other's
+    // blocks too.
+    #[test]
+    fn halves_agree_or_not() {
+        let sizes = [64, 64, 64, 64];
+        let same = half_disagreement(&sizes, &[100, 50, 0, 0], &[90, 60, 1, 0], (9, 10)).unwrap();
+        assert_eq!(same, 0.0);
+        // a is hot in nodes 0, 1; b in nodes 2, 3: a's order puts b's hot code two blocks later.
+        let apart = half_disagreement(&sizes, &[100, 90, 0, 0], &[0, 0, 100, 90], (9, 10)).unwrap();
+        assert!(apart >= 1.0, "{apart}");
     }
 }

@@ -58,26 +58,33 @@ pub fn callgrind(run: &Run<'_>, out: &Path) -> Result<Output, Error> {
 
 /// The callgrind recording of `sediment record --via callgrind`: `program` with `args` under
 /// `valgrind --tool=callgrind --demangle=no --dump-instr=yes`, writing `out` (a path that may
-/// hold `%p`, the process id, for one file per process with `trace_children`). The program
-/// keeps Sediment's standard input and output (`quiet`: its standard output goes to
-/// `/dev/null`); its exit status is returned whatever it is, since a failing program may still
-/// have written a recording worth importing.
-pub fn record_callgrind(
+/// hold `%p`, the process id, for one file per process with `trace_children`), as a command
+/// for the caller to start, wait for and stop ([`die_with_parent`] is already applied). The program keeps Sediment's standard input and
+/// output (`quiet`: its standard output goes to `/dev/null`). A program that fails may still
+/// have written a recording worth importing; one ended by `SIGTERM` writes what it collected.
+///
+/// `vgdb_prefix`: the gdbserver is enabled with its FIFOs under this prefix (a private
+/// directory, so that no stale FIFO of another run can collide), and [`callgrind_progress`]
+/// with the same prefix asks the run (and its children) how far it got; `None` keeps
+/// `--vgdb=no`.
+pub fn record_callgrind_command(
     valgrind: &OsString,
     program: &Path,
     args: &[OsString],
     out: &Path,
     trace_children: bool,
     quiet: bool,
-) -> Result<std::process::ExitStatus, Error> {
+    vgdb_prefix: Option<&Path>,
+) -> Command {
     let mut cmd = Command::new(valgrind);
-    cmd.args([
-        "-q",
-        "--vgdb=no",
-        "--tool=callgrind",
-        "--demangle=no",
-        "--dump-instr=yes",
-    ]);
+    cmd.arg("-q");
+    match vgdb_prefix {
+        Some(prefix) => cmd
+            .arg("--vgdb=yes")
+            .arg(os_concat("--vgdb-prefix=", prefix)),
+        None => cmd.arg("--vgdb=no"),
+    };
+    cmd.args(["--tool=callgrind", "--demangle=no", "--dump-instr=yes"]);
     if trace_children {
         cmd.arg("--trace-children=yes");
     }
@@ -88,11 +95,56 @@ pub fn record_callgrind(
         cmd.stdout(Stdio::null());
     }
     die_with_parent(&mut cmd);
-    cmd.status().map_err(|source| Error::ToolMissing {
-        tool: "valgrind --tool=callgrind".into(),
-        binary: program.to_path_buf(),
-        source,
-    })
+    cmd
+}
+
+/// How far the callgrind runs started with `vgdb_prefix` got: (instructions executed so far,
+/// processes), from `callgrind_control -e -b` ([`parse_progress`]); `None` when it cannot tell
+/// (callgrind_control missing or no run answering).
+pub fn callgrind_progress(vgdb_prefix: &Path) -> Option<(u64, usize)> {
+    let out = Command::new("callgrind_control")
+        .arg(os_concat("--vgdb-prefix=", vgdb_prefix))
+        .args(["-e", "-b"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    parse_progress(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Sums the first event (`Ir`) of every thread's totals in `callgrind_control -e -b` output,
+/// and counts the processes (`PID N: ...` headers):
+///
+/// ```text
+/// PID 27720: ./hot 3000
+/// sending command status internal to pid 27720
+///
+///   Totals:         Ir
+///    Th 1  147,403,374
+/// ```
+pub fn parse_progress(text: &str) -> Option<(u64, usize)> {
+    let mut processes = 0;
+    let mut total = 0u64;
+    let mut in_totals = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("PID ") && t.contains(':') {
+            processes += 1;
+            in_totals = false;
+        } else if t.starts_with("Totals:") {
+            in_totals = true;
+        } else if in_totals && t.starts_with("Th ") {
+            let n = t
+                .split_whitespace()
+                .nth(2)
+                .and_then(|v| v.replace(',', "").parse::<u64>().ok())
+                .unwrap_or(0);
+            total += n;
+        } else if !t.is_empty() {
+            in_totals = false;
+        }
+    }
+    (processes > 0).then_some((total, processes))
 }
 
 /// Runs `tool` with `tool_args` and waits; the program's output is captured. A run that exits
@@ -134,4 +186,17 @@ fn os_concat(prefix: &str, path: &Path) -> OsString {
     let mut s = OsString::from(prefix);
     s.push(path.as_os_str());
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Two processes, one with two threads: every thread's Ir summed, a dot (no cost) as 0.
+    #[test]
+    fn progress_from_callgrind_control() {
+        let text = "PID 1: ./a\nsending command status internal to pid 1\n\n  Totals:         Ir \n   Th 1  147,403,374 \n   Th 2  1,000 \n\n  Frame:          Ir Backtrace for Thread 1\n   [ 0]  147,281,062 spin (14 x)\nPID 2: ./b\n\n  Totals:         Ir \n   Th 1            . \n";
+        assert_eq!(parse_progress(text), Some((147_404_374, 2)));
+        assert_eq!(parse_progress(""), None);
+    }
 }
