@@ -114,7 +114,7 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
         Format::GccCallgraph => import_gcc_callgraph(inputs, binary),
         Format::Objects => import_objects(inputs, binary),
         Format::Gv => import_gv(input, binary),
-        Format::Parquet => import_parquet(input),
+        Format::Parquet => import_parquet(input, binary),
     }
 }
 
@@ -574,11 +574,22 @@ fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
 
 /// Imports a Parquet profile table: one profile per binary (several submissions of one binary
 /// merged with their weights, see `sediment_parquet::by_binary`); the main executable is the
-/// binary of the first `profile` row.
-fn import_parquet(input: &Path) -> Result<Imported> {
+/// binary of the first `profile` row; with `binary`, only the binary of that base name is
+/// imported (and is the main one).
+fn import_parquet(input: &Path, binary: Option<&Path>) -> Result<Imported> {
     let name = input.display().to_string();
     let data = fsio::read_bytes(input)?;
-    let submissions = sediment_parquet::read(&name, data)?;
+    let mut submissions = sediment_parquet::read(&name, data)?;
+    if let Some(bin) = binary {
+        let wanted = base_name(&bin.to_string_lossy()).to_string();
+        submissions.retain(|s| base_name(&s.profile.meta.binary) == wanted);
+        if submissions.is_empty() {
+            bail!(
+                "{}: no profile of a binary named `{wanted}` in {name}",
+                bin.display()
+            );
+        }
+    }
     let Some(first) = submissions.first() else {
         bail!("{name}: the table holds no profile");
     };

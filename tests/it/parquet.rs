@@ -132,7 +132,7 @@ fn round_trip_is_byte_identical() {
 }
 
 // Several binaries in one table: import writes one profile per binary, `-o` for the first
-// row's binary and the others beside it, each byte-identical to its input.
+// row's binary and the others beside it, each byte-identical to its input; `--cluster` picks one.
 #[test]
 fn one_profile_per_binary() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,6 +171,37 @@ fn one_profile_per_binary() {
     assert_eq!(names, ["out.sprof", "out.sprof.libempty.so.sprof"]);
     assert_eq!(got[0].1, profiles[0].to_text());
     assert_eq!(got[1].1, profiles[1].to_text());
+    // --cluster NAME: only that binary, as the main one.
+    ok(
+        d,
+        &[
+            "import",
+            "--format",
+            "parquet",
+            "--cluster",
+            "libempty.so",
+            "t.parquet",
+            "-o",
+            "lib.sprof",
+        ],
+    );
+    let got = texts_with_prefix(d, "lib.sprof");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].1, profiles[1].to_text());
+    fails_one_line(
+        d,
+        &[
+            "import",
+            "--format",
+            "parquet",
+            "--cluster",
+            "nope",
+            "t.parquet",
+            "-o",
+            "n.sprof",
+        ],
+        &["nope", "t.parquet"],
+    );
 }
 
 // Bad tables: one line naming the file, non-zero exit, nothing written.
