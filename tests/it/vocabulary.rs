@@ -131,6 +131,8 @@ const ENV: &[(&str, &[&str])] = &[
 const HAND_CHECKS: &[&str] = &[
     // clap cannot conflict with one value of `--via`, which has a default.
     "--mode {} is for --via perf only",
+    // clap cannot require one value of `--format` (export's `--weight` is a parquet column).
+    "--weight is for --format parquet",
 ];
 
 /// One argument of one verb.
