@@ -9,7 +9,7 @@
 //!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
 //! - `parquet` (one or more profiles): Sediment's Parquet table (`sediment_parquet`,
 //!   docs/design/parquet.md), one submission per profile, each with the id
-//!   [`submission_id`] gives it and the weight of `--weight` (default 1): a fleet's profiles as one dataset.
+//!   `submission_id` gives it and the weight of `--weight` (default 1): a fleet's profiles as one dataset.
 
 use crate::fsio;
 use anyhow::{bail, Result};
