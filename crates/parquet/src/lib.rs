@@ -9,7 +9,7 @@
 //! join, and several files of the table can simply be concatenated. The schema version is in
 //! the file's key-value metadata ([`SCHEMA_KEY`] = [`SCHEMA_VERSION`]).
 //!
-//! - [`write`]: profiles -> Parquet bytes (uncompressed pages, one row group per profile,
+//! - [`write()`]: profiles -> Parquet bytes (uncompressed pages, one row group per profile,
 //!   deterministic: the same profiles give the same bytes).
 //! - [`read`]: Parquet bytes -> the submissions in the file, each a canonical [`Profile`] with
 //!   its weight, in the order of their `profile` rows. Readers accept what SQL engines write for
