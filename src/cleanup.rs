@@ -11,6 +11,11 @@
 //! 3. restores the signal's default action and raises it again, so the process ends as killed
 //!    by that signal, as it would have without the handler.
 //!
+//! A recording that attaches to running processes (`record --pid`, `record --all`) ends on the
+//! user's Ctrl-C and is then written, not thrown away: while a [`StopOnSignal`] is held, the
+//! first signal only sets a flag the recording polls ([`StopOnSignal::requested`]); a second
+//! signal cleans up and ends the process as above.
+//!
 //! Registration happens under the same lock as the creation of the file or the process, and a
 //! path is unregistered under it together with the rename that makes it an output, so a signal
 //! never finds a temporary path created but not registered, or an output renamed but still
@@ -25,7 +30,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
@@ -48,6 +53,35 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
 
 /// The write end of the pipe from the handler to the clean-up thread (-1 before [`install`]).
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+/// How many [`StopOnSignal`] guards are held.
+static STOP_ARMED: AtomicUsize = AtomicUsize::new(0);
+/// A signal arrived while a [`StopOnSignal`] was held.
+static STOP_WANTED: AtomicBool = AtomicBool::new(false);
+
+/// While held, the first `SIGINT` or `SIGTERM` asks the holder to stop (see the module docs)
+/// instead of ending the process.
+#[must_use = "dropping the guard restores the default clean-up at once"]
+pub struct StopOnSignal(());
+
+impl StopOnSignal {
+    /// Arms the guard.
+    pub fn arm() -> StopOnSignal {
+        STOP_ARMED.fetch_add(1, Ordering::SeqCst);
+        StopOnSignal(())
+    }
+
+    /// Whether a signal asked to stop since the guard was armed.
+    pub fn requested(&self) -> bool {
+        STOP_WANTED.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for StopOnSignal {
+    fn drop(&mut self) {
+        STOP_ARMED.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 fn registry() -> MutexGuard<'static, Registry> {
     // A panic elsewhere while holding the lock leaves the maps consistent (each change is one
@@ -141,6 +175,33 @@ pub fn wait_child(
     tracked.finish(|| child.wait())
 }
 
+/// Whether a child registered by [`track_child`] has ended, without waiting and without
+/// reaping it (reap it with [`wait_child`], which then returns at once).
+pub fn child_ended(child: &std::process::Child) -> std::io::Result<bool> {
+    // SAFETY: waitid fills the zeroed siginfo_t it is given; the pid is our unreaped child.
+    let (r, info) = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            child.id() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+        );
+        (r, info)
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    // With WNOHANG and no child ready, waitid leaves si_pid zero.
+    // SAFETY: si_pid reads the union field waitid filled (or left zeroed).
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
 extern "C" fn on_signal(sig: libc::c_int) {
     let fd = PIPE_WRITE.load(Ordering::Relaxed);
     if fd >= 0 {
@@ -169,6 +230,11 @@ pub fn install() {
                 // SAFETY: reads one byte into a local.
                 let n = unsafe { libc::read(read_fd, std::ptr::addr_of_mut!(byte).cast(), 1) };
                 if n == 1 {
+                    if STOP_ARMED.load(Ordering::SeqCst) > 0
+                        && !STOP_WANTED.swap(true, Ordering::SeqCst)
+                    {
+                        continue;
+                    }
                     clean_up_and_die(libc::c_int::from(byte));
                 }
                 if n == 0

@@ -22,14 +22,16 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     read_opened(path, file)
 }
 
-/// Reads a whole file that an input *names* (a binary a profiler recorded), size-capped like
-/// [`read_bytes`]; `Ok(None)` when the path names no regular file: missing, a directory, a FIFO,
-/// a socket, a device. A stranger's profile must not make Sediment read `/dev/zero` or wait
+/// [`ReadBudget::read_named_file`]: reads a whole file that an input *names* (a binary a
+/// profiler recorded), size-capped like [`read_bytes`] and charged to `budget` when there is
+/// one; `Ok(None)` when the path names no regular file: missing, a directory, a FIFO, a
+/// socket, a device, or a file of a kernel pseudo file system (`/proc/self/mem`, `/sys/...`:
+/// "regular" files that no binary is, some of which fail every read). A stranger's profile must not make Sediment read `/dev/zero` or wait
 /// forever for a FIFO's writer: the path's type is checked first, so that a device is never
 /// even opened (opening some has effects: a watchdog arms, a tape rewinds), then the path is
 /// opened once with `O_NONBLOCK` and the type checked again on the opened handle, so that a
 /// FIFO swapped in between neither blocks the open nor is read.
-pub fn read_named_file(path: &Path) -> Result<Option<Vec<u8>>> {
+fn read_named_within(path: &Path, budget: Option<&mut ReadBudget>) -> Result<Option<Vec<u8>>> {
     let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => {}
@@ -46,10 +48,168 @@ pub fn read_named_file(path: &Path) -> Result<Option<Vec<u8>>> {
     let meta = file
         .metadata()
         .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
-    if !meta.is_file() {
+    if !meta.is_file() || on_pseudo_file_system(&file) {
         return Ok(None);
     }
-    read_opened(path, file).map(Some)
+    read_opened_within(path, file, budget).map(Some)
+}
+
+/// Default of [`ReadBudget`]: what one run of an importer may read, inputs and the binaries
+/// they name together (4 GiB: four inputs at the per-file limit).
+pub const DEFAULT_RUN_INPUT_BYTES: u64 = 4 << 30;
+
+/// The environment variable that sets [`ReadBudget`]'s limit when `--max-input-bytes` is not
+/// given (for the linker shims and package builds, whose command lines Sediment does not write).
+pub const MAX_INPUT_BYTES_ENV: &str = "SEDIMENT_MAX_INPUT_BYTES";
+
+/// The bytes one run may read from its inputs and the binaries they name, together: each file
+/// is also held to [`MAX_INPUT_BYTES`], but a stranger's profile naming a thousand binaries, or
+/// a thousand inputs each under the per-file limit, must not make one run read (and hold)
+/// without end. Every read through the budget is charged; the read that would pass the limit
+/// is refused, naming the file and the limit, before its bytes are read when its size is
+/// known (a regular file) and as soon as it passes the limit otherwise (a pipe).
+#[derive(Debug, Clone)]
+pub struct ReadBudget {
+    limit: u64,
+    used: u64,
+}
+
+impl ReadBudget {
+    /// A budget of `limit` bytes for the run.
+    pub fn new(limit: u64) -> Self {
+        ReadBudget { limit, used: 0 }
+    }
+
+    /// The limit: `flag` (`--max-input-bytes`) when given, else [`MAX_INPUT_BYTES_ENV`] when
+    /// set, else [`DEFAULT_RUN_INPUT_BYTES`].
+    pub fn from_flag_or_env(flag: Option<u64>) -> Result<Self> {
+        if let Some(limit) = flag {
+            return Ok(Self::new(limit));
+        }
+        match std::env::var(MAX_INPUT_BYTES_ENV) {
+            Ok(v) if !v.is_empty() => {
+                v.trim().parse().map(Self::new).map_err(|_| {
+                    anyhow::anyhow!("{MAX_INPUT_BYTES_ENV}={v}: not a number of bytes")
+                })
+            }
+            _ => Ok(Self::new(DEFAULT_RUN_INPUT_BYTES)),
+        }
+    }
+
+    /// The error for `path`, which would take the run past the limit.
+    fn exceeded(&self, path: &Path) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{}: reading it would take this run past its {}-byte input limit ({} bytes read \
+             before it; see --max-input-bytes)",
+            path.display(),
+            self.limit,
+            self.used
+        )
+    }
+
+    /// [`read_bytes`], charged to the budget.
+    pub fn read_bytes(&mut self, path: &Path) -> Result<Vec<u8>> {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("{}: cannot open", path.display()))?;
+        read_opened_within(path, file, Some(self))
+    }
+
+    /// [`read_text`], charged to the budget.
+    pub fn read_text(&mut self, path: &Path) -> Result<String> {
+        utf8(path, self.read_bytes(path)?)
+    }
+
+    /// Reads a file an input *names* (`read_named_within`: `None` for anything but a regular
+    /// file), charged to the budget.
+    pub fn read_named_file(&mut self, path: &Path) -> Result<Option<Vec<u8>>> {
+        read_named_within(path, Some(self))
+    }
+}
+
+/// The name and the file identity of a path that a stranger's profile names, for
+/// [`ObjectNames`].
+type Identity = (u64, u64);
+
+/// One name per file for the object paths a profile names: a stranger's file may spell one
+/// binary many ways (`./lib.so`, `././lib.so`, `//dir/../lib.so`, a symbolic link), and each
+/// spelling must not cost a read of the binary, nor give an output file of its own.
+///
+/// [`ObjectNames::name`] first removes `.` components and repeated `/` from the spelling (no
+/// file access; `..` is kept, since it cannot be removed without following symbolic links),
+/// then, when the result names an existing file, looks up its identity (device and inode,
+/// after symbolic links; only the path's metadata is read, the file is not opened): the first
+/// name seen for an identity is the name of every later spelling of it. A name that names no
+/// file keeps its cleaned spelling. Names perf invents (`//anon`, `[vdso]`) are left alone.
+#[derive(Debug, Default)]
+pub struct ObjectNames {
+    by_spelling: std::collections::HashMap<String, String>,
+    by_identity: std::collections::HashMap<Identity, String>,
+}
+
+impl ObjectNames {
+    /// The one name of the file `spelling` names (see the type's documentation).
+    pub fn name(&mut self, spelling: &str) -> String {
+        if let Some(n) = self.by_spelling.get(spelling) {
+            return n.clone();
+        }
+        let clean = clean_path(spelling);
+        let name = match file_identity(Path::new(&clean)) {
+            Some(id) => self.by_identity.entry(id).or_insert(clean).clone(),
+            None => clean,
+        };
+        self.by_spelling.insert(spelling.to_string(), name.clone());
+        name
+    }
+}
+
+/// `path` without `.` components and repeated `/` (`./a//b/./c` -> `a/b/c`); `..` is kept.
+/// Names that are not paths perf or callgrind wrote (`//anon`, `[vdso]`, `???`) are returned
+/// unchanged, as is a path that would become empty.
+pub fn clean_path(path: &str) -> String {
+    if !path.contains('/') || (path.starts_with("//") && !path.starts_with("///")) {
+        return path.to_string();
+    }
+    let absolute = path.starts_with('/');
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let joined = parts.join("/");
+    match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => path.to_string(),
+        (false, false) => joined,
+    }
+}
+
+/// Device and inode of the file `path` names (after symbolic links), when it exists.
+fn file_identity(path: &Path) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether the opened `file` lives on a kernel pseudo file system (proc, sysfs, debugfs,
+/// tracefs, securityfs, configfs, cgroup, bpf), whose files hold no binary.
+fn on_pseudo_file_system(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd as _;
+    const PSEUDO: [i64; 9] = [
+        0x9fa0,      // proc
+        0x6265_6572, // sysfs
+        0x6462_6720, // debugfs
+        0x7472_6163, // tracefs
+        0x7363_6673, // securityfs
+        0x6265_6570, // configfs
+        0x0027_e0eb, // cgroup
+        0x6367_7270, // cgroup2
+        0xcafe_4a11, // bpf
+    ];
+    // SAFETY: fstatfs fills the zeroed struct it is given, for a descriptor this function
+    // borrows.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
+        return false;
+    }
+    PSEUDO.contains(&(st.f_type as i64))
 }
 
 /// `path` opened for reading with `O_NONBLOCK`: a FIFO opens at once instead of waiting for a
@@ -66,6 +226,16 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 /// [`MAX_INPUT_BYTES`]. The size from the handle's metadata is trusted only for a regular file
 /// (to refuse it early and to size the buffer); a pipe is read up to the cap.
 fn read_opened(path: &Path, file: std::fs::File) -> Result<Vec<u8>> {
+    read_opened_within(path, file, None)
+}
+
+/// [`read_opened`], charged to `budget` when there is one: refused before the read when the
+/// file's size is known to pass what is left of it, and once the bytes read pass it otherwise.
+fn read_opened_within(
+    path: &Path,
+    file: std::fs::File,
+    budget: Option<&mut ReadBudget>,
+) -> Result<Vec<u8>> {
     use std::os::unix::fs::FileTypeExt as _;
     let meta = file
         .metadata()
@@ -87,8 +257,17 @@ fn read_opened(path: &Path, file: std::fs::File) -> Result<Vec<u8>> {
             path.display()
         );
     }
+    let left = budget
+        .as_deref()
+        .map_or(u64::MAX, |b| b.limit.saturating_sub(b.used));
+    if let Some(b) = budget.as_deref() {
+        if len > left {
+            return Err(b.exceeded(path));
+        }
+    }
+    let cap = MAX_INPUT_BYTES.min(left);
     let mut buf = Vec::with_capacity(len as usize);
-    file.take(MAX_INPUT_BYTES + 1)
+    file.take(cap + 1)
         .read_to_end(&mut buf)
         .with_context(|| format!("{}: read failed", path.display()))?;
     if buf.len() as u64 > MAX_INPUT_BYTES {
@@ -97,12 +276,22 @@ fn read_opened(path: &Path, file: std::fs::File) -> Result<Vec<u8>> {
             path.display()
         );
     }
+    if let Some(b) = budget {
+        if buf.len() as u64 > left {
+            return Err(b.exceeded(path));
+        }
+        b.used += buf.len() as u64;
+    }
     Ok(buf)
 }
 
 /// Reads a whole UTF-8 text file (size-capped like [`read_bytes`]).
 pub fn read_text(path: &Path) -> Result<String> {
-    let bytes = read_bytes(path)?;
+    utf8(path, read_bytes(path)?)
+}
+
+/// `bytes`, read from `path`, as UTF-8 text; the error names the file and the offset.
+fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String> {
     String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: not UTF-8 text (invalid byte at offset {})",
@@ -238,7 +427,9 @@ pub fn replace_files(files: &[Replacement<'_>]) -> Result<()> {
         tmp.write_all(contents)
             .and_then(|()| tmp.flush())
             .with_context(|| format!("{}: write failed", path.display()))?;
-        written.push((tmp, tracked, path));
+        // Closed now, kept by name: a set of thousands of files (an import naming thousands
+        // of objects) must not hold a descriptor per file until the renames (EMFILE).
+        written.push((tmp.into_temp_path(), tracked, path));
     }
     // 3. Put everything in place (temporary files not renamed are removed when dropped).
     for (tmp, tracked, path) in written {
@@ -439,7 +630,7 @@ pub enum ProfileSlot {
 /// an error naming it.
 ///
 /// The path's type is checked first (a device there is never opened, like in
-/// [`read_named_file`]), then the path is opened once, with `O_NONBLOCK`, and the opened
+/// `read_named_within`), then the path is opened once, with `O_NONBLOCK`, and the opened
 /// handle's type decides: opening a FIFO without it waits for a writer forever, and the check
 /// of the path may have been answered by another file than the one opened (a FIFO swapped in
 /// between). Symbolic links are followed: a profile directory may link to profiles kept
@@ -628,6 +819,31 @@ mod tests {
         std::fs::write(&p, "sediment-profile 1\nfn 0 x\n").unwrap();
         let err = format!("{:#}", read_profile_slot(&p).err().unwrap());
         assert!(err.starts_with(&format!("{}: ", p.display())), "{err}");
+    }
+
+    // Spellings of one path: `.` components and repeated `/` go, `..` and perf's invented
+    // names stay; through a symbolic link, the first name seen is every later spelling's.
+    #[test]
+    fn object_names_are_one_per_file() {
+        assert_eq!(clean_path("/a/./b//c/."), "/a/b/c");
+        assert_eq!(clean_path("./././lib.so"), "lib.so");
+        assert_eq!(clean_path("///x"), "/x");
+        assert_eq!(clean_path("/a/../b"), "/a/../b");
+        for same in ["//anon", "[vdso]", "???", "./", "."] {
+            assert_eq!(clean_path(same), same);
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let lib = tmp.path().join("lib.so");
+        std::fs::write(&lib, "x").unwrap();
+        std::os::unix::fs::symlink("lib.so", tmp.path().join("link.so")).unwrap();
+        let d = tmp.path().display();
+        let mut names = ObjectNames::default();
+        let first = names.name(&format!("{d}/./lib.so"));
+        assert_eq!(first, format!("{d}/lib.so"));
+        for other in [format!("{d}/link.so"), format!("{d}//./lib.so")] {
+            assert_eq!(names.name(&other), first);
+        }
+        assert_eq!(names.name("/nonexistent/./x"), "/nonexistent/x");
     }
 
     // A failed write removes the directories `in_dir` created, and only those.

@@ -79,7 +79,20 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
         Format::Gv => {
-            let text = sediment_import::gv::write(&profiles);
+            let text = sediment_import::gv::write(&profiles).map_err(|e| match e {
+                sediment_import::Error::NameTooLong {
+                    index,
+                    what,
+                    name,
+                    len,
+                    limit,
+                } => anyhow::anyhow!(
+                    "{}: {what} `{name}` is {len} bytes written, longer than the {limit} bytes \
+                     a Graphviz string may hold: cannot export it as gv",
+                    args.profile[index].display()
+                ),
+                e => e.into(),
+            })?;
             fsio::write_atomic(&args.output, text.as_bytes())?;
             let edges: usize = profiles.iter().map(|p| p.edges.len()).sum();
             eprintln!(

@@ -92,6 +92,11 @@ pub struct Args {
     /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof`.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+    /// The bytes this run may read, the inputs and every binary they name together (each
+    /// file is also held to 1 GiB); an input or binary that would pass it is refused, naming
+    /// it and the limit. Default: `SEDIMENT_MAX_INPUT_BYTES`, else 4 GiB.
+    #[arg(long, value_name = "BYTES")]
+    pub max_input_bytes: Option<u64>,
 }
 
 /// Clap parser for `--mode`.
@@ -123,6 +128,7 @@ pub fn run(args: Args) -> Result<()> {
     let options = import::Options {
         binary,
         mode: args.mode,
+        max_input_bytes: args.max_input_bytes,
         ..import::Options::default()
     };
     let mut imported = import::import(args.format.into(), &args.inputs, &options)?;

@@ -2,6 +2,7 @@
 //! functions of [`crate::pipeline`] and the library crates, and prints; no verb module imports
 //! another. This module holds the top-level parser and the dispatch.
 
+pub mod align;
 pub mod blocks;
 pub mod compare;
 pub mod demo;
@@ -50,9 +51,10 @@ pub fn command() -> clap::Command {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a command under perf or callgrind and write a profile per executable it ran.
-    #[command(after_help = vocab::PROF_DIR_HELP)]
+    #[command(after_help = vocab::RECORD_ENV_HELP)]
     Record(record::Args),
     /// Convert a profiler's output (callgrind.out, perf.data) into a Sediment profile.
+    #[command(after_help = vocab::INPUT_LIMIT_ENV_HELP)]
     Import(import::Args),
     /// Write a profile in another tool's format (BOLT fdata, Graphviz call graph).
     Export(export::Args),
@@ -93,6 +95,9 @@ pub enum Command {
     Heatmap(heatmap::Args),
     /// Report structure layouts from DWARF: holes, padding, cache-line straddles, false sharing.
     Structs(structs::Args),
+    /// Predict what function alignment does (1 to 512 bytes), choose functions worth aligning
+    /// under a size budget, and align them in copies of the objects for any linker.
+    Align(align::Args),
     /// Link N layouts of the same objects (shuffled or shifted) and report each metric's spread.
     Noise(noise::Args),
     /// Build the built-in example, profile, order, relink with every linker, and compare.
@@ -123,6 +128,7 @@ pub fn main() {
         Command::Diff(a) => diff::run(a),
         Command::Heatmap(a) => heatmap::run(a),
         Command::Structs(a) => structs::run(a),
+        Command::Align(a) => align::run(a),
         Command::Noise(a) => noise::run(a),
         Command::Demo(a) => demo::run(a),
     };

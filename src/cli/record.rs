@@ -71,8 +71,21 @@ pub struct Args {
     /// with a warning. Without it such a recording is an error and nothing is written.
     #[arg(long)]
     pub keep_partial: bool,
+    /// Record running processes instead of a command: `perf record -p` on these process ids
+    /// (comma-separated), until `--duration`, until they all end, or until Ctrl-C (which stops
+    /// the recording and writes the profiles). perf only.
+    #[arg(long, value_name = "PID,...", value_delimiter = ',', num_args = 1.., conflicts_with = "all")]
+    pub pid: Vec<u32>,
+    /// Record the whole machine (`perf record -a`) for `--duration` seconds (or until Ctrl-C),
+    /// one profile per program and shared library that ran, into `--prof-dir`. perf only;
+    /// kernel samples are counted, never attributed.
+    #[arg(long, requires = "duration", conflicts_with = "output")]
+    pub all: bool,
+    /// Stop recording after this many seconds and keep what was recorded.
+    #[arg(long, value_name = "S", value_parser = vocab::parse_seconds)]
+    pub duration: Option<std::time::Duration>,
     /// The command to profile and its arguments (after `--`).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present_any = ["pid", "all"], conflicts_with_all = ["pid", "all"], value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -92,6 +105,25 @@ pub fn run(args: Args) -> Result<()> {
             None => bail!("no output: give -o FILE or --prof-dir DIR (or set SEDIMENT_PROF_DIR)"),
         },
     };
+    let attached = if args.all {
+        Some(record::Targets::All)
+    } else if !args.pid.is_empty() {
+        Some(record::Targets::Pids(args.pid.clone()))
+    } else {
+        None
+    };
+    if let Some(targets) = attached {
+        if args.via != Via::Perf {
+            bail!("--pid and --all record with perf only (callgrind cannot attach to a running process)");
+        }
+        let imported = record::attach(&record::Attach {
+            targets,
+            duration: args.duration,
+            mode: args.mode,
+            whole: matches!(target, Target::ProfDir(_)),
+        })?;
+        return write(target, imported);
+    }
     let imported = record::record(&record::Request {
         via: match args.via {
             Via::Perf => record::Via::Perf,
@@ -103,6 +135,11 @@ pub fn run(args: Args) -> Result<()> {
         quiet: false,
         keep_partial: args.keep_partial,
     })?;
+    write(target, imported)
+}
+
+/// Writes the profiles of a recording where `target` says.
+fn write(target: Target, imported: sediment_import::Imported) -> Result<()> {
     match target {
         Target::Output(out) => {
             let out = import::outputs(&out, imported)?;

@@ -14,7 +14,7 @@
 //! | workload arguments | after `--` |
 //!
 //! Environment variables are read through this module and listed in the help of every verb
-//! that reads them ([`PROF_DIR_HELP`], [`LINK_TIME_ENV_HELP`]). The profile directory is the
+//! that reads them ([`RECORD_ENV_HELP`], [`LINK_TIME_ENV_HELP`], [`INPUT_LIMIT_ENV_HELP`]). The profile directory is the
 //! one variable several verbs share; clap's own `env` is not used for it because clap counts a
 //! value from the environment as given on the command line, which would make `-o OUT` conflict
 //! with an exported `SEDIMENT_PROF_DIR`, and because it takes a single variable name (no alias).
@@ -52,11 +52,6 @@ pub fn prof_dir_from_env() -> Option<(&'static str, OsString)> {
         .filter(|(_, d)| !d.is_empty())
 }
 
-/// The help section of a verb that reads the profile directory from the environment.
-pub const PROF_DIR_HELP: &str = "Environment:
-  SEDIMENT_PROF_DIR  Profile directory when --prof-dir is not given (alias: PROF_DIR, read when
-                     SEDIMENT_PROF_DIR is unset; an empty value means none)";
-
 /// The help section of the linker shims (`wrappers`, and the `ld` they run): the variables read
 /// at each link.
 pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
@@ -65,3 +60,23 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
   SEDIMENT_ALGORITHM   Ordering algorithm, as `sediment order --algorithm` (default: c3)
   SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
+
+/// A duration in seconds (`--duration 2.5`): a finite number above zero.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!("`{text}` is not a number of seconds above 0")),
+    }
+}
+
+/// The help section of a verb that bounds what one run reads (`import`, `record`).
+pub const INPUT_LIMIT_ENV_HELP: &str = "Environment:
+  SEDIMENT_MAX_INPUT_BYTES  Bytes one run may read from its inputs and the binaries they name,
+                            together, when --max-input-bytes is not given (default: 4 GiB)";
+
+/// The help section of `record`: the profile directory, and the input limit of its import.
+pub const RECORD_ENV_HELP: &str = "Environment:
+  SEDIMENT_PROF_DIR         Profile directory when --prof-dir is not given (alias: PROF_DIR,
+                            read when SEDIMENT_PROF_DIR is unset; an empty value means none)
+  SEDIMENT_MAX_INPUT_BYTES  Bytes the import of the recording may read, its output and the
+                            binaries it names together (default: 4 GiB)";

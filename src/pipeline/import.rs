@@ -75,6 +75,10 @@ pub struct Options {
     /// Whole-package recording: binaries without a symbol table are left out (one counted
     /// warning) instead of failing the import.
     pub skip_stripped: bool,
+    /// The bytes the whole import may read, inputs and the binaries they name together
+    /// ([`fsio::ReadBudget`]); `None`: [`fsio::MAX_INPUT_BYTES_ENV`] when set, else
+    /// [`fsio::DEFAULT_RUN_INPUT_BYTES`].
+    pub max_input_bytes: Option<u64>,
 }
 
 /// The `import` stage: reads `inputs` in `format`. Nothing is written; the warnings are in the
@@ -99,22 +103,24 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
     }
     let mode = options.mode.unwrap_or_default();
     let binary = options.binary.as_deref();
+    let budget = &mut fsio::ReadBudget::from_flag_or_env(options.max_input_bytes)?;
     match format {
-        Format::Perf => import_perf(input, binary, mode, options.skip_stripped),
+        Format::Perf => import_perf(input, binary, mode, options.skip_stripped, budget),
         Format::Callgrind => import_callgrind(
             inputs,
             binary,
             options.command.as_deref(),
             options.skip_stripped,
+            budget,
         ),
-        Format::PerfScript => import_perf_script(input, binary, mode),
-        Format::Fdata => import_fdata(input, binary),
-        Format::Gprof => import_gprof(input, binary),
-        Format::Pprof => import_pprof(input, mode),
-        Format::GccCallgraph => import_gcc_callgraph(inputs, binary),
-        Format::Objects => import_objects(inputs, binary),
-        Format::Gv => import_gv(input, binary),
-        Format::Parquet => import_parquet(input, binary),
+        Format::PerfScript => import_perf_script(input, binary, mode, budget),
+        Format::Fdata => import_fdata(input, binary, budget),
+        Format::Gprof => import_gprof(input, binary, budget),
+        Format::Pprof => import_pprof(input, mode, budget),
+        Format::GccCallgraph => import_gcc_callgraph(inputs, binary, budget),
+        Format::Objects => import_objects(inputs, binary, budget),
+        Format::Gv => import_gv(input, binary, budget),
+        Format::Parquet => import_parquet(input, binary, budget),
     }
 }
 
@@ -199,9 +205,15 @@ pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
 
 /// Reads a binary that the input `for_input` names, for an importer: `None` when the path names
 /// no regular file (missing, or a FIFO, a device or a directory that a stranger's profile named:
-/// see [`fsio::read_named_file`]). An unreadable file is an error naming the binary and the input.
-fn read_binary(path: &Path, for_input: &str) -> Result<Option<Vec<u8>>, String> {
-    fsio::read_named_file(path).map_err(|e| format!("{e:#} (needed for {for_input})"))
+/// see [`fsio::ReadBudget::read_named_file`]). An unreadable file is an error naming the binary and the input.
+fn read_binary(
+    path: &Path,
+    for_input: &str,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Option<Vec<u8>>, String> {
+    budget
+        .read_named_file(path)
+        .map_err(|e| format!("{e:#} (needed for {for_input})"))
 }
 
 /// Reads a binary for an importer when `skip_stripped` is set (whole-package recording): a
@@ -212,8 +224,9 @@ fn read_symbolized(
     for_input: &str,
     skip_stripped: bool,
     skipped: &mut Vec<String>,
+    budget: &mut fsio::ReadBudget,
 ) -> Result<Option<Vec<u8>>, String> {
-    let bytes = read_binary(path, for_input)?;
+    let bytes = read_binary(path, for_input, budget)?;
     if let (true, Some(b)) = (skip_stripped, &bytes) {
         let name = path.display().to_string();
         if let Err(sediment_elf::Error::NoSymbols { .. }) = sediment_elf::Binary::parse(&name, b) {
@@ -231,19 +244,28 @@ fn import_perf(
     binary: Option<&Path>,
     mode: Mode,
     skip_stripped: bool,
+    budget: &mut fsio::ReadBudget,
 ) -> Result<Imported> {
     let mut skipped = Vec::new();
-    let data = fsio::read_bytes(input)?;
+    let data = budget.read_bytes(input)?;
+    // Each file is read once, however many ways the recording spells its path.
+    let mut names = fsio::ObjectNames::default();
+    let mut cache: std::collections::HashMap<String, Option<Vec<u8>>> = Default::default();
     let for_input = input.display().to_string();
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     let mut overridden: Option<String> = None;
-    let mut resolver = |path: &str, _build_id: Option<&str>| {
+    let mut changed: Vec<String> = Vec::new();
+    let mut resolver = |path: &str, build_id: Option<&str>| {
         if let (Some(bin), Some(name)) = (binary, &override_name) {
             if base_name(path) == name {
                 overridden = Some(path.to_string());
-                return fsio::read_bytes(bin)
-                    .map(Some)
-                    .map_err(|e| format!("{e:#}"));
+                let name = bin.display().to_string();
+                if let Some(bytes) = cache.get(&name) {
+                    return Ok(bytes.clone());
+                }
+                let bytes = budget.read_bytes(bin).map_err(|e| format!("{e:#}"))?;
+                cache.insert(name, Some(bytes.clone()));
+                return Ok(Some(bytes));
             }
         }
         if binary.is_some() {
@@ -251,9 +273,39 @@ fn import_perf(
             // be the ones that were recorded.
             return Ok(None);
         }
-        read_symbolized(Path::new(path), &for_input, skip_stripped, &mut skipped)
+        let name = names.name(path);
+        let bytes = match cache.get(&name) {
+            Some(bytes) => bytes.clone(),
+            None => {
+                let bytes = read_symbolized(
+                    Path::new(&name),
+                    &for_input,
+                    skip_stripped,
+                    &mut skipped,
+                    budget,
+                )?;
+                cache.insert(name, bytes.clone());
+                bytes
+            }
+        };
+        // A whole-package (or whole-machine) recording sees programs rebuilt while it ran:
+        // one whose file is now another build gets no profile, instead of failing them all.
+        if let (true, Some(want), Some(b)) = (skip_stripped, build_id, &bytes) {
+            let found = sediment_elf::Binary::parse(path, b)
+                .ok()
+                .and_then(|e| e.build_id);
+            if found.as_deref() != Some(want) {
+                changed.push(path.to_string());
+                return Ok(None);
+            }
+        }
+        Ok(bytes)
     };
-    let result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    let mut result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    result
+        .stats
+        .missing_binaries
+        .retain(|(p, _)| !changed.contains(p));
     let mut main = result.main_binary;
     if let Some(bin) = binary {
         match overridden {
@@ -268,6 +320,12 @@ fn import_perf(
         }
     }
     let mut warnings: Vec<String> = stripped_warning(&skipped).into_iter().collect();
+    if let Some(first) = changed.first() {
+        warnings.push(format!(
+            "{} binaries changed on disk since they ran and get no profile (first: {first})",
+            changed.len()
+        ));
+    }
     warnings.extend(perf_warnings(&result.stats, binary.is_some()));
     Ok(Imported {
         source: "perf",
@@ -289,11 +347,12 @@ fn import_callgrind(
     binary: Option<&Path>,
     command: Option<&Path>,
     skip_stripped: bool,
+    budget: &mut fsio::ReadBudget,
 ) -> Result<Imported> {
     let mut skipped = Vec::new();
     let mut texts = Vec::with_capacity(inputs.len());
     for input in inputs {
-        texts.push((input.display().to_string(), fsio::read_text(input)?));
+        texts.push((input.display().to_string(), budget.read_text(input)?));
     }
     let Some((_, text)) = texts.first() else {
         bail!("no callgrind output to import");
@@ -319,12 +378,19 @@ fn import_callgrind(
         }
         if let (Some(bin), Some(name)) = (binary, &override_name) {
             if base_name(object) == name {
-                return fsio::read_bytes(bin)
+                return budget
+                    .read_bytes(bin)
                     .map(Some)
                     .map_err(|e| format!("{e:#}"));
             }
         }
-        let bytes = read_symbolized(Path::new(object), &for_input, skip_stripped, &mut skipped)?;
+        let bytes = read_symbolized(
+            Path::new(object),
+            &for_input,
+            skip_stripped,
+            &mut skipped,
+            budget,
+        )?;
         if bytes.is_none() && !skipped.iter().any(|s| s == object) {
             unreadable.push(object.to_string());
         }
@@ -334,7 +400,9 @@ fn import_callgrind(
         .iter()
         .map(|(path, text)| callgrind::Input { path, text })
         .collect();
-    let result = callgrind::import(&input_texts, &mut resolver)?;
+    // One object per file, however many ways the files spell its path: each is read once.
+    let mut names = fsio::ObjectNames::default();
+    let result = callgrind::import_with_names(&input_texts, &mut resolver, &mut |o| names.name(o))?;
     let mut main = None;
     let mut profiles = Vec::with_capacity(result.profiles.len());
     for p in result.profiles {
@@ -371,9 +439,10 @@ fn bind_to_file(
     path: &Path,
     input: &Path,
     warnings: &mut Vec<String>,
+    budget: &mut fsio::ReadBudget,
 ) -> Result<Profile> {
     let for_input = input.display().to_string();
-    let Some(bytes) = read_binary(path, &for_input).map_err(anyhow::Error::msg)? else {
+    let Some(bytes) = read_binary(path, &for_input, budget).map_err(anyhow::Error::msg)? else {
         warnings.push(format!(
             "{}: not found (or not a regular file); function names kept as recorded \
              (same-named statics not told apart)",
@@ -389,9 +458,21 @@ fn bind_to_file(
 
 /// Imports `perf script` text. The main executable is `--binary` (matched by base name), else
 /// the dso with the most weight; each dso is bound to its binary where it can be read.
-fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Result<Imported> {
-    let text = fsio::read_text(input)?;
-    let result = sediment_import::perf_script::read(&input.display().to_string(), &text, mode)?;
+fn import_perf_script(
+    input: &Path,
+    binary: Option<&Path>,
+    mode: Mode,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
+    let text = budget.read_text(input)?;
+    // One profile per file, however many ways the text spells its path: each is read once.
+    let mut names = fsio::ObjectNames::default();
+    let result = sediment_import::perf_script::read_with_names(
+        &input.display().to_string(),
+        &text,
+        mode,
+        &mut |dso| names.name(dso),
+    )?;
     let mut warnings = Vec::new();
     let override_name = binary.map(|b| base_name(&b.to_string_lossy()).to_string());
     let named = |p: &Profile| override_name.as_deref() == Some(base_name(&p.meta.binary));
@@ -417,7 +498,7 @@ fn import_perf_script(input: &Path, binary: Option<&Path>, mode: Mode) -> Result
         if is_main {
             main = Some(p.meta.binary.clone());
         }
-        profiles.push(bind_to_file(p, &path, input, &mut warnings)?);
+        profiles.push(bind_to_file(p, &path, input, &mut warnings, budget)?);
     }
     if let (Some(name), None) = (&override_name, &main) {
         bail!("{}: no dso named `{name}` in the samples", input.display());
@@ -445,8 +526,8 @@ fn required_binary<'a>(input: &Path, binary: Option<&'a Path>, what: &str) -> Re
 }
 
 /// Imports a pprof profile: one profile per mapping that got weight, the first mapping first.
-fn import_pprof(input: &Path, mode: Mode) -> Result<Imported> {
-    let data = fsio::read_bytes(input)?;
+fn import_pprof(input: &Path, mode: Mode, budget: &mut fsio::ReadBudget) -> Result<Imported> {
+    let data = budget.read_bytes(input)?;
     let profiles = sediment_import::pprof::read(&input.display().to_string(), &data, None, mode)?;
     let main = profiles.first().map(|p| p.meta.binary.clone());
     Ok(Imported {
@@ -458,11 +539,15 @@ fn import_pprof(input: &Path, mode: Mode) -> Result<Imported> {
 }
 
 /// Imports a gprof `gmon.out` against the `-pg` binary `--binary` names.
-fn import_gprof(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+fn import_gprof(
+    input: &Path,
+    binary: Option<&Path>,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
     let bin = required_binary(input, binary, "gmon.out")?;
-    let data = fsio::read_bytes(input)?;
+    let data = budget.read_bytes(input)?;
     let bin_name = bin.display().to_string();
-    let bin_bytes = fsio::read_bytes(bin)?;
+    let bin_bytes = budget.read_bytes(bin)?;
     let elf = sediment_elf::Binary::parse(&bin_name, &bin_bytes)?;
     let profile =
         sediment_import::gprof::read(&input.display().to_string(), &data, &bin_name, &elf)?;
@@ -476,11 +561,15 @@ fn import_gprof(input: &Path, binary: Option<&Path>) -> Result<Imported> {
 
 /// Imports GCC `-fcallgraph-info` files into one static call graph for `--binary`; bound to the
 /// binary's symbols when that file exists.
-fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
+fn import_gcc_callgraph(
+    inputs: &[PathBuf],
+    binary: Option<&Path>,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
     let bin = required_binary(&inputs[0], binary, "a .ci file")?;
     let texts = inputs
         .iter()
-        .map(|p| Ok((p.display().to_string(), fsio::read_text(p)?)))
+        .map(|p| Ok((p.display().to_string(), budget.read_text(p)?)))
         .collect::<Result<Vec<_>>>()?;
     let files: Vec<(&str, &str)> = texts
         .iter()
@@ -489,7 +578,7 @@ fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imp
     let bin_name = bin.display().to_string();
     let profile = sediment_import::gcc_callgraph::read(&files, &bin_name)?;
     let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
+    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings, budget)?;
     Ok(Imported {
         source: "gcc-callgraph",
         profiles: vec![profile],
@@ -500,13 +589,17 @@ fn import_gcc_callgraph(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imp
 
 /// Imports the static call graph of relocatable objects for `--binary`; bound to the binary's
 /// symbols when that file exists.
-fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported> {
+fn import_objects(
+    inputs: &[PathBuf],
+    binary: Option<&Path>,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
     let bin = required_binary(&inputs[0], binary, "an object file")?;
     let objects = super::link::read_inventory(inputs)?;
     let bin_name = bin.display().to_string();
     let profile = sediment_import::relocs::read(&objects, &bin_name)?;
     let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings)?;
+    let profile = bind_to_file(profile, bin, &inputs[0], &mut warnings, budget)?;
     Ok(Imported {
         source: sediment_import::relocs::SOURCE,
         profiles: vec![profile],
@@ -516,13 +609,17 @@ fn import_objects(inputs: &[PathBuf], binary: Option<&Path>) -> Result<Imported>
 }
 
 /// Imports a BOLT `.fdata` file for the binary `--binary` names (required: fdata names no binary).
-fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+fn import_fdata(
+    input: &Path,
+    binary: Option<&Path>,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
     let bin = required_binary(input, binary, "fdata")?;
-    let text = fsio::read_text(input)?;
+    let text = budget.read_text(input)?;
     let bin_name = bin.display().to_string();
     let profile = sediment_import::fdata::read(&input.display().to_string(), &text, &bin_name)?;
     let mut warnings = Vec::new();
-    let profile = bind_to_file(profile, bin, input, &mut warnings)?;
+    let profile = bind_to_file(profile, bin, input, &mut warnings, budget)?;
     Ok(Imported {
         source: "fdata",
         profiles: vec![profile],
@@ -533,8 +630,12 @@ fn import_fdata(input: &Path, binary: Option<&Path>) -> Result<Imported> {
 
 /// Imports a `.gv` call graph: every cluster is a profile; the main executable is the first
 /// cluster, or with `binary` the cluster of that base name (and only it is imported).
-fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
-    let text = fsio::read_text(input)?;
+fn import_gv(
+    input: &Path,
+    binary: Option<&Path>,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
+    let text = budget.read_text(input)?;
     let mut profiles = sediment_import::gv::read(&input.display().to_string(), &text)?;
     let mut main = profiles.first().map(|p| p.meta.binary.clone());
     if let Some(bin) = binary {
@@ -576,9 +677,13 @@ fn import_gv(input: &Path, binary: Option<&Path>) -> Result<Imported> {
 /// merged with their weights, see `sediment_parquet::by_binary`); the main executable is the
 /// binary of the first `profile` row; with `binary`, only the binary of that base name is
 /// imported (and is the main one).
-fn import_parquet(input: &Path, binary: Option<&Path>) -> Result<Imported> {
+fn import_parquet(
+    input: &Path,
+    binary: Option<&Path>,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
     let name = input.display().to_string();
-    let data = fsio::read_bytes(input)?;
+    let data = budget.read_bytes(input)?;
     let mut submissions = sediment_parquet::read(&name, data)?;
     if let Some(bin) = binary {
         let wanted = base_name(&bin.to_string_lossy()).to_string();

@@ -43,6 +43,55 @@ pub struct Plan {
     /// Threads feeding the run's other layouts (shifts and orders) their fetches
     /// ([`sediment_sim::Capture::set_threads`]); [`simulate_all`] sets it from its jobs.
     pub threads: usize,
+    /// Aligned layouts: (label, alignment rule), each the binary's functions kept in link
+    /// order with their starts rounded up (`sediment_sim::align`). Not with `orders`. With
+    /// these, every shift re-places the functions from the moved start (as a pad before the
+    /// code would, the alignment absorbing part of it), and the as-linked layout's shifts
+    /// move only the functions.
+    pub aligned: Vec<(String, Aligned)>,
+}
+
+/// How an aligned layout rounds each function's start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Aligned {
+    /// Every function to this many bytes.
+    All(u64),
+    /// The functions of these names to `align` bytes, every other to `rest`.
+    Chosen {
+        /// Symbol names of the chosen functions.
+        names: Vec<String>,
+        /// Their alignment.
+        align: u64,
+        /// The others' alignment.
+        rest: u64,
+    },
+}
+
+impl Aligned {
+    /// The alignment of every unit of `names`.
+    pub fn per_unit(&self, names: &[String]) -> Vec<u64> {
+        match self {
+            Aligned::All(a) => vec![*a; names.len()],
+            Aligned::Chosen {
+                names: chosen,
+                align,
+                rest,
+            } => {
+                let chosen: std::collections::HashSet<&str> =
+                    chosen.iter().map(String::as_str).collect();
+                names
+                    .iter()
+                    .map(|n| {
+                        if chosen.contains(n.as_str()) {
+                            *align
+                        } else {
+                            *rest
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
 }
 
 impl Plan {
@@ -55,6 +104,7 @@ impl Plan {
             align: 16,
             record: None,
             threads: 1,
+            aligned: Vec::new(),
         }
     }
 
@@ -100,6 +150,9 @@ pub struct Simulated {
     pub first_executed: Vec<sediment_profile::FuncKey>,
     /// Warnings for the user (order entries naming no function of the binary), one line each.
     pub warnings: Vec<String>,
+    /// With [`Plan::aligned`]: the code bytes (`sediment_sim::align::code_bytes`) of the
+    /// layout as linked, then of each aligned layout; empty otherwise.
+    pub code_bytes: Vec<u64>,
 }
 
 /// A run kept for replays: the recording and the name of each of its units (functions).
@@ -356,12 +409,26 @@ fn run_traced(
         }
         placements.push(p);
     }
-    let relayouts: Vec<(&[u64], &[u64], &[u64])> = placements
+    let aligned = aligned_placements(&units, plan)?;
+    let code_bytes = aligned.as_ref().map_or_else(Vec::new, |a| a.code.clone());
+    let mut relayouts: Vec<(&[u64], &[u64], &[u64])> = placements
         .iter()
         .map(|p| (p.old.as_slice(), p.size.as_slice(), p.new.as_slice()))
         .collect();
+    if let Some(a) = &aligned {
+        relayouts.extend(
+            a.news
+                .iter()
+                .map(|n| (a.old.as_slice(), a.size.as_slice(), n.as_slice())),
+        );
+    }
     let layouts = sediment_sim::lackey::RunLayouts {
-        shifts: &plan.shifts,
+        // Aligned layouts carry their shifts in their placements.
+        shifts: if aligned.is_some() {
+            &[0]
+        } else {
+            &plan.shifts
+        },
         threads: plan.threads,
         link_start: exec_segments.iter().map(|g| g.vaddr).min().unwrap_or(0),
         relayouts: &relayouts,
@@ -407,8 +474,15 @@ fn run_traced(
         }
     };
     let stdout = sediment_valgrind::fnv1a(&stdout);
-    let per_layout = sediment_sim::lackey::metrics(&capture, &layouts, &stdout)
+    let mut per_layout = sediment_sim::lackey::metrics(&capture, &layouts, &stdout)
         .with_context(|| format!("{}: footprint", binary.display()))?;
+    if aligned.is_some() {
+        // One layout per (layout, shift), the as-linked one without its shift 0: regroup
+        // into one layout per row with its shifts.
+        let flat: Vec<Metrics> = per_layout.into_iter().flatten().collect();
+        let k = plan.shifts.len();
+        per_layout = flat.chunks(k).map(<[Metrics]>::to_vec).collect();
+    }
     let first_executed = if plan.first_order {
         first_functions(&elf, &exec_segments, &capture)
     } else {
@@ -424,9 +498,73 @@ fn run_traced(
             layouts: per_layout,
             first_executed,
             warnings,
+            code_bytes,
         },
         recorded,
     ))
+}
+
+/// The layouts of [`Plan::aligned`] in link-time addresses.
+struct AlignedLayouts {
+    /// Old start and size of every unit: the binary's functions and the fillers between them
+    /// (`sediment_sim::align::with_fillers`).
+    old: Vec<u64>,
+    size: Vec<u64>,
+    /// New starts: the as-linked layout moved by every shift but the first, then each
+    /// aligned layout placed from the first unit's start plus each shift.
+    news: Vec<Vec<u64>>,
+    /// Code bytes of the as-linked layout and of each aligned one (unshifted).
+    code: Vec<u64>,
+}
+
+/// The layouts of [`Plan::aligned`], `None` when it is empty. Fillers keep [`Plan::align`].
+fn aligned_placements(
+    units: &sediment_link::placement::Units<'_>,
+    plan: &Plan,
+) -> Result<Option<AlignedLayouts>> {
+    use sediment_sim::align::{code_bytes, place_aligned, with_fillers};
+    if plan.aligned.is_empty() {
+        return Ok(None);
+    }
+    if !plan.orders.is_empty() {
+        bail!("aligned layouts and proposed orders cannot be simulated in one run");
+    }
+    let (old, size, is_fn) = with_fillers(units.starts(), units.sizes(), plan.align);
+    let Some(&base) = old.first() else {
+        bail!("the binary has no function symbol to align");
+    };
+    let names = units.names();
+    let mut news = Vec::new();
+    for &d in plan.shifts.iter().skip(1) {
+        news.push(old.iter().map(|a| a.saturating_add(d)).collect());
+    }
+    let mut code = vec![code_bytes(&old, &size)];
+    for (_, rule) in &plan.aligned {
+        let mut of_fn = rule.per_unit(&names).into_iter();
+        let per_unit: Vec<u64> = is_fn
+            .iter()
+            .map(|&f| {
+                if f {
+                    of_fn.next().unwrap_or(1)
+                } else {
+                    plan.align
+                }
+            })
+            .collect();
+        for (i, &d) in plan.shifts.iter().enumerate() {
+            let new = place_aligned(&size, &per_unit, base.saturating_add(d));
+            if i == 0 {
+                code.push(code_bytes(&new, &size));
+            }
+            news.push(new);
+        }
+    }
+    Ok(Some(AlignedLayouts {
+        old,
+        size,
+        news,
+        code,
+    }))
 }
 
 /// The binary's functions in the order their code first ran: each first-executed range of the

@@ -232,3 +232,237 @@ fn command_failed(
         "{tool} exited with {status}; importing what it recorded"
     )))
 }
+
+/// Running processes to record ([`attach`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Targets {
+    /// These processes (`perf record -p`), with their threads.
+    Pids(Vec<u32>),
+    /// Every process of the machine (`perf record -a`).
+    All,
+}
+
+/// What to record of running processes.
+pub struct Attach {
+    /// Which processes.
+    pub targets: Targets,
+    /// Stop after this long; without it, when the processes have all ended or on the first
+    /// `SIGINT`/`SIGTERM` (Ctrl-C), which stop the recording instead of discarding it.
+    pub duration: Option<std::time::Duration>,
+    /// How call chains become edges (default `leaf`).
+    pub mode: Option<Mode>,
+    /// A whole package (`--prof-dir`): binaries without symbols, or that changed on disk since
+    /// they ran, are skipped with a warning instead of failing the recording.
+    pub whole: bool,
+}
+
+/// Records running processes with `perf record -e cpu-clock -g` (`-p PIDS` or `-a`) until
+/// [`Attach::duration`], the end of every process, or a signal, and imports the recording. The
+/// main executable is the first process's (`/proc/PID/exe`, read before perf starts); a
+/// whole-machine recording has none. Missing processes and permissions perf would refuse are
+/// one-line errors before perf starts ([`permission_problem`]).
+pub fn attach(req: &Attach) -> Result<Imported> {
+    let _t = timings::stage("record");
+    require_tool("perf", "linux-perf")?;
+    let euid = effective_uid();
+    let mut main = None;
+    let mut owners = Vec::new();
+    if let Targets::Pids(pids) = &req.targets {
+        for &pid in pids {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .map_err(|_| anyhow::anyhow!("PID {pid}: no such process"))?;
+            if status
+                .lines()
+                .find_map(|l| l.strip_prefix("State:"))
+                .is_some_and(|s| s.trim_start().starts_with('Z'))
+            {
+                bail!("PID {pid}: the process has ended (a zombie)");
+            }
+            let uid = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next())
+                .and_then(|u| u.parse::<u32>().ok());
+            owners.push((pid, uid));
+            if main.is_none() {
+                main = std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .ok()
+                    .map(|p| p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let privileged = euid == 0 || has_perf_capability();
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    let foreign = owners
+        .iter()
+        .find(|(_, uid)| uid.is_some_and(|u| u != euid))
+        .map(|&(pid, uid)| (pid, uid.unwrap_or(0)));
+    if let Some(problem) = permission_problem(&req.targets, paranoid, privileged, foreign) {
+        bail!("{problem}");
+    }
+
+    let (tmp, _tmp_tracked) = crate::cleanup::track_path(
+        || tempfile::Builder::new().prefix("sediment-record").tempdir(),
+        tempfile::TempDir::path,
+    )
+    .context("cannot create a temporary directory")?;
+    let data = tmp.path().join("perf.data");
+    let log = tmp.path().join("perf.log");
+    let mut cmd = Command::new("perf");
+    cmd.args(["record", "-e", "cpu-clock", "-g", "-o"])
+        .arg(&data);
+    match &req.targets {
+        Targets::Pids(pids) => {
+            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+            cmd.arg("-p").arg(list.join(","));
+        }
+        Targets::All => {
+            cmd.arg("-a");
+        }
+    }
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).context("cannot create perf's log file")?);
+    sediment_valgrind::die_with_parent(&mut cmd);
+    // The first Ctrl-C stops the recording, which is then imported and written.
+    let stop = crate::cleanup::StopOnSignal::arm();
+    let (mut child, tracked) =
+        crate::cleanup::track_child(|| cmd.spawn()).context("cannot run perf record")?;
+    let start = std::time::Instant::now();
+    let mut stopped = false;
+    while !crate::cleanup::child_ended(&child).context("cannot wait for perf record")? {
+        let due = req.duration.is_some_and(|d| start.elapsed() >= d);
+        if !stopped && (due || stop.requested()) {
+            // perf writes its recording and ends on SIGINT.
+            // SAFETY: kill(2) on our unreaped child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            stopped = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status =
+        crate::cleanup::wait_child(&mut child, tracked).context("cannot wait for perf record")?;
+    drop(stop);
+    use std::os::unix::process::ExitStatusExt as _;
+    let by_stop = matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM));
+    if !(status.success() || by_stop) || !data.exists() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty() && !l.starts_with("[ perf record"))
+            .unwrap_or("no message");
+        bail!(
+            "perf record ({}) failed ({status}): {}",
+            describe(&req.targets),
+            last.trim()
+        );
+    }
+    let options = import::Options {
+        mode: Some(req.mode.unwrap_or_default()),
+        skip_stripped: req.whole,
+        ..import::Options::default()
+    };
+    let mut imported = import::import(import::Format::Perf, &[data], &options)?;
+    imported.main = main;
+    Ok(imported)
+}
+
+/// How the targets are named in messages.
+fn describe(targets: &Targets) -> String {
+    match targets {
+        Targets::Pids(pids) => {
+            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+            format!("PID {}", list.join(","))
+        }
+        Targets::All => "the whole machine".into(),
+    }
+}
+
+/// The one line saying what to change when perf would refuse to record `targets`, from the
+/// kernel's `perf_event_paranoid` (`None`: unknown), whether this process is privileged (root,
+/// or `CAP_PERFMON`/`CAP_SYS_ADMIN`), and the first target process owned by another user (pid,
+/// uid). The kernel's rules (`Documentation/admin-guide/perf-security.rst`): an unprivileged
+/// user may profile their own processes' user code at level 2 or below, and every process of a
+/// CPU (`-a`) only at level 0 or below; above 2 (Debian's level 3) nothing; another user's
+/// process needs the rights to trace it.
+pub fn permission_problem(
+    targets: &Targets,
+    paranoid: Option<i32>,
+    privileged: bool,
+    foreign: Option<(u32, u32)>,
+) -> Option<String> {
+    if privileged {
+        return None;
+    }
+    let level = paranoid.unwrap_or(2);
+    match targets {
+        Targets::All if level > 0 => Some(format!(
+            "recording the whole machine needs root (or CAP_PERFMON) or \
+             kernel.perf_event_paranoid <= 0 (it is {level}): run as root, or \
+             `sudo sysctl kernel.perf_event_paranoid=0`"
+        )),
+        Targets::Pids(_) if level > 2 => Some(format!(
+            "kernel.perf_event_paranoid is {level}, which refuses perf to unprivileged users: \
+             `sudo sysctl kernel.perf_event_paranoid=2` (or run as root)"
+        )),
+        Targets::Pids(_) => foreign.map(|(pid, uid)| {
+            format!(
+                "PID {pid} belongs to user {uid}, not to you: record it as that user or as root"
+            )
+        }),
+        Targets::All => None,
+    }
+}
+
+/// The effective user id.
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid(2) cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether this process holds `CAP_PERFMON` (38) or `CAP_SYS_ADMIN` (21) in its effective set
+/// (`CapEff` of `/proc/self/status`).
+fn has_perf_capability() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 38 | 1 << 21) != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // One line per refusal, naming the setting and the command that changes it; nothing when
+    // perf would accept.
+    #[test]
+    fn permission_messages() {
+        let pids = Targets::Pids(vec![42]);
+        assert_eq!(permission_problem(&Targets::All, Some(2), true, None), None);
+        let all = permission_problem(&Targets::All, Some(2), false, None).unwrap();
+        assert!(all.contains("sysctl kernel.perf_event_paranoid=0"), "{all}");
+        assert!(all.contains("it is 2"), "{all}");
+        assert_eq!(
+            permission_problem(&Targets::All, Some(-1), false, None),
+            None
+        );
+        assert_eq!(permission_problem(&pids, Some(2), false, None), None);
+        let debian = permission_problem(&pids, Some(3), false, None).unwrap();
+        assert!(
+            debian.contains("sysctl kernel.perf_event_paranoid=2"),
+            "{debian}"
+        );
+        let other = permission_problem(&pids, Some(1), false, Some((42, 1000))).unwrap();
+        assert!(other.contains("PID 42 belongs to user 1000"), "{other}");
+        for m in [all, debian, other] {
+            assert_eq!(m.lines().count(), 1);
+        }
+    }
+}

@@ -289,3 +289,63 @@ fn hostile_binary_names_make_safe_file_names_and_messages() {
     let p = Profile::from_text(&std::fs::read_to_string(side).unwrap()).unwrap();
     assert_eq!(p.meta.binary, "/tmp/lib\nsediment: wrote evil\x1b[31mRED");
 }
+
+/// A profile whose one function's name is `len` bytes of `n`, calling `main`.
+fn long_name_profile(len: usize) -> Profile {
+    let mut b = ProfileBuilder::new(Meta {
+        binary: "/bin/long".into(),
+        source: "perf".into(),
+        total: 3,
+        ..Meta::default()
+    });
+    let long = FuncKey::global("n".repeat(len));
+    let main = FuncKey::global("main");
+    b.add_self(&long, 2);
+    b.add_self(&main, 1);
+    b.add_call(&main, &long, 1);
+    b.build()
+}
+
+// Regression (issue 34): a 1 MiB function name made `export --format gv` write a 1 MiB line
+// that its own importer and `dot` refuse. A name longer than a Graphviz string may hold
+// (`sediment_import::gv::MAX_STRING_LEN` bytes) is refused in one line naming the profile and
+// the limit, writing nothing; one at the limit is written, and both `dot` and the importer
+// read it (`dot` refuses a string of more than 16384 bytes).
+#[test]
+fn regress_gv_export_refuses_a_name_dot_cannot_read() {
+    require!("dot");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let limit = sediment_import::gv::MAX_STRING_LEN;
+    write(d, "huge.sprof", &long_name_profile(1 << 20));
+    let args = ["export", "--format", "gv", "-p", "huge.sprof", "-o", "h.gv"];
+    let out = fails_one_line(
+        d,
+        &args,
+        &[
+            "huge.sprof: function name `nnnn",
+            &format!(
+                "is {} bytes written, longer than the {limit} bytes",
+                1 << 20
+            ),
+        ],
+    );
+    // The name is cut in the message (`sediment_profile::QUOTE_MAX` characters and `...`).
+    assert!(out.stderr.len() < 300, "{} bytes", out.stderr.len());
+    assert!(!d.join("h.gv").exists());
+    write(d, "edge.sprof", &long_name_profile(limit));
+    ok(&sediment(
+        d,
+        &["export", "--format", "gv", "-p", "edge.sprof", "-o", "e.gv"],
+    ));
+    // Graphviz's `nop` (same package and parser as `dot`): read and written back without a
+    // layout; a 16000-character box is wider than `dot` lays out, which is not the point here.
+    let out = Command::new("nop").arg(d.join("e.gv")).output().unwrap();
+    ok(&out);
+    ok(&sediment(
+        d,
+        &["import", "--format", "gv", "-o", "back.sprof", "e.gv"],
+    ));
+    let back = Profile::from_text(&std::fs::read_to_string(d.join("back.sprof")).unwrap()).unwrap();
+    assert!(back.functions.iter().any(|f| f.key.name.len() == limit));
+}

@@ -7,6 +7,8 @@
 #[macro_use]
 mod common;
 
+mod align;
+mod attach;
 mod bench;
 mod blocks;
 mod callgrind;
@@ -30,6 +32,8 @@ mod perf;
 mod pgo;
 mod prof_dir;
 mod reference;
+mod run_limits;
+mod shim_load;
 mod sim;
 mod stat;
 mod structs;

@@ -104,7 +104,11 @@ const ALLOWED_SHORTS: &[char] = &['n'];
 
 /// Environment variables each verb reads, all of which its help must name.
 const ENV: &[(&str, &[&str])] = &[
-    ("sediment record", &["SEDIMENT_PROF_DIR", "PROF_DIR"]),
+    (
+        "sediment record",
+        &["SEDIMENT_PROF_DIR", "PROF_DIR", "SEDIMENT_MAX_INPUT_BYTES"],
+    ),
+    ("sediment import", &["SEDIMENT_MAX_INPUT_BYTES"]),
     (
         "sediment wrappers",
         &[

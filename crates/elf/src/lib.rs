@@ -4,6 +4,7 @@
 //!   segments (to turn a file offset from a perf MMAP record into a link-time address) and the
 //!   function symbols sorted by address, with a lookup from an address to its function.
 //! - `objects`: the inventory of relocatable object files for the linker step.
+//! - [`realign`]: copies of relocatable objects with chosen code sections' alignment raised.
 //! - [`bb_addr_map`]: clang's basic-block address map (`-fbasic-block-sections=labels`), for
 //!   block-level hot/cold splitting.
 //!
@@ -24,6 +25,7 @@
 pub mod bb_addr_map;
 mod dwarf;
 pub mod objects;
+pub mod realign;
 pub mod symbols;
 pub mod types;
 

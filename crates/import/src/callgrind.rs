@@ -183,9 +183,24 @@ pub fn import(
     inputs: &[Input<'_>],
     resolver: &mut dyn BinaryResolver,
 ) -> Result<CallgrindImport, Error> {
+    import_with_names(inputs, resolver, &mut |name: &str| name.to_string())
+}
+
+/// [`import`], with every object name (`ob=`, `cob=`) passed through `object_names` as it is
+/// read: names it maps to one string are one object, read and attributed once. The caller
+/// maps the spellings of one file (`./lib.so`, `././lib.so`, a symbolic link to it) to one
+/// name, so that a stranger's file cannot make the resolver read one binary once per
+/// spelling; it is called once per literal name or name definition in the text.
+pub fn import_with_names(
+    inputs: &[Input<'_>],
+    resolver: &mut dyn BinaryResolver,
+    object_names: &mut dyn FnMut(&str) -> String,
+) -> Result<CallgrindImport, Error> {
     let mut acc = Acc::default();
     for input in inputs {
-        FileParser::new(input.path, &mut acc).parse(input.text)?;
+        let mut parser = FileParser::new(input.path, &mut acc);
+        parser.object_names = Some(&mut *object_names);
+        parser.parse(input.text)?;
     }
     let mut stats = Stats::default();
     let mut profiles = Vec::new();
@@ -631,6 +646,8 @@ impl Space {
 struct FileParser<'p> {
     path: &'p str,
     acc: &'p mut Acc,
+    /// Rewrites each object name as it is read ([`import_with_names`]); `None`: kept as written.
+    object_names: Option<&'p mut dyn FnMut(&str) -> String>,
     /// Compression id -> interned string, per [`Space`].
     names: [HashMap<u32, u32>; 3],
     line: usize,
@@ -672,6 +689,7 @@ impl<'p> FileParser<'p> {
         FileParser {
             path,
             acc,
+            object_names: None,
             names: Default::default(),
             line: 0,
             npos: 1,
@@ -1176,6 +1194,10 @@ impl<'p> FileParser<'p> {
             Space::Func => strip_recursion_suffix(name),
             _ => name,
         };
+        if let (Space::Object, Some(rewrite)) = (space, self.object_names.as_mut()) {
+            let name = rewrite(name);
+            return Ok(self.acc.strings.intern(&name));
+        }
         Ok(self.acc.strings.intern(name))
     }
 

@@ -71,6 +71,11 @@ pub const EDGE_SCALE: u64 = 1_000_000_000;
 const LABEL_DIGITS: usize = 9;
 /// Longest accepted line in bytes.
 pub const MAX_LINE_LEN: usize = 1 << 20;
+/// Longest string [`write`] writes, in bytes between the quotes once escaped: Graphviz's
+/// `dot` refuses a quoted string longer than 16384 bytes, so a name that would pass this is
+/// refused ([`Error::NameTooLong`]) rather than written into a file `dot` cannot read. Lines
+/// hold at most two strings, so a written line stays far below [`MAX_LINE_LEN`].
+pub const MAX_STRING_LEN: usize = 16_000;
 
 /// Escapes a string for use inside DOT double quotes: the profile escape plus `"` and `\`.
 fn esc(s: &str) -> String {
@@ -146,7 +151,43 @@ fn fraction(units: u64) -> String {
 }
 
 /// Writes the profiles as one `.gv` graph, one cluster per profile, in the order given.
-pub fn write(profiles: &[Profile]) -> String {
+/// A name longer than [`MAX_STRING_LEN`] once escaped is refused ([`Error::NameTooLong`]).
+pub fn write(profiles: &[Profile]) -> Result<String, Error> {
+    for (index, p) in profiles.iter().enumerate() {
+        let too_long = |what: &'static str, name: &str| {
+            let len = quote(name).len() - 2;
+            (len > MAX_STRING_LEN).then(|| Error::NameTooLong {
+                index,
+                what,
+                name: sediment_profile::quote(name),
+                len,
+                limit: MAX_STRING_LEN,
+            })
+        };
+        let m = &p.meta;
+        let meta = [
+            ("binary", Some(&m.binary)),
+            ("build-id", m.build_id.as_ref()),
+            ("architecture", m.arch.as_ref()),
+            ("event", m.event.as_ref()),
+        ];
+        for (what, v) in meta {
+            if let Some(e) = v.and_then(|v| too_long(what, v)) {
+                return Err(e);
+            }
+        }
+        for f in &p.functions {
+            let file = f.key.file.as_deref().and_then(|v| too_long("file name", v));
+            if let Some(e) = too_long("function name", &f.key.name).or(file) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(write_unchecked(profiles))
+}
+
+/// [`write`] without the length check.
+fn write_unchecked(profiles: &[Profile]) -> String {
     let mut out = String::new();
     out.push_str(
         "// sediment call graph: one cluster per executable, edge labels are shares of its call weight\n",
@@ -578,7 +619,7 @@ mod tests {
     // Write, read, write again: the same bytes; names with quotes and newlines survive.
     #[test]
     fn round_trip_is_byte_identical() {
-        let first = write(&[sample()]);
+        let first = write(&[sample()]).unwrap();
         let back = read("t.gv", &first).unwrap();
         assert_eq!(back.len(), 1);
         let p = &back[0];
@@ -589,13 +630,13 @@ mod tests {
         assert!(p.find(&FuncKey::global("we\nird\\N")).is_some());
         let w: Vec<u64> = p.edges.iter().map(|e| e.weight).collect();
         assert_eq!(w, vec![666_666_667, 333_333_333]);
-        assert_eq!(write(&back), first);
+        assert_eq!(write(&back).unwrap(), first);
         assert!(!first.contains('\\'), "{first}");
     }
 
     #[test]
     fn errors_name_the_line() {
-        let good = write(&[sample()]);
+        let good = write(&[sample()]).unwrap();
         let msg = |t: &str| read("x.gv", t).unwrap_err().to_string();
         // Cut after the second line.
         let cut: String = good.lines().take(3).map(|l| format!("{l}\n")).collect();
@@ -631,6 +672,32 @@ mod tests {
         assert_eq!(
             ps[0].named_edges(),
             vec![("main".to_string(), "f (f.c)".to_string(), 250_000_000)]
+        );
+    }
+
+    // A name that a Graphviz string cannot hold is refused, naming what it is; one at the
+    // limit is written, and read back.
+    #[test]
+    fn names_longer_than_a_graphviz_string_are_refused() {
+        let mut p = sample();
+        p.functions[0].key.name = "f".repeat(MAX_STRING_LEN);
+        let text = write(std::slice::from_ref(&p)).unwrap();
+        assert_eq!(
+            read("t.gv", &text).unwrap()[0].functions.len(),
+            p.functions.len()
+        );
+        p.functions[0].key.name.push('g');
+        let e = write(&[sample(), p]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::NameTooLong {
+                    index: 1,
+                    what: "function name",
+                    ..
+                }
+            ),
+            "{e}"
         );
     }
 }

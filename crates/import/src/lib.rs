@@ -108,6 +108,21 @@ pub enum Error {
         /// Why it could not be read.
         message: String,
     },
+    /// A name too long for the output format (a Graphviz string holds at most
+    /// [`gv::MAX_STRING_LEN`] bytes).
+    #[error("profile {index}: {what} `{name}` is {len} bytes written, longer than the {limit}-byte limit of the format")]
+    NameTooLong {
+        /// Which of the profiles written (0-based).
+        index: usize,
+        /// What the name is (`function name`, `binary`, ...).
+        what: &'static str,
+        /// The name, quoted and cut ([`sediment_profile::quote`]).
+        name: String,
+        /// Its length as written (escaped).
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A binary's ELF data could not be read.
     #[error(transparent)]
     Elf(#[from] sediment_elf::Error),

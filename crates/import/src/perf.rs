@@ -133,8 +133,13 @@ pub struct Stats {
     pub samples: u64,
     /// Samples whose IP was in the kernel (or hypervisor, or a guest).
     pub kernel_samples: u64,
+    /// Kernel samples of the idle task (pid 0): a whole-machine recording's idle CPUs.
+    pub idle_samples: u64,
     /// User samples whose IP was in no known file mapping (JIT code, `[vdso]`, anonymous memory).
     pub unmapped_samples: u64,
+    /// `unmapped_samples` by kind of mapping (the labels of the report: `[vdso]`, `anonymous
+    /// memory (JIT)`, `memfd (JIT)`, `deleted files`, `other mappings`, `no mapping`).
+    pub unmapped_kinds: BTreeMap<&'static str, u64>,
     /// Binaries that got samples but that the resolver could not provide, with their sample
     /// counts, sorted by path.
     pub missing_binaries: Vec<(String, u64)>,
@@ -242,6 +247,27 @@ impl ProcessMaps {
 struct BinaryInfo {
     path: String,
     mmap_build_id: Option<String>,
+    /// Not a binary on disk: the kind of mapping ([`outside_kind`]) whose samples are counted,
+    /// never attributed.
+    outside: Option<&'static str>,
+}
+
+/// What kind of executable mapping a path that is no file on disk names, as the one-line
+/// report spells it: JIT compilers put their code in anonymous memory (`//anon`; `perf report`
+/// names it after `/tmp/perf-PID.map` when the JIT writes one) or in `memfd:` files; the
+/// kernel maps `[vdso]`; a binary replaced or removed since it started is `(deleted)`.
+fn outside_kind(path: &[u8]) -> &'static str {
+    if path.starts_with(b"//anon") || path.is_empty() {
+        "anonymous memory (JIT)"
+    } else if path.starts_with(b"memfd:") || path.starts_with(b"/memfd:") {
+        "memfd (JIT)"
+    } else if path.ends_with(b" (deleted)") {
+        "deleted files"
+    } else if path.starts_with(b"[vdso]") || path.starts_with(b"[vsyscall]") {
+        "[vdso]"
+    } else {
+        "other mappings"
+    }
 }
 
 /// A user frame resolved to a binary: (binary index, file offset).
@@ -549,6 +575,9 @@ fn collect(
         .event_attributes()
         .iter()
         .filter_map(|a| a.name())
+        // perf adds a `dummy` event of its own to system-wide and attached recordings (it
+        // carries side-band records); it is no sampled event.
+        .filter(|n| !n.starts_with("dummy"))
         .collect();
     event_names.dedup();
     let event = (!event_names.is_empty()).then(|| event_names.join(","));
@@ -642,17 +671,24 @@ fn collect(
                     out.stats.branches += stack.len() as u64;
                     let call = perf_branch::is_call_filter(attr.branch_sample_type);
                     let map = maps.get(pid);
+                    let binaries = &out.binaries;
                     let frame = |addr| {
                         let (s0, m) = find_mapping(map?, addr)?;
-                        Some((m.binary, (addr - s0).wrapping_add(m.pgoff)))
+                        binaries[m.binary as usize]
+                            .outside
+                            .is_none()
+                            .then(|| (m.binary, (addr - s0).wrapping_add(m.pgoff)))
                     };
-                    for b in stack {
-                        if let (Some(from), Some(to)) = (frame(b.from), frame(b.to)) {
-                            if from.0 == to.0 {
-                                out.branches.push(BranchFrames { from, to, call });
+                    let found: Vec<BranchFrames> = stack
+                        .iter()
+                        .filter_map(|b| match (frame(b.from), frame(b.to)) {
+                            (Some(from), Some(to)) if from.0 == to.0 => {
+                                Some(BranchFrames { from, to, call })
                             }
-                        }
-                    }
+                            _ => None,
+                        })
+                        .collect();
+                    out.branches.extend(found);
                 }
                 let mut frames = user_frames(s.ip, s.callchain.as_ref(), s.cpu_mode);
                 // With a branch stack, calls come from it alone: keep only the sampled IP.
@@ -661,20 +697,32 @@ fn collect(
                 }
                 let Some(frames) = frames else {
                     out.stats.kernel_samples += 1;
+                    if pid == 0 {
+                        out.stats.idle_samples += 1;
+                    }
                     continue;
                 };
                 let map = maps.get(pid);
                 let start = out.frames.len();
                 for (i, addr) in frames.into_iter().enumerate() {
                     let found = map.and_then(|m| find_mapping(m, addr));
-                    match found {
-                        Some((s0, m)) => out
+                    let outside = match found {
+                        Some((_, m)) => out.binaries[m.binary as usize].outside,
+                        None => Some("no mapping"),
+                    };
+                    match (found, outside) {
+                        (Some((s0, m)), None) => out
                             .frames
                             .push((m.binary, (addr - s0).wrapping_add(m.pgoff))),
-                        // The chain stops being attributable at the first unmapped frame.
-                        None => {
+                        // The chain stops being attributable at the first frame outside a
+                        // binary.
+                        (_, kind) => {
                             if i == 0 {
                                 out.stats.unmapped_samples += 1;
+                                *out.stats
+                                    .unmapped_kinds
+                                    .entry(kind.unwrap_or("no mapping"))
+                                    .or_default() += 1;
                             }
                             break;
                         }
@@ -690,25 +738,35 @@ fn collect(
         let Some((pid, start, len, pgoff, path_bytes, bid)) = mapping else {
             continue;
         };
-        if !is_file_path(&path_bytes) || len == 0 {
+        if len == 0 {
             continue;
         }
+        // A mapping of no file on disk is kept under its kind (one entry per kind, keyed by a
+        // NUL-led name no path has), so that its samples are counted by kind.
+        let outside = (!is_file_path(&path_bytes)).then(|| outside_kind(&path_bytes));
+        let key = match outside {
+            Some(kind) => [b"\0".as_slice(), kind.as_bytes()].concat(),
+            None => path_bytes.to_vec(),
+        };
         let next_id = out.binaries.len() as u32;
-        let id = *binary_ids.entry(path_bytes.to_vec()).or_insert_with(|| {
+        let id = *binary_ids.entry(key).or_insert_with(|| {
             out.binaries.push(BinaryInfo {
                 path: String::from_utf8_lossy(&path_bytes).into_owned(),
                 mmap_build_id: None,
+                outside,
             });
             next_id
         });
-        if bid.is_some() {
-            out.binaries[id as usize].mmap_build_id = bid;
-        }
-        if first_mapped.is_none() {
-            first_mapped = Some(id);
-        }
-        if after_exec && out.main_binary.is_none() {
-            out.main_binary = Some(id);
+        if outside.is_none() {
+            if bid.is_some() {
+                out.binaries[id as usize].mmap_build_id = bid;
+            }
+            if first_mapped.is_none() {
+                first_mapped = Some(id);
+            }
+            if after_exec && out.main_binary.is_none() {
+                out.main_binary = Some(id);
+            }
         }
         let end = start.saturating_add(len);
         let mapping = Mapping {

@@ -100,16 +100,19 @@ struct Acc {
     total: u64,
 }
 
-struct State {
+struct State<'n> {
     mode: Mode,
     event: Option<String>,
     dsos: BTreeMap<String, Acc>,
     stats: Stats,
+    /// One name per dso ([`read_with_names`]).
+    dso_names: &'n mut dyn FnMut(&str) -> String,
 }
 
-impl State {
+impl State<'_> {
     fn acc(&mut self, dso: &str) -> &mut Acc {
-        self.dsos.entry(dso.to_string()).or_default()
+        let dso = (self.dso_names)(dso);
+        self.dsos.entry(dso).or_default()
     }
 
     fn finish_sample(&mut self, frames: &[Frame]) {
@@ -186,11 +189,25 @@ impl State {
 
 /// Reads `perf script` output held in `text`; `path` names it in errors.
 pub fn read(path: &str, text: &str, mode: Mode) -> Result<PerfScriptImport, Error> {
+    read_with_names(path, text, mode, &mut |dso: &str| dso.to_string())
+}
+
+/// [`read`], with every dso path passed through `dso_names`: dsos it maps to one string are
+/// one profile. The caller maps the spellings of one file (`./lib.so`, `././lib.so`) to one
+/// name, so that a stranger's text cannot make one binary many profiles, each read and bound
+/// on its own.
+pub fn read_with_names(
+    path: &str,
+    text: &str,
+    mode: Mode,
+    dso_names: &mut dyn FnMut(&str) -> String,
+) -> Result<PerfScriptImport, Error> {
     let mut st = State {
         mode,
         event: None,
         dsos: BTreeMap::new(),
         stats: Stats::default(),
+        dso_names,
     };
     let mut frames: Vec<Frame> = Vec::new();
     for (i, raw) in text.lines().enumerate() {

@@ -39,18 +39,7 @@ pub fn stripped_warning(skipped: &[String]) -> Option<String> {
 /// named was imported, so the others that could not be read are no loss.
 pub fn perf_warnings(s: &perf::Stats, one_binary: bool) -> Vec<String> {
     let mut warnings = Vec::new();
-    if s.kernel_samples > 0 {
-        warnings.push(format!(
-            "{} of {} samples were in the kernel and are not attributed",
-            s.kernel_samples, s.samples
-        ));
-    }
-    if s.unmapped_samples > 0 {
-        warnings.push(format!(
-            "{} samples were in no file mapping (JIT, vdso, anonymous memory)",
-            s.unmapped_samples
-        ));
-    }
+    warnings.extend(outside_warning(s));
     if !s.missing_binaries.is_empty() && !one_binary {
         let n: u64 = s.missing_binaries.iter().map(|(_, n)| n).sum();
         warnings.push(format!(
@@ -73,6 +62,34 @@ pub fn perf_warnings(s: &perf::Stats, one_binary: bool) -> Vec<String> {
         ));
     }
     warnings
+}
+
+/// The one line for samples that ran outside every binary (kernel, idle CPUs, `[vdso]`, JIT
+/// code in anonymous memory or `memfd:` files, deleted files), with each kind's share of all
+/// samples; they are never attributed to a binary.
+pub fn outside_warning(s: &perf::Stats) -> Option<String> {
+    let outside = s.kernel_samples + s.unmapped_samples;
+    if outside == 0 || s.samples == 0 {
+        return None;
+    }
+    let share = |n: u64| format!("{:.1}%", n as f64 * 100.0 / s.samples as f64);
+    let mut kinds: Vec<(&str, u64)> = Vec::new();
+    kinds.push(("kernel", s.kernel_samples - s.idle_samples));
+    kinds.push(("idle", s.idle_samples));
+    kinds.extend(s.unmapped_kinds.iter().map(|(k, n)| (*k, *n)));
+    // Largest share first, ties by name.
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {}", share(*n)))
+        .collect();
+    Some(format!(
+        "{outside} of {} samples ({}) ran outside any binary and are not attributed: {}",
+        s.samples,
+        share(outside),
+        parts.join(", ")
+    ))
 }
 
 /// The warnings a callgrind import's statistics call for; `unreadable` are the objects whose
@@ -160,6 +177,26 @@ mod tests {
         let text = "version: 1\ncreator: callgrind-3.19.0\ncmd:  /usr/bin/prog --flag x\npart: 1\n";
         assert_eq!(callgrind_command(text), Some("prog".to_string()));
         assert_eq!(callgrind_command("version: 1\n"), None);
+    }
+
+    // One line: the total share, then each kind by share; idle is told from kernel work.
+    #[test]
+    fn outside_samples_in_one_line() {
+        let mut s = perf::Stats {
+            samples: 200,
+            kernel_samples: 50,
+            idle_samples: 20,
+            unmapped_samples: 11,
+            ..perf::Stats::default()
+        };
+        s.unmapped_kinds.insert("[vdso]", 1);
+        s.unmapped_kinds.insert("anonymous memory (JIT)", 10);
+        assert_eq!(
+            outside_warning(&s).unwrap(),
+            "61 of 200 samples (30.5%) ran outside any binary and are not attributed: \
+             kernel 15.0%, idle 10.0%, anonymous memory (JIT) 5.0%, [vdso] 0.5%"
+        );
+        assert_eq!(outside_warning(&perf::Stats::default()), None);
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //!   code touches, how many hold 99% / 99.9% of the executed bytes, and the lower bound on those
 //!   numbers over *every* layout (all executed bytes packed densely, hottest first), so that a
 //!   layout can be reported as a ratio to the limit.
+//! - [`align`]: a linked binary's functions re-placed in link order under another alignment
+//!   (all of them, or chosen ones), and the table of an alignment sweep.
 //! - [`layout`]: places functions at addresses from an order, sizes and an alignment
 //!   ([`layout_from_order`]) and turns function-relative ranges into addresses, which is how one
 //!   trace is replayed under many layouts.
@@ -54,6 +56,7 @@
 //! inclusion policies, replacement policies other than true LRU, timing. The numbers are counts
 //! of accesses and misses; turning them into cycles is a different model.
 
+pub mod align;
 pub mod bintrace;
 pub mod capture;
 pub mod footprint;

@@ -339,6 +339,18 @@ impl Recording {
         first
     }
 
+    /// Every distinct function-relative range executed over the whole run, with its count:
+    /// `(unit, offset, len, count)`, sorted.
+    pub fn unit_ranges(&self) -> Vec<(u32, u64, u64, u64)> {
+        let mut v: Vec<_> = self
+            .counts
+            .iter()
+            .map(|(&(u, offset, len), &count)| (u, offset, len, count))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Executed bytes (count x length, summed) of every unit over the whole run.
     pub fn unit_weights(&self) -> Vec<u128> {
         let mut w = vec![0u128; self.starts.len()];

@@ -1,0 +1,300 @@
+//! `sediment align`: what function alignment does to a binary, and alignment where it pays.
+//!
+//! Three modes, one verb (alignment is one task: measure it, choose it, apply it):
+//!
+//! - **Sweep** (`sediment align --binary BIN -- ARGS`): one traced run of the binary
+//!   (`crate::pipeline::measure::simulate`, the run `sediment sim` makes) replayed with the
+//!   binary's functions kept in link order and every start rounded up to 1, 2, 4, ..., 512
+//!   bytes (`sediment_sim::align`), no relink. One row per alignment: the code bytes it gives
+//!   and its growth over the binary as linked, I1 misses (32K and 16K), iTLB misses, lines and
+//!   pages holding 99%, each `median [min-max]` over `--shifts` layouts (a pad of `S, 2S, ...`
+//!   bytes before the code, the placement recomputed from the moved start). The row with the
+//!   fewest I1 misses is marked `*` when its median is below the as-linked layout's range over
+//!   the same shifts (the noise range), `~` when it is inside it: no win.
+//! - **Select** (`--select FILE`): from the same kind of run, the functions whose start on a
+//!   `--boundary` (64: a line; 128: a prefetched line pair) saves the most block fetches
+//!   (`sediment_sim::align::choose`), under a size budget (`--budget`, percent of the code);
+//!   written to FILE (an order file's format: one function per line) and checked by the
+//!   simulator in a second run: as linked, every function on the boundary, the chosen ones.
+//! - **Apply** (`--apply FILE -o DIR OBJECTS...`): copies of the objects in DIR with the
+//!   chosen functions' input sections aligned to the boundary (`sediment_elf::realign`), for
+//!   any linker; the copies' paths are printed, one per line, in the order given.
+//!
+//! Output is deterministic: every number is a simulation count.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use sediment_sim::align::{Row, Sweep, SWEEP};
+
+use crate::pipeline::measure::{simulate, Aligned, Plan};
+
+/// Arguments of `sediment align`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The binary to sweep or choose functions of (sweep and `--select`).
+    #[arg(long, value_name = "FILE", required_unless_present = "apply")]
+    pub binary: Option<PathBuf>,
+    /// Choose the functions to align and write them to FILE (one function per line).
+    #[arg(long, value_name = "FILE", conflicts_with = "apply")]
+    pub select: Option<PathBuf>,
+    /// Write copies of OBJECTS into `-o DIR` with the functions of FILE (`--select` output)
+    /// aligned; prints the copies' paths.
+    #[arg(long, value_name = "FILE", requires = "output")]
+    pub apply: Option<PathBuf>,
+    /// Directory for the copies of `--apply`.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Boundary the chosen functions start on, in bytes: 64 (a cache line) or 128 (a line
+    /// pair, as adjacent-line prefetchers fetch).
+    #[arg(long, value_name = "BYTES", default_value_t = 64)]
+    pub boundary: u64,
+    /// Size budget of `--select`: at most this percentage of the code in padding.
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
+    pub budget: f64,
+    /// Alignment the compiler gave every function (gcc's `-O2` on x86-64: 16): the functions
+    /// `--select` leaves alone keep it, and so does code without a sized symbol (the C
+    /// runtime's) in every layout.
+    #[arg(long, value_name = "BYTES", default_value_t = 16)]
+    pub align: u64,
+    /// Layouts per row: the code as placed and behind pads of BYTES, 2*BYTES, ... bytes;
+    /// cells become `median [min-max]` over them.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub shifts: u64,
+    /// Bytes between consecutive shifts (default: a 4 KiB page and 80 bytes, so that the
+    /// shifts move the code's pages to other iTLB sets and its lines to other L1i sets).
+    #[arg(long, value_name = "BYTES", default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
+    pub shift_step: u64,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Threads feeding the layouts (default: the number of cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// The `valgrind` executable.
+    #[arg(long, value_name = "PROGRAM", default_value = "valgrind")]
+    pub valgrind: OsString,
+    /// The relocatable objects to copy (`--apply`).
+    #[arg(value_name = "OBJECT")]
+    pub objects: Vec<PathBuf>,
+    /// Arguments passed to the binary (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<OsString>,
+}
+
+/// Runs `sediment align`.
+pub fn run(args: Args) -> Result<()> {
+    if !args.boundary.is_power_of_two() || !(16..=4096).contains(&args.boundary) {
+        bail!(
+            "--boundary must be a power of two between 16 and 4096, not {}",
+            args.boundary
+        );
+    }
+    if let Some(list) = &args.apply {
+        return apply(&args, list);
+    }
+    if !args.objects.is_empty() {
+        bail!("object files are only read by --apply");
+    }
+    let Some(binary) = &args.binary else {
+        bail!("--binary is required");
+    };
+    let mut plan = Plan::with_shifts(args.shifts, args.shift_step)?;
+    plan.align = args.align;
+    plan.threads = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let text = match &args.select {
+        None => {
+            plan.aligned = SWEEP
+                .iter()
+                .map(|&a| (a.to_string(), Aligned::All(a)))
+                .collect();
+            report(&args, binary, &plan)?
+        }
+        Some(out) => select(&args, binary, out, plan)?,
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Simulates the plan's aligned layouts and formats them as a sweep table (or JSON).
+fn report(args: &Args, binary: &std::path::Path, plan: &Plan) -> Result<String> {
+    let simulated = simulate(binary, &args.args, &args.valgrind, plan, None)?;
+    let labels =
+        std::iter::once("as linked".to_string()).chain(plan.aligned.iter().map(|a| a.0.clone()));
+    let rows = labels
+        .zip(simulated.layouts)
+        .zip(&simulated.code_bytes)
+        .map(|((label, shifts), &code_bytes)| Row {
+            label,
+            code_bytes,
+            shifts,
+        })
+        .collect();
+    let sweep = Sweep { rows };
+    Ok(if args.json {
+        sweep.format_json()
+    } else {
+        let mut t = plan
+            .describe_shifts()
+            .map_or_else(String::new, |d| format!("# {d}\n"));
+        t.push_str(&sweep.format_table());
+        t
+    })
+}
+
+/// `--select`: records a run, chooses the functions, writes them to `out` and returns the
+/// table of the as-linked layout, every function on the boundary and the chosen ones.
+fn select(
+    args: &Args,
+    binary: &std::path::Path,
+    out: &std::path::Path,
+    plan: Plan,
+) -> Result<String> {
+    if args.align == 0 || !args.align.is_power_of_two() || args.align >= args.boundary {
+        bail!(
+            "--align must be a power of two below --boundary {}, not {}",
+            args.boundary,
+            args.align
+        );
+    }
+    if !(args.budget > 0.0 && args.budget <= 100.0) {
+        bail!(
+            "--budget must be a percentage above 0 and at most 100, not {}",
+            args.budget
+        );
+    }
+    let (_, recorded) =
+        crate::pipeline::measure::record(binary, &args.args, &args.valgrind, &Plan::as_linked())?;
+    let rec = &recorded.recording;
+    let code = sediment_sim::align::code_bytes(rec.starts(), rec.sizes());
+    let budget = (code as f64 * args.budget / 100.0) as u64;
+    let chosen = sediment_sim::align::choose(&rec.unit_ranges(), args.boundary, args.align, budget);
+    let mut names: Vec<String> = Vec::new();
+    for i in chosen {
+        let name = &recorded.names[i];
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    let mut order = sediment_profile::FunctionOrder {
+        functions: names
+            .iter()
+            .map(sediment_profile::FuncKey::global)
+            .collect(),
+        ..Default::default()
+    };
+    order
+        .meta
+        .insert("binary".into(), binary.display().to_string());
+    order
+        .meta
+        .insert("source".into(), "sediment align --select".into());
+    order
+        .meta
+        .insert("boundary".into(), args.boundary.to_string());
+    crate::fsio::write_atomic(out, order.to_text().as_bytes())?;
+    eprintln!(
+        "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}",
+        names.len(),
+        args.boundary,
+        args.budget,
+        out.display()
+    );
+    let mut plan = plan;
+    plan.aligned = vec![
+        (
+            format!("all {}", args.boundary),
+            Aligned::All(args.boundary),
+        ),
+        (
+            format!("chosen {}", args.boundary),
+            Aligned::Chosen {
+                names,
+                align: args.boundary,
+                rest: args.align,
+            },
+        ),
+    ];
+    report(args, binary, &plan)
+}
+
+/// `--apply`: writes the aligned copies of the objects and prints their paths.
+fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
+    if args.binary.is_some() || args.select.is_some() {
+        bail!("--apply reads objects, not a binary: drop --binary");
+    }
+    if args.objects.is_empty() {
+        bail!("--apply needs the object files to copy");
+    }
+    let text = crate::fsio::read_text(list)?;
+    let order = sediment_profile::FunctionOrder::from_text(&text)
+        .with_context(|| list.display().to_string())?;
+    let boundary = match order.meta.get("boundary") {
+        Some(b) => b
+            .parse::<u64>()
+            .ok()
+            .filter(|b| b.is_power_of_two())
+            .with_context(|| format!("{}: bad boundary {b:?}", list.display()))?,
+        None => args.boundary,
+    };
+    let wanted: std::collections::HashSet<&str> =
+        order.functions.iter().map(|k| k.name.as_str()).collect();
+    let dir = args.output.as_deref().context("--apply needs -o DIR")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let mut copies = Vec::with_capacity(args.objects.len());
+    let mut found = std::collections::HashSet::new();
+    let mut sections = 0usize;
+    for (i, path) in args.objects.iter().enumerate() {
+        let data = crate::fsio::read_bytes(path)?;
+        let shown = path.display().to_string();
+        let objects = sediment_elf::objects::read_objects(&shown, &data)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // The sections holding a chosen function, when it has its section to itself.
+        let mut chosen = std::collections::HashSet::new();
+        for f in objects.iter().flat_map(|o| &o.functions) {
+            if wanted.contains(f.name.as_str()) {
+                found.insert(f.name.clone());
+                if !f.shared_section {
+                    chosen.insert(f.section.clone());
+                }
+            }
+        }
+        let (bytes, changed) = sediment_elf::realign::raise_alignment(&shown, &data, |s| {
+            chosen.contains(s).then_some(boundary)
+        })?;
+        sections += changed.len();
+        let name = path.file_name().map_or_else(
+            || format!("object-{i}"),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let copy = dir.join(format!("{i:04}-{name}"));
+        crate::fsio::write_atomic(&copy, &bytes)?;
+        copies.push(copy);
+    }
+    let missing = wanted.len() - found.len();
+    eprintln!(
+        "sediment align: {sections} sections aligned to {boundary} bytes in {} objects{}",
+        copies.len(),
+        if missing > 0 {
+            format!(
+                "; {missing} functions of {} not in the objects",
+                list.display()
+            )
+        } else {
+            String::new()
+        }
+    );
+    let mut out = std::io::stdout().lock();
+    for c in &copies {
+        writeln!(out, "{}", c.display())?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,439 @@
+//! `sediment record --pid` and `record --all`: real processes started by the test (a loopback
+//! server under load, a CPU loop, short-lived programs, a JIT), recorded while they run; the
+//! profiles they give, and an order from one of them applied to a real link.
+
+use crate::common::{fixture, sediment};
+use object::{Object as _, ObjectSymbol as _};
+use sediment_profile::{FuncKey, Profile};
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Runs gcc in `dir`, asserting success.
+fn gcc(dir: &Path, args: &[&str]) {
+    let out = Command::new("gcc")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run gcc");
+    assert!(
+        out.status.success(),
+        "gcc {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn read_profile(path: &Path) -> Profile {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Profile::from_text(&text).expect("valid profile")
+}
+
+fn self_weight(p: &Profile, key: &FuncKey) -> u64 {
+    p.find(key)
+        .map_or(0, |i| p.functions[i as usize].self_weight)
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The loopback server of `tests/fixtures/live`, compiled to objects (`server.o`, `hot.o`,
+/// with `-ffunction-sections` and frame pointers) and linked by gcc as `dir/server`.
+fn build_server(dir: &Path) {
+    for f in ["server.c", "hot.c"] {
+        std::fs::copy(fixture(&format!("live/{f}")), dir.join(f)).unwrap();
+    }
+    gcc(
+        dir,
+        &[
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-ffunction-sections",
+            "-c",
+            "server.c",
+            "hot.c",
+        ],
+    );
+    gcc(dir, &["-o", "server", "server.o", "hot.o"]);
+}
+
+/// A running server, killed when dropped, and a client thread sending it requests until then.
+struct Server {
+    child: Child,
+    stop: Arc<AtomicBool>,
+    client: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Server {
+    /// Starts `dir/server` and a client that keeps it busy.
+    fn start(dir: &Path) -> Server {
+        let mut child = Command::new(dir.join("server"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line.trim().parse().expect("the server prints its port");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let client = std::thread::spawn(move || {
+            let mut answered = 0;
+            while !flag.load(Ordering::Relaxed) {
+                let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                    continue;
+                };
+                let _ = c.write_all(b"GET /some/path HTTP/1.0\r\n");
+                let mut answer = String::new();
+                if c.read_to_string(&mut answer).is_ok() && !answer.is_empty() {
+                    answered += 1;
+                }
+            }
+            answered
+        });
+        Server {
+            child,
+            stop,
+            client: Some(client),
+        }
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// Stops the client and returns how many requests were answered.
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.client.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Records the busy server of `dir` for 3 seconds with `record --pid PID -o server.sprof` and
+/// returns its profile, checked: the server's binary, and its three hot functions holding most
+/// samples.
+fn record_server(dir: &Path) -> Profile {
+    build_server(dir);
+    let server = Server::start(dir);
+    let out = sediment(
+        dir,
+        &[
+            "record",
+            "--pid",
+            &server.pid(),
+            "--duration",
+            "3",
+            "-o",
+            "server.sprof",
+        ],
+    );
+    let answered = server.finish();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        answered > 10,
+        "the server answered only {answered} requests"
+    );
+    let p = read_profile(&dir.join("server.sprof"));
+    assert!(p.meta.binary.ends_with("/server"), "{}", p.meta.binary);
+    assert_eq!(p.meta.event.as_deref(), Some("cpu-clock"));
+    let hot: u64 = ["parse", "digest", "render"]
+        .iter()
+        .map(|f| {
+            let w = self_weight(&p, &FuncKey::global(*f));
+            assert!(w > 0, "{f} got no samples: {}", p.to_text());
+            w
+        })
+        .sum();
+    assert!(p.self_total() >= 50, "too few samples: {}", p.to_text());
+    assert!(hot * 10 >= p.self_total() * 8, "{}", p.to_text());
+    p
+}
+
+// A server started by the test, under load from a client, recorded by attaching to its PID for
+// a few seconds: a profile of the server binary whose hot functions are the request handlers.
+#[test]
+fn record_pid_profiles_a_loaded_server() {
+    require!("perf", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let p = record_server(dir.path());
+    // The handler calls all three: leaf-mode edges from `handle`.
+    let handle = p.find(&FuncKey::global("handle")).expect("handle seen");
+    assert!(
+        p.edges.iter().filter(|e| e.caller == handle).count() >= 3,
+        "{}",
+        p.to_text()
+    );
+}
+
+// Two processes of two programs in one `--pid` list with `--prof-dir`: one profile per binary,
+// named as `record -- CMD` names them; the recording ends when both processes have ended.
+#[test]
+fn record_pid_list_writes_a_profile_per_binary() {
+    require!("perf", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    build_server(d);
+    gcc(
+        d,
+        &[
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-o",
+            "hot",
+            fixture("perf/hot.c").to_str().unwrap(),
+        ],
+    );
+    let server = Server::start(d);
+    // Some 2 s of `spin` on an idle machine; the recording stops when it ends or at 6 s.
+    let mut hot = Command::new(d.join("hot"))
+        .arg("2000")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = format!("{},{}", server.pid(), hot.id());
+    let out = sediment(
+        d,
+        &[
+            "record",
+            "--pid",
+            &pids,
+            "--duration",
+            "6",
+            "--prof-dir",
+            "pd",
+        ],
+    );
+    let _ = hot.kill();
+    let _ = hot.wait();
+    server.finish();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let srv = read_profile(&d.join("pd/server.sprof"));
+    assert!(
+        self_weight(&srv, &FuncKey::global("digest")) > 0,
+        "{}",
+        srv.to_text()
+    );
+    let h = read_profile(&d.join("pd/hot.sprof"));
+    assert!(
+        self_weight(&h, &FuncKey::local("spin", "hot.c")) > 10,
+        "{}",
+        h.to_text()
+    );
+}
+
+// A process that is gone, in a list with a live one: one line naming it, nothing written.
+#[test]
+fn record_pid_of_a_dead_process_is_one_line() {
+    require!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let pids = format!("{},{dead}", std::process::id());
+    crate::common::fails_one_line(
+        dir.path(),
+        &["record", "--pid", &pids, "-o", "x.sprof"],
+        &[&format!("PID {dead}: no such process")],
+    );
+    assert!(!dir.path().join("x.sprof").exists());
+}
+
+/// Builds `dir/NAME` from one C file whose hot function is `FUNC`.
+fn build_short(dir: &Path, name: &str, func: &str, salt: u32) {
+    let src = format!(
+        "__attribute__((noinline)) unsigned long {func}(unsigned long n) {{\n\
+         volatile unsigned long s = {salt};\n\
+         for (unsigned long i = 0; i < n; i++) s += i ^ (s >> 3);\n\
+         return s; }}\n\
+         int main(void) {{ return (int)({func}(30000000) & 1); }}\n"
+    );
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    gcc(
+        dir,
+        &[
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-o",
+            name,
+            c.to_str().unwrap(),
+        ],
+    );
+}
+
+// The whole machine for a few seconds while short-lived test programs run one after another:
+// a profile for each of them in the profile directory, and two builds of one name kept apart
+// by build-id.
+#[test]
+fn record_all_profiles_short_lived_programs() {
+    require!("perf", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("a")).unwrap();
+    std::fs::create_dir_all(d.join("b")).unwrap();
+    build_short(d, "alpha", "alpha_work", 1);
+    build_short(d, "beta", "beta_work", 2);
+    build_short(&d.join("a"), "tool", "tool_a", 3);
+    build_short(&d.join("b"), "tool", "tool_b", 4);
+    let mut rec = Command::new(crate::common::sediment_bin())
+        .args(["record", "--all", "--duration", "5", "--prof-dir", "pd"])
+        .current_dir(d)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // perf needs a moment to start on every CPU.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let start = std::time::Instant::now();
+    let mut runs = 0;
+    while start.elapsed() < std::time::Duration::from_millis(2500) {
+        for prog in ["alpha", "beta", "a/tool", "b/tool"] {
+            Command::new(d.join(prog)).status().unwrap();
+            runs += 1;
+        }
+    }
+    let mut err = String::new();
+    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(rec.wait().unwrap().success(), "{err}");
+    assert!(runs >= 4, "{runs}");
+    assert!(err.contains("ran outside any binary"), "{err}");
+    for (file, func) in [("alpha.sprof", "alpha_work"), ("beta.sprof", "beta_work")] {
+        let p = read_profile(&d.join("pd").join(file));
+        assert!(p.meta.binary.ends_with(&file[..file.len() - 6]));
+        assert!(
+            self_weight(&p, &FuncKey::global(func)) > 0,
+            "{}",
+            p.to_text()
+        );
+    }
+    // Two builds named `tool`: one file each, by build-id, each with its own function.
+    let mut tools: Vec<String> = std::fs::read_dir(d.join("pd"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tool."))
+        .collect();
+    tools.sort();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    let mut funcs = Vec::new();
+    for t in &tools {
+        let p = read_profile(&d.join("pd").join(t));
+        let id = p.meta.build_id.clone().expect("gcc writes a build-id");
+        assert_eq!(*t, format!("tool.{id}.sprof"));
+        funcs.extend(
+            ["tool_a", "tool_b"]
+                .into_iter()
+                .filter(|f| self_weight(&p, &FuncKey::global(*f)) > 0),
+        );
+    }
+    funcs.sort();
+    assert_eq!(funcs, ["tool_a", "tool_b"]);
+}
+
+// Code run from anonymous executable memory (what a JIT does) is counted in one line with its
+// share, and attributed to no binary.
+#[test]
+fn jit_samples_are_counted_not_attributed() {
+    require!("perf", "gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gcc(
+        d,
+        &["-O2", "-o", "jit", fixture("live/jit.c").to_str().unwrap()],
+    );
+    let out = sediment(d, &["record", "-o", "jit.sprof", "--", "./jit"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("outside any binary"))
+        .collect();
+    assert_eq!(line.len(), 1, "{err}");
+    // `anonymous memory (JIT) NN.N%`, the largest share.
+    let share: f64 = line[0]
+        .split("anonymous memory (JIT) ")
+        .nth(1)
+        .and_then(|s| s.split('%').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no JIT share in {err}"));
+    assert!(share > 50.0, "{err}");
+    let p = read_profile(&d.join("jit.sprof"));
+    assert!(p.self_total() * 10 < share as u64, "{}", p.to_text());
+}
+
+/// Address and size of each function symbol of a linked program, by name.
+fn symbols(exe: &Path) -> std::collections::HashMap<String, (u64, u64)> {
+    let data = std::fs::read(exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
+        .map(|s| (s.name().unwrap().to_string(), (s.address(), s.size())))
+        .collect()
+}
+
+/// The bytes from the first to the end of the last of `names` in `exe`.
+fn span(exe: &Path, names: &[&str]) -> u64 {
+    let syms = symbols(exe);
+    let at: Vec<(u64, u64)> = names
+        .iter()
+        .map(|n| {
+            *syms
+                .get(*n)
+                .unwrap_or_else(|| panic!("{n} in {}", exe.display()))
+        })
+        .collect();
+    let lo = at.iter().map(|a| a.0).min().unwrap();
+    let hi = at.iter().map(|a| a.0 + a.1).max().unwrap();
+    hi - lo
+}
+
+// A profile recorded with `--pid` orders a real link: `order`, `link --linker lld`,
+// `link-flags`, and gcc with lld put the server's hot functions together, where the default
+// link keeps 2 KiB cold functions between them.
+#[test]
+fn pid_profile_orders_a_real_link() {
+    require!("perf", "gcc", "ld.lld");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    record_server(d);
+    let out = sediment(d, &["order", "-p", "server.sprof", "-o", "server.order"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sediment(
+        d,
+        &[
+            "link",
+            "--linker",
+            "lld",
+            "--order",
+            "server.order",
+            "-o",
+            "server.symorder",
+            "server.o",
+            "hot.o",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let flags = sediment(d, &["link-flags", "--linker", "lld", "server.symorder"]);
+    assert!(flags.status.success(), "{}", stderr(&flags));
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    let mut args: Vec<&str> = flags.split_whitespace().collect();
+    args.extend(["-o", "ordered", "server.o", "hot.o"]);
+    gcc(d, &args);
+    gcc(d, &["-fuse-ld=lld", "-o", "default", "server.o", "hot.o"]);
+    let hot = ["handle", "parse", "digest", "render"];
+    let (ordered, default) = (
+        span(&d.join("ordered"), &hot),
+        span(&d.join("default"), &hot),
+    );
+    assert!(default > 4 * 2048, "default link span {default}");
+    assert!(ordered < 1024, "ordered span {ordered} (default {default})");
+}

@@ -1,0 +1,284 @@
+//! Limits of one run (issue 34): an import that writes thousands of profiles holds no
+//! descriptor per file, the paths a stranger's profile names are read once per file, and the
+//! bytes one run reads are bounded.
+
+use crate::common::sediment_bin;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `perf script` text with one sample in each of `dsos` (a frame `f+0x1 (DSO)` each).
+fn perf_script_naming(dsos: &[String]) -> String {
+    let mut s = String::new();
+    for (i, dso) in dsos.iter().enumerate() {
+        s.push_str(&format!(
+            "a.out 123 [000] {}.000001: 1 cpu-clock:\n\t    1130 f{i}+0x10 ({dso})\n\n",
+            i + 1
+        ));
+    }
+    s
+}
+
+/// Runs `sediment args` in `dir` under a shell that first sets `ulimit -n LIMIT`.
+fn sediment_with_fd_limit(dir: &Path, limit: u32, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+        .arg(sediment_bin())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run sh")
+}
+
+// Regression (issue 34): an import writing more profiles than the process may open files
+// failed with EMFILE, because every temporary file stayed open until the renames. 300
+// profiles under `ulimit -n 64`.
+#[test]
+fn regress_import_of_many_profiles_holds_no_descriptor_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dsos: Vec<String> = (0..300)
+        .map(|i| format!("/nonexistent/lib{i:03}.so"))
+        .collect();
+    std::fs::write(d.join("many.ps"), perf_script_naming(&dsos)).unwrap();
+    std::fs::create_dir(d.join("out")).unwrap();
+    let out = sediment_with_fd_limit(
+        d,
+        64,
+        &[
+            "import",
+            "--format",
+            "perf-script",
+            "-o",
+            "out/p.sprof",
+            "many.ps",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}", err.lines().last().unwrap_or(""));
+    let written = std::fs::read_dir(d.join("out")).unwrap().count();
+    assert_eq!(written, 300);
+}
+
+/// Runs `sediment args` in `dir`.
+fn sediment(dir: &Path, args: &[&str]) -> Output {
+    crate::common::sediment(dir, args)
+}
+
+/// Names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A directory holding `lib.so` (a copy of an ELF fixture with a symbol table), the symbolic
+/// link `link.so` to it, the directory `sub`, and `out/`; and the spellings of `lib.so` a
+/// stranger's profile may use, in `d`: `./lib.so`, `././lib.so`, ... (`n` of those),
+/// `sub/../lib.so`, `/lib.so` (a doubled `/`), `link.so` and `lib.so`. Returns the spellings and the size of lib.so.
+fn spellings(d: &Path, n: usize) -> (Vec<String>, u64) {
+    let lib = d.join("lib.so");
+    std::fs::copy(crate::common::fixture("gprof/prog"), &lib).unwrap();
+    std::os::unix::fs::symlink("lib.so", d.join("link.so")).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::fs::create_dir(d.join("out")).unwrap();
+    let d = d.display();
+    let mut s: Vec<String> = (1..=n)
+        .map(|k| format!("{d}/{}lib.so", "./".repeat(k)))
+        .collect();
+    s.push(format!("{d}/sub/../lib.so"));
+    s.push(format!("{d}//lib.so"));
+    s.push(format!("{d}/link.so"));
+    s.push(format!("{d}/lib.so"));
+    (s, std::fs::metadata(&lib).unwrap().len())
+}
+
+// Regression (issue 34): a callgrind file naming one object 60 ways read it 60 times (123 MB
+// each, 31 s of CPU) and wrote 60 profiles. Now every spelling of one file is one object, read
+// once: the run is held to less than twice the bytes of the input and the object, and writes
+// one profile.
+#[test]
+fn regress_callgrind_object_spelled_many_ways_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (names_of_lib, lib_len) = spellings(d, 56);
+    assert_eq!(names_of_lib.len(), 60);
+    let mut text = "# callgrind format\nversion: 1\ncmd: lib.so\npositions: line\n\
+                    events: Ir\n\n"
+        .to_string();
+    for (i, ob) in names_of_lib.iter().enumerate() {
+        text.push_str(&format!("ob={ob}\nfl=prog.c\nfn=main\n{} 5\n", i + 1));
+    }
+    std::fs::write(d.join("p.cg"), &text).unwrap();
+    let limit = (text.len() as u64 + 2 * lib_len).to_string();
+    let out = sediment(
+        d,
+        &[
+            "import",
+            "--format",
+            "callgrind",
+            "--max-input-bytes",
+            &limit,
+            "-o",
+            "out/p.sprof",
+            "p.cg",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(names(&d.join("out")), ["p.sprof"], "{err}");
+    let p = std::fs::read_to_string(d.join("out/p.sprof")).unwrap();
+    // Every spelling's cost is in the one profile: 60 cost lines of 5.
+    assert!(p.lines().any(|l| l == "meta total 300"), "{p}");
+}
+
+// Regression (issue 34): a 2 KB perf-script file with 20 spellings of one dso took 20 s and
+// wrote 21 profiles. Now: one profile, the binary read once.
+#[test]
+fn regress_perf_script_dso_spelled_many_ways_is_one_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (names_of_lib, lib_len) = spellings(d, 16);
+    assert_eq!(names_of_lib.len(), 20);
+    let text: String = names_of_lib
+        .iter()
+        .enumerate()
+        .map(|(i, dso)| {
+            format!(
+                "prog 123 [000] {}.000001: 1 cpu-clock:\n\t    1130 main+0x10 ({dso})\n\n",
+                i + 1
+            )
+        })
+        .collect();
+    std::fs::write(d.join("p.ps"), &text).unwrap();
+    let limit = (text.len() as u64 + 2 * lib_len).to_string();
+    let out = sediment(
+        d,
+        &[
+            "import",
+            "--format",
+            "perf-script",
+            "--max-input-bytes",
+            &limit,
+            "-o",
+            "out/p.sprof",
+            "p.ps",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(names(&d.join("out")), ["p.sprof"], "{err}");
+    let p = std::fs::read_to_string(d.join("out/p.sprof")).unwrap();
+    assert!(p.lines().any(|l| l == "meta total 20"), "{p}");
+}
+
+// Regression (issue 34): `/proc/self/mem` named as an object is a "regular" file whose every
+// read fails; it made the import fail. Files of kernel pseudo file systems are now treated
+// like a missing binary.
+#[test]
+fn regress_proc_file_named_as_object_is_treated_as_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for object in [
+        "/proc/self/mem",
+        "/proc/self/environ",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+    ] {
+        if std::fs::metadata(object).is_err() {
+            continue;
+        }
+        let text = format!(
+            "# callgrind format\nversion: 1\ncmd: {object}\npositions: line\nevents: Ir\n\n\
+             ob={object}\nfl=a.c\nfn=main\n0 5\n"
+        );
+        std::fs::write(d.join("p.cg"), text).unwrap();
+        let out = sediment(
+            d,
+            &["import", "--format", "callgrind", "-o", "p.sprof", "p.cg"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{object}: {err}");
+        assert!(
+            err.contains(&format!(
+                "1 objects could not be read to attribute their symbols (first: {object})"
+            )),
+            "{err}"
+        );
+    }
+}
+
+// Issue 34: the bytes one import reads are bounded for the whole run, not only per file:
+// three inputs each well under every per-file limit, together over `--max-input-bytes` (or
+// `SEDIMENT_MAX_INPUT_BYTES`), are refused in one line naming the input that passes it and
+// the limit, and nothing is written.
+#[test]
+fn inputs_together_over_the_run_limit_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let part = |i: usize| {
+        let mut t = format!(
+            "# callgrind format\nversion: 1\ncmd: /bin/x\npositions: line\nevents: Ir\n\n\
+             ob=/nonexistent/x\nfl=a.c\nfn=f{i}\n"
+        );
+        while t.len() < 1000 {
+            t.push_str("1 1\n");
+        }
+        t
+    };
+    let mut total = 0;
+    for i in 0..3 {
+        let t = part(i);
+        total += t.len();
+        std::fs::write(d.join(format!("c{i}.out")), t).unwrap();
+    }
+    let limit = (total - 10).to_string();
+    let args = [
+        "import",
+        "--format",
+        "callgrind",
+        "-o",
+        "p.sprof",
+        "c0.out",
+        "c1.out",
+        "c2.out",
+    ];
+    let with_flag: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--max-input-bytes", limit.as_str()])
+        .collect();
+    let needles = [
+        "c2.out: reading it would take this run past its",
+        &format!("{limit}-byte input limit"),
+    ];
+    crate::common::fails_one_line(d, &with_flag, &needles);
+    assert!(!d.join("p.sprof").exists());
+    // The same limit from the environment; without it, the default lets them through.
+    let out = Command::new(sediment_bin())
+        .args(args)
+        .current_dir(d)
+        .env("SEDIMENT_MAX_INPUT_BYTES", &limit)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(needles[0]) && err.contains(needles[1]),
+        "{err}"
+    );
+    assert!(!d.join("p.sprof").exists());
+    let out = Command::new(sediment_bin())
+        .args(args)
+        .current_dir(d)
+        .env_remove("SEDIMENT_MAX_INPUT_BYTES")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
