@@ -2,10 +2,13 @@
 //!
 //! `sediment merge -o OUT -w 2 -p a.sprof -p b.sprof -w 0.5 -p c.sprof`: each profile given
 //! with `-p` (or as a plain argument; `-f`, `--file` are old spellings) takes the weight of the most recent `-w` before it, 1.0
-//! when there is none, as in the seed's `gen_profile_merge`. The arithmetic (normalization to a
-//! common scale, exact sums, one rounding) is `sediment_profile::merge`, run by the `merge`
-//! stage ([`crate::pipeline::merge::merge`]); this file only pairs weights with files, calls
-//! the stage and writes atomically.
+//! when there is none, as in the seed's `gen_profile_merge`. A directory stands for its
+//! `*.sprof` files and `--inputs-from LIST` adds listed inputs
+//! ([`crate::pipeline::merge::expand_inputs`]); `--per-submitter`, `--half-life`/`--now` and
+//! `--cap-per-submitter` set the fleet weighting ([`sediment_profile::FleetOptions`]); `-j`
+//! the threads. The arithmetic (normalization to a common scale, exact sums, one rounding) is
+//! `sediment_profile::merge`, run by the `merge` stage ([`crate::pipeline::merge::merge`]);
+//! this file only pairs weights with files, calls the stage and writes atomically.
 //!
 //! The pairing depends on the order of `-w` and `-p` on the command line, which clap's derive
 //! cannot express, so [`Args`] implements clap's traits by hand and reads argument positions.

@@ -201,6 +201,16 @@ impl LineCtx {
     /// An escaped string that is exactly what [`escape`] writes for its value, so that a file
     /// that parses is canonical (no lower-case or needless escapes).
     fn string(&self, tok: &str, what: &str) -> Result<String, Error> {
+        // Most tokens need no escape: printable ASCII without `%` and `#`, not the absent
+        // marker. Such a token is its own value and already canonical.
+        if tok != "-"
+            && !tok.is_empty()
+            && tok
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'%' && b != b'#')
+        {
+            return Ok(tok.to_string());
+        }
         let value = unescape(tok).map_err(|e| self.err(format!("{what}: {e}")))?;
         if escape(&value) != tok {
             return Err(self.err(format!(
@@ -254,7 +264,15 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let toks: Vec<&str> = line.split(' ').collect();
+        // At most 7 tokens are kept: every record takes 6 or fewer, so a 7th marks the line
+        // as too long without collecting an unbounded list per line.
+        let mut buf = [""; 7];
+        let mut count = 0;
+        for t in line.split(' ').take(buf.len()) {
+            buf[count] = t;
+            count += 1;
+        }
+        let toks = &buf[..count];
         match toks[0] {
             "meta" => {
                 if toks.len() != 3 {
