@@ -13,7 +13,7 @@
 //!   the same shifts (the noise range), `~` when it is inside it: no win.
 //! - **Select** (`--select FILE`): from the same kind of run, the functions whose start on a
 //!   `--boundary` (64: a line; 128: a prefetched line pair) saves the most block fetches
-//!   (`sediment_sim::align::choose`), under a size budget (`--budget`, percent of the code);
+//!   (`sediment_sim::align::choose`), under a size budget (`--max-growth`, percent of the code);
 //!   written to FILE (an order file's format: one function per line) and checked by the
 //!   simulator in a second run: as linked, every function on the boundary, the chosen ones.
 //! - **Apply** (`--apply FILE -o DIR OBJECTS...`): copies of the objects in DIR with the
@@ -35,7 +35,12 @@ use crate::pipeline::measure::{simulate, Aligned, Plan};
 #[derive(clap::Args)]
 pub struct Args {
     /// The binary to sweep or choose functions of (sweep and `--select`).
-    #[arg(long, value_name = "FILE", required_unless_present = "apply")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "apply",
+        conflicts_with = "apply"
+    )]
     pub binary: Option<PathBuf>,
     /// Choose the functions to align and write them to FILE (one function per line).
     #[arg(long, value_name = "FILE", conflicts_with = "apply")]
@@ -53,7 +58,7 @@ pub struct Args {
     pub boundary: u64,
     /// Size budget of `--select`: at most this percentage of the code in padding.
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
-    pub budget: f64,
+    pub max_growth: f64,
     /// Alignment the compiler gave every function (gcc's `-O2` on x86-64: 16): the functions
     /// `--select` leaves alone keep it, and so does code without a sized symbol (the C
     /// runtime's) in every layout.
@@ -67,6 +72,11 @@ pub struct Args {
     /// shifts move the code's pages to other iTLB sets and its lines to other L1i sets).
     #[arg(long, value_name = "BYTES", default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
+    /// Make each shift a growth of this function's end instead of a pad before the code:
+    /// the code before it stays, the code after it moves (an unrelated change inside an early
+    /// object). With the as-linked layout the step should be a multiple of `--align`.
+    #[arg(long, value_name = "FUNCTION")]
+    pub grow_after: Option<String>,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -103,6 +113,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut plan = Plan::with_shifts(args.shifts, args.shift_step)?;
     plan.align = args.align;
+    plan.grow_after.clone_from(&args.grow_after);
     plan.threads = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -144,6 +155,11 @@ fn report(args: &Args, binary: &std::path::Path, plan: &Plan) -> Result<String> 
         let mut t = plan
             .describe_shifts()
             .map_or_else(String::new, |d| format!("# {d}\n"));
+        if let Some(f) = &plan.grow_after {
+            t.push_str(&format!(
+                "# shifts grow the end of {f} instead of padding before the code\n"
+            ));
+        }
         t.push_str(&sweep.format_table());
         t
     })
@@ -164,17 +180,17 @@ fn select(
             args.align
         );
     }
-    if !(args.budget > 0.0 && args.budget <= 100.0) {
+    if !(args.max_growth > 0.0 && args.max_growth <= 100.0) {
         bail!(
-            "--budget must be a percentage above 0 and at most 100, not {}",
-            args.budget
+            "--max-growth must be a percentage above 0 and at most 100, not {}",
+            args.max_growth
         );
     }
     let (_, recorded) =
         crate::pipeline::measure::record(binary, &args.args, &args.valgrind, &Plan::as_linked())?;
     let rec = &recorded.recording;
     let code = sediment_sim::align::code_bytes(rec.starts(), rec.sizes());
-    let budget = (code as f64 * args.budget / 100.0) as u64;
+    let budget = (code as f64 * args.max_growth / 100.0) as u64;
     let chosen = sediment_sim::align::choose(&rec.unit_ranges(), args.boundary, args.align, budget);
     let mut names: Vec<String> = Vec::new();
     for i in chosen {
@@ -204,7 +220,7 @@ fn select(
         "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}",
         names.len(),
         args.boundary,
-        args.budget,
+        args.max_growth,
         out.display()
     );
     let mut plan = plan;
@@ -227,9 +243,6 @@ fn select(
 
 /// `--apply`: writes the aligned copies of the objects and prints their paths.
 fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
-    if args.binary.is_some() || args.select.is_some() {
-        bail!("--apply reads objects, not a binary: drop --binary");
-    }
     if args.objects.is_empty() {
         bail!("--apply needs the object files to copy");
     }
@@ -247,8 +260,8 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
     let wanted: std::collections::HashSet<&str> =
         order.functions.iter().map(|k| k.name.as_str()).collect();
     let dir = args.output.as_deref().context("--apply needs -o DIR")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let mut copies = Vec::with_capacity(args.objects.len());
+    // Every copy is made in memory first, so that a bad object leaves no copy behind.
+    let mut copies: Vec<(PathBuf, Vec<u8>)> = Vec::with_capacity(args.objects.len());
     let mut found = std::collections::HashSet::new();
     let mut sections = 0usize;
     for (i, path) in args.objects.iter().enumerate() {
@@ -274,9 +287,11 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
             || format!("object-{i}"),
             |n| n.to_string_lossy().into_owned(),
         );
-        let copy = dir.join(format!("{i:04}-{name}"));
-        crate::fsio::write_atomic(&copy, &bytes)?;
-        copies.push(copy);
+        copies.push((dir.join(format!("{i:04}-{name}")), bytes));
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    for (copy, bytes) in &copies {
+        crate::fsio::write_atomic(copy, bytes)?;
     }
     let missing = wanted.len() - found.len();
     eprintln!(
@@ -292,7 +307,7 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
         }
     );
     let mut out = std::io::stdout().lock();
-    for c in &copies {
+    for (c, _) in &copies {
         writeln!(out, "{}", c.display())?;
     }
     out.flush()?;

@@ -70,6 +70,8 @@ pub struct Args {
     /// Arguments passed to every binary (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 /// A group of rows `--metrics` can pick.
@@ -166,7 +168,7 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("sediment compare: {n}");
     }
     for w in &compared.warnings {
-        eprintln!("sediment compare: warning: {w}");
+        eprintln!("sediment compare: warning: {}", args.demangle.text(w));
     }
     let sampled = compared.sampled;
     let columns = compared.columns;

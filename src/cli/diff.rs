@@ -42,6 +42,8 @@ pub struct Args {
     /// Rows per list in the text report.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub top: usize,
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 /// Runs `sediment diff`.
@@ -78,6 +80,7 @@ fn signed(v: i64) -> String {
 /// The text report.
 fn format_text(args: &Args, old: &Binary, new: &Binary, d: &LayoutDiff) -> String {
     let mut s = String::new();
+    let show = |name: &str| args.demangle.show(name).into_owned();
     let id = |b: &Binary| b.build_id.clone().unwrap_or_else(|| "no build-id".into());
     let _ = writeln!(s, "old: {} ({})", args.old.display(), id(old));
     let _ = writeln!(s, "new: {} ({})", args.new.display(), id(new));
@@ -119,11 +122,11 @@ fn format_text(args: &Args, old: &Binary, new: &Binary, d: &LayoutDiff) -> Strin
     for g in rows {
         let cause = match &g.cause {
             None => "start".to_string(),
-            Some(c) if c.reordered => format!("reordered after {}", c.after),
+            Some(c) if c.reordered => format!("reordered after {}", show(&c.after)),
             Some(c) => {
                 let mut parts = Vec::new();
                 if c.size_change != 0 {
-                    parts.push(format!("{} size {}", c.after, signed(c.size_change)));
+                    parts.push(format!("{} size {}", show(&c.after), signed(c.size_change)));
                 }
                 if c.arrived > 0 {
                     parts.push(format!(
@@ -147,7 +150,7 @@ fn format_text(args: &Args, old: &Binary, new: &Binary, d: &LayoutDiff) -> Strin
             s,
             "  {:<#18x} {:<32} {:>9} {:>8} {:>10}  {}",
             g.old_address,
-            g.first,
+            show(&g.first),
             g.functions,
             signed(g.shift),
             g.weight,
@@ -160,7 +163,10 @@ fn format_text(args: &Args, old: &Binary, new: &Binary, d: &LayoutDiff) -> Strin
             let _ = writeln!(
                 s,
                 "  {:<40} {:>7} -> {:<7} weight {}",
-                c.name, c.old_size, c.new_size, c.weight
+                show(&c.name),
+                c.old_size,
+                c.new_size,
+                c.weight
             );
         }
     }
@@ -193,7 +199,12 @@ fn format_text(args: &Args, old: &Binary, new: &Binary, d: &LayoutDiff) -> Strin
                 let _ = writeln!(
                     s,
                     "  {:<40} lines {} -> {} (line offset {} -> {}), weight {}",
-                    c.name, c.old_lines, c.new_lines, c.old_offset, c.new_offset, c.weight
+                    show(&c.name),
+                    c.old_lines,
+                    c.new_lines,
+                    c.old_offset,
+                    c.new_offset,
+                    c.weight
                 );
             }
         }

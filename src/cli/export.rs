@@ -1,12 +1,16 @@
-//! `sediment export --format fdata|gv -p PROFILE... -o OUT`: writes profiles in another tool's
-//! format, so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`) or Graphviz, and old
-//! users can move between them.
+//! `sediment export --format fdata|lld-call-graph|gv -p PROFILE... -o OUT`: writes profiles in
+//! another tool's format, so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`), lld's own
+//! C3 (`--call-graph-ordering-file OUT`) or Graphviz, and old users can move between them.
 //!
-//! - `fdata` (one profile): only call edges are exported, since fdata has no way to state self
-//!   weight that BOLT would not read as a branch (see `sediment_import::fdata::write`).
+//! - `fdata` (one profile): BOLT's `no_lbr` sample form, one line per function with its self
+//!   weight; a profile keeps no call-site offsets, and call lines without them are what BOLT
+//!   rejects as stale (see `sediment_import::fdata::write`).
+//! - `lld-call-graph` (one profile): `caller callee weight` lines, mangled names; edges of a
+//!   name several functions share (same-named statics) are left out and counted (see
+//!   `sediment_link::call_graph`).
 //! - `gv` (one or more profiles): the historical Sediment call graph, one DOT cluster per
 //!   profile in the order given, edge labels as fractions (see `sediment_import::gv`). Several
-//!   profiles of one recording (`app.sprof`, `app.sprof.libfoo.so.sprof`) make one graph.
+//!   profiles of one recording (`app.sprof`, `app.libfoo.so.sprof`) make one graph.
 //! - `parquet` (one or more profiles): Sediment's Parquet table (`sediment_parquet`,
 //!   docs/design/parquet.md), one submission per profile, each with the id
 //!   `submission_id` gives it and the weight of `--weight` (default 1): a fleet's profiles as one dataset.
@@ -18,8 +22,10 @@ use std::path::PathBuf;
 /// Formats `sediment export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// BOLT `.fdata`, LBR form: one `caller -> callee` branch line per call edge.
+    /// BOLT `.fdata`, `no_lbr` sample form: one line per function with its self weight (`llvm-bolt -data=FILE`).
     Fdata,
+    /// lld's `--call-graph-ordering-file`: one `caller callee weight` line per call edge, for lld's own C3.
+    LldCallGraph,
     /// The historical Sediment `.gv` call graph: Graphviz DOT, one cluster per profile.
     Gv,
     /// Sediment's Parquet table (docs/design/parquet.md): one submission per profile.
@@ -43,6 +49,9 @@ pub struct Args {
     /// Where to write the result.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+    /// `gv` only (the other formats are read by tools and keep symbol names).
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 /// Runs `sediment export`.
@@ -54,45 +63,73 @@ pub fn run(args: Args) -> Result<()> {
     if args.weight.is_some() && args.format != Format::Parquet {
         bail!("--weight is for --format parquet (its `weight` column)");
     }
+    if matches!(args.format, Format::Fdata | Format::LldCallGraph) && profiles.len() != 1 {
+        bail!(
+            "{}: {} describes one binary; give one profile ({} given)",
+            args.profile[1].display(),
+            match args.format {
+                Format::Fdata => "fdata",
+                _ => "a call-graph ordering file",
+            },
+            profiles.len()
+        );
+    }
     match args.format {
         Format::Fdata => {
-            if profiles.len() != 1 {
-                bail!(
-                    "{}: fdata describes one binary; give one profile ({} given)",
-                    args.profile[1].display(),
-                    profiles.len()
-                );
-            }
             let profile = &profiles[0];
             let written = sediment_import::fdata::write(profile);
-            if written.skipped_edges > 0 {
+            if written.skipped_functions > 0 {
                 eprintln!(
-                    "sediment: warning: {} call edges have names fdata cannot spell (whitespace, `/`) and were left out",
-                    written.skipped_edges
+                    "sediment: warning: {} functions have names fdata cannot spell (whitespace, `/`) and were left out",
+                    written.skipped_functions
                 );
             }
             fsio::write_atomic(&args.output, written.text.as_bytes())?;
             eprintln!(
-                "sediment: wrote {} ({} call edges)",
+                "sediment: wrote {} (no_lbr samples: {} functions; call edges are not written)",
                 args.output.display(),
-                profile.edges.len() - written.skipped_edges
+                written.functions
+            );
+        }
+        Format::LldCallGraph => {
+            let file = sediment_link::call_graph::write(&profiles[0]);
+            if file.ambiguous > 0 {
+                eprintln!(
+                    "sediment: warning: {} call edges left out: their names belong to several functions (same-named statics), which lld cannot tell apart",
+                    file.ambiguous
+                );
+            }
+            if file.unsafe_names > 0 {
+                eprintln!(
+                    "sediment: warning: {} call edges left out: names with characters an order file cannot hold",
+                    file.unsafe_names
+                );
+            }
+            fsio::write_atomic(&args.output, file.text.as_bytes())?;
+            eprintln!(
+                "sediment: wrote {} ({} call edges; link with -Wl,--call-graph-ordering-file={})",
+                args.output.display(),
+                file.edges,
+                args.output.display()
             );
         }
         Format::Gv => {
-            let text = sediment_import::gv::write(&profiles).map_err(|e| match e {
-                sediment_import::Error::NameTooLong {
-                    index,
-                    what,
-                    name,
-                    len,
-                    limit,
-                } => anyhow::anyhow!(
+            let demangle = !args.demangle.no_demangle;
+            let text =
+                sediment_import::gv::write_with(&profiles, demangle).map_err(|e| match e {
+                    sediment_import::Error::NameTooLong {
+                        index,
+                        what,
+                        name,
+                        len,
+                        limit,
+                    } => anyhow::anyhow!(
                     "{}: {what} `{name}` is {len} bytes written, longer than the {limit} bytes \
                      a Graphviz string may hold: cannot export it as gv",
                     args.profile[index].display()
                 ),
-                e => e.into(),
-            })?;
+                    e => e.into(),
+                })?;
             fsio::write_atomic(&args.output, text.as_bytes())?;
             let edges: usize = profiles.iter().map(|p| p.edges.len()).sum();
             eprintln!(

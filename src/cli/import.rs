@@ -9,7 +9,7 @@
 //! binary's symbols.
 //!
 //! Output, shared with `sediment record`: the main executable's profile goes to `-o FILE`, every
-//! other binary that got samples to `FILE.<basename>.sprof` beside it. All files are written
+//! other binary that got samples to `FILE.<basename>.sprof` beside it (FILE without its `.sprof`). All files are written
 //! atomically, and only after every input was read, so a failed import writes nothing.
 
 use crate::fsio;
@@ -89,7 +89,7 @@ pub struct Args {
     /// per thread or process, summed).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof`.
+    /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof` with FILE's `.sprof` dropped (`app.sprof` -> `app.libz.so.1.sprof`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
     /// The bytes this run may read, the inputs and every binary they name together (each

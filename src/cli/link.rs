@@ -34,6 +34,8 @@ pub struct Args {
     /// Object files (`.o`) and static archives (`.a`) of the program, as they will be linked.
     #[arg(required = true, value_name = "OBJECT")]
     objects: Vec<PathBuf>,
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 /// Arguments of `sediment link-flags`.
@@ -54,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|e| anyhow!("{}: {e}", args.order.display()))?;
     let objects = link::read_inventory(&args.objects)?;
     if let Some(w) = link::lto_warning(&objects) {
-        eprintln!("sediment link: warning: {w}");
+        eprintln!("sediment link: warning: {}", args.demangle.text(&w));
     }
     let pie = if args.no_pie {
         PieMode::NoPie
@@ -74,7 +76,7 @@ pub fn run(args: Args) -> Result<()> {
             // The warnings say what was skipped and why; the error alone names only the first.
             if let sediment_link::Error::NothingEmitted { warnings, .. } = &e {
                 for w in warnings {
-                    eprintln!("sediment link: warning: {w}");
+                    eprintln!("sediment link: warning: {}", args.demangle.text(w));
                 }
             }
             e.into()
@@ -83,7 +85,10 @@ pub fn run(args: Args) -> Result<()> {
     })?;
     let (res, out) = (linked.resolution, linked.emitted);
     for w in &out.warnings {
-        eprintln!("sediment link: warning: {w}");
+        eprintln!("sediment link: warning: {}", args.demangle.text(w));
+    }
+    if !res.runtime.is_empty() {
+        eprintln!("sediment link: {}", runtime_note(&res.runtime));
     }
     fsio::write_atomic(&args.output, out.text.as_bytes())?;
     eprintln!(
@@ -115,4 +120,19 @@ pub fn run_flags(args: FlagsArgs) -> Result<()> {
         writeln!(stdout, "{line}")?;
     }
     Ok(())
+}
+
+/// The one line about the order's entries that are the C runtime's start-up code.
+fn runtime_note(runtime: &[sediment_profile::FuncKey]) -> String {
+    let names: Vec<String> = runtime
+        .iter()
+        .take(4)
+        .map(|k| sediment_profile::escape(&k.name))
+        .collect();
+    format!(
+        "{} entries are the C runtime's start-up code ({}{}), which the compiler driver links from its own objects: left where the linker puts them",
+        runtime.len(),
+        names.join(", "),
+        if runtime.len() > names.len() { ", ..." } else { "" }
+    )
 }

@@ -67,6 +67,8 @@ pub struct Args {
         value_parser = parse_share
     )]
     pub min_share: f64,
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 use sediment_profile::{binary_share, DEFAULT_MIN_SHARE};
@@ -151,7 +153,11 @@ fn format_text(args: &Args, profile: &Profile, binary: &Binary, report: &MatchRe
             ""
         }
     );
-    s.push_str(&report.to_string());
+    if args.demangle.no_demangle {
+        s.push_str(&report.to_string());
+    } else {
+        s.push_str(&format!("{report:#}"));
+    }
     s
 }
 

@@ -2,8 +2,10 @@
 //!
 //! The recording is the `record` stage ([`crate::pipeline::record`]: which profiler runs how,
 //! and the import of what it wrote); this verb says where the profiles go: one file for the
-//! main executable (`-o OUT`; every other binary with samples -> `OUT.<basename>.sprof`), or a
-//! profile directory, written atomically.
+//! main executable (`-o OUT`), or a profile directory, written atomically. With `-o`, the other
+//! binaries that got samples (libc, the dynamic loader, ...) are left out, counted and named in
+//! one line, unless `--keep-binaries all|NAME,...` asks for them: each then goes beside `OUT`
+//! as `STEM.<basename>.sprof` (`app.sprof` -> `app.libz.so.1.sprof`).
 //!
 //! **Whole packages** (`--prof-dir DIR`, or the environment variable `SEDIMENT_PROF_DIR`, alias
 //! `PROF_DIR`, when neither `-o` nor `--prof-dir` is given: [`vocab::prof_dir_from_env`]): one
@@ -51,9 +53,14 @@ pub enum Via {
 /// Arguments of `sediment record`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof`.
+    /// Where to write the main executable's profile (other binaries: `--keep-binaries`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// With `-o`: also write the profiles of these other binaries that got samples (base names
+    /// separated by commas, or `all`), each beside FILE as `STEM.<basename>.sprof` (`app.sprof`
+    /// -> `app.libz.so.1.sprof`). Default: the main executable's only. (`--pid`/`--all` keep every binary.)
+    #[arg(long, value_name = "NAMES", requires = "output", conflicts_with_all = ["pid", "all"])]
+    pub keep_binaries: Option<import::KeepBinaries>,
     /// Whole-package mode: one profile per executable or shared library the command (and its
     /// children) touched, as `DIR/<basename>.sprof`, merged into existing ones. Default:
     /// `$SEDIMENT_PROF_DIR` (or `$PROF_DIR`), when `-o` is not given.
@@ -122,7 +129,8 @@ pub fn run(args: Args) -> Result<()> {
             mode: args.mode,
             whole: matches!(target, Target::ProfDir(_)),
         })?;
-        return write(target, imported);
+        // Attached processes have no one main executable: every binary is kept.
+        return write(target, imported, &import::KeepBinaries::All);
     }
     let imported = record::record(&record::Request {
         via: match args.via {
@@ -135,13 +143,34 @@ pub fn run(args: Args) -> Result<()> {
         quiet: false,
         keep_partial: args.keep_partial,
     })?;
-    write(target, imported)
+    write(target, imported, &args.keep_binaries.unwrap_or_default())
 }
 
-/// Writes the profiles of a recording where `target` says.
-fn write(target: Target, imported: sediment_import::Imported) -> Result<()> {
+/// Writes the profiles of a recording where `target` says; with `-o`, the binaries other than
+/// the main executable only as `keep` says.
+fn write(
+    target: Target,
+    imported: sediment_import::Imported,
+    keep: &import::KeepBinaries,
+) -> Result<()> {
     match target {
         Target::Output(out) => {
+            let mut imported = imported;
+            let dropped = import::keep_binaries(&mut imported, keep);
+            if let Some(first) = dropped.first() {
+                let names: Vec<String> = dropped
+                    .iter()
+                    .take(3)
+                    .map(|b| sediment_profile::escape(sediment_profile::base_name(b)))
+                    .collect();
+                eprintln!(
+                    "sediment: {} other binaries got samples and were not written ({}{}); --keep-binaries {} (or all) writes them",
+                    dropped.len(),
+                    names.join(", "),
+                    if dropped.len() > 3 { ", ..." } else { "" },
+                    sediment_profile::escape(sediment_profile::base_name(first))
+                );
+            }
             let out = import::outputs(&out, imported)?;
             fsio::write_profiles(&out.as_set(), &out.warnings)
         }

@@ -85,6 +85,8 @@ pub struct Args {
     /// Arguments passed to every binary (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
+    #[command(flatten)]
+    pub demangle: super::vocab::Demangle,
 }
 
 /// Most `--order` files (each is `--shifts` more sets of arrays).
@@ -152,7 +154,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut columns: Vec<(String, Vec<Metrics>)> = Vec::new();
     for (label, simulated) in labels(&args.binaries).into_iter().zip(results) {
         for w in &simulated.warnings {
-            eprintln!("sediment sim: warning: {w}");
+            eprintln!("sediment sim: warning: {}", args.demangle.text(w));
         }
         let mut layouts = simulated.layouts.into_iter();
         if let Some(linked) = layouts.next() {

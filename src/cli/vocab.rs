@@ -61,6 +61,37 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
   SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
 
+/// `--no-demangle`, in the verbs whose reports or warnings name functions (`diff`, `match`,
+/// `export --format gv`, `link`, `sim`, `compare`, `order`): they show C++ and Rust names
+/// demangled by default; this flag shows them as the symbol table spells them. Profiles, order
+/// files and linker inputs always keep the symbol names.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct Demangle {
+    /// Show function names as the symbol table spells them (mangled) instead of demangled (C++, Rust).
+    #[arg(long = "no-demangle")]
+    pub no_demangle: bool,
+}
+
+impl Demangle {
+    /// A report label (`name` or `name (file)`) as this flag says to show it.
+    pub fn show<'a>(&self, label: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.no_demangle {
+            std::borrow::Cow::Borrowed(label)
+        } else {
+            sediment_profile::demangle_label(label)
+        }
+    }
+
+    /// A warning line with the symbol names in it shown as this flag says.
+    pub fn text<'a>(&self, line: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.no_demangle {
+            std::borrow::Cow::Borrowed(line)
+        } else {
+            sediment_profile::demangle_text(line)
+        }
+    }
+}
+
 /// A duration in seconds (`--duration 2.5`): a finite number above zero.
 pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     match text.parse::<f64>() {

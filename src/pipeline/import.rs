@@ -6,7 +6,8 @@
 //! files and the binaries (read from the path the profiler recorded, or from
 //! [`Options::binary`] for the binary of that base name) through `crate::fsio`, which refuses
 //! FIFOs, devices and directories a stranger's profile might name. [`outputs`] says where each
-//! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`).
+//! profile goes (the main executable's to `OUT`, every other to `OUT.<basename>.sprof`, `OUT`
+//! without its `.sprof` suffix).
 
 use super::timings;
 use crate::fsio;
@@ -76,8 +77,8 @@ pub struct Options {
     /// warning) instead of failing the import.
     pub skip_stripped: bool,
     /// The bytes the whole import may read, inputs and the binaries they name together
-    /// ([`fsio::ReadBudget`]); `None`: [`fsio::MAX_INPUT_BYTES_ENV`] when set, else
-    /// [`fsio::DEFAULT_RUN_INPUT_BYTES`].
+    /// (`fsio::ReadBudget`); `None`: `fsio::MAX_INPUT_BYTES_ENV` when set, else
+    /// `fsio::DEFAULT_RUN_INPUT_BYTES`.
     pub max_input_bytes: Option<u64>,
 }
 
@@ -161,7 +162,7 @@ impl ProfileFiles {
 }
 
 /// Where each profile of `imported` goes: the main executable's to `out`, every other to
-/// `OUT.<basename>.sprof` beside it, `out` first. A main executable without samples gets an
+/// `STEM.<basename>.sprof` beside it (STEM: `out` without `.sprof`, see `side_path`), `out` first. A main executable without samples gets an
 /// empty profile, with a warning added. Fails when the main executable is not known.
 pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
     let Some(main) = imported.main.clone() else {
@@ -201,6 +202,60 @@ pub fn outputs(out: &Path, mut imported: Imported) -> Result<ProfileFiles> {
         files,
         warnings: imported.warnings,
     })
+}
+
+/// Which binaries besides the main executable a recording written to one file keeps
+/// (`sediment record --keep-binaries`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum KeepBinaries {
+    /// The main executable only.
+    #[default]
+    MainOnly,
+    /// Every binary that got samples.
+    All,
+    /// The main executable and the binaries of these base names.
+    Named(Vec<String>),
+}
+
+impl std::str::FromStr for KeepBinaries {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "all" {
+            return Ok(KeepBinaries::All);
+        }
+        let names: Vec<String> = s.split(',').map(str::to_string).collect();
+        if names.iter().any(|n| n.is_empty() || n.contains('/')) {
+            return Err(format!(
+                "`{}`: expected `all` or base names separated by commas (libz.so.1,helper)",
+                sediment_profile::escape(s)
+            ));
+        }
+        Ok(KeepBinaries::Named(names))
+    }
+}
+
+/// Drops from `imported` the profiles of binaries other than the main executable that `keep`
+/// does not ask for, and returns the dropped binaries' paths, heaviest (self weight) first.
+pub fn keep_binaries(imported: &mut Imported, keep: &KeepBinaries) -> Vec<String> {
+    let main = imported.main.clone();
+    let wanted = |p: &Profile| {
+        Some(&p.meta.binary) == main.as_ref()
+            || match keep {
+                KeepBinaries::MainOnly => false,
+                KeepBinaries::All => true,
+                KeepBinaries::Named(names) => names.iter().any(|n| n == base_name(&p.meta.binary)),
+            }
+    };
+    let (kept, mut dropped): (Vec<Profile>, Vec<Profile>) = std::mem::take(&mut imported.profiles)
+        .into_iter()
+        .partition(wanted);
+    imported.profiles = kept;
+    dropped.sort_by(|a, b| {
+        b.self_total()
+            .cmp(&a.self_total())
+            .then(a.meta.binary.cmp(&b.meta.binary))
+    });
+    dropped.into_iter().map(|p| p.meta.binary).collect()
 }
 
 /// Reads a binary that the input `for_input` names, for an importer: `None` when the path names
@@ -721,12 +776,19 @@ fn import_parquet(
     })
 }
 
-/// Path of the profile of a non-main binary: `OUT.<basename>.sprof`, numbered on a clash
-/// (`OUT.<basename>.2.sprof`; the profiles come sorted by binary path, so the numbers are the
-/// same on every run). The base name comes from the recording, a stranger's file for `import`,
-/// so it goes through [`safe_file_name`] first: no newline, escape sequence or `/` in a name.
+/// Path of the profile of a non-main binary: `STEM.<basename>.sprof`, where STEM is `OUT`
+/// without its `.sprof` suffix (`app.sprof` -> `app.libz.so.1.sprof`; an `OUT` without the
+/// suffix is kept whole), numbered on a clash (`STEM.<basename>.2.sprof`; the profiles come
+/// sorted by binary path, so the numbers are the same on every run). The base name comes from
+/// the recording, a stranger's file for `import`, so it goes through [`safe_file_name`] first:
+/// no newline, escape sequence or `/` in a name.
 fn side_path(out: &Path, binary: &str, taken: &mut std::collections::BTreeSet<PathBuf>) -> PathBuf {
-    let stem = format!("{}.{}", out.display(), safe_file_name(base_name(binary)));
+    let out = out.display().to_string();
+    let stem = out
+        .strip_suffix(".sprof")
+        .filter(|s| !s.is_empty() && !s.ends_with('/'))
+        .unwrap_or(&out);
+    let stem = format!("{stem}.{}", safe_file_name(base_name(binary)));
     let mut candidate = PathBuf::from(format!("{stem}.sprof"));
     let mut n = 2;
     while taken.contains(&candidate) {
@@ -767,8 +829,9 @@ mod tests {
     }
 
     // The main executable's profile goes to OUT, first; the others beside it by base name,
-    // made safe and numbered on a clash; a main executable without samples gets an empty
-    // profile and a warning.
+    // without a doubled `.sprof` (regression: `o.sprof.libx.so.sprof`), made safe and
+    // numbered on a clash; a main executable without samples gets an empty profile and a
+    // warning.
     #[test]
     fn outputs_name_every_profile() {
         let imported = Imported {
@@ -787,9 +850,9 @@ mod tests {
             paths,
             [
                 Path::new("o.sprof"),
-                Path::new("o.sprof.libx.so.sprof"),
-                Path::new("o.sprof.libx.so.2.sprof"),
-                Path::new("o.sprof.we_ird.sprof"),
+                Path::new("o.libx.so.sprof"),
+                Path::new("o.libx.so.2.sprof"),
+                Path::new("o.we_ird.sprof"),
             ]
         );
         assert_eq!(out.files[0].1.meta.binary, "/bin/prog");
@@ -797,6 +860,65 @@ mod tests {
         assert_eq!(
             out.warnings,
             ["w", "the main executable /bin/prog got no samples"]
+        );
+    }
+
+    // The main executable is always kept; others by `--keep-binaries`; the dropped are named
+    // heaviest first.
+    #[test]
+    fn keep_binaries_selects_by_base_name() {
+        let weighted = |binary: &str, w: u64| {
+            let mut b = sediment_profile::ProfileBuilder::new(Meta {
+                binary: binary.to_string(),
+                ..Meta::default()
+            });
+            b.add_self(&sediment_profile::FuncKey::global("f"), w);
+            b.build()
+        };
+        let imported = || Imported {
+            source: "perf",
+            profiles: vec![
+                weighted("/bin/prog", 50),
+                weighted("/lib/ld.so", 1),
+                weighted("/lib/libc.so.6", 9),
+                weighted("/lib/libz.so.1", 3),
+            ],
+            main: Some("/bin/prog".to_string()),
+            warnings: Vec::new(),
+        };
+        let kept = |keep: &str| {
+            let mut i = imported();
+            let dropped = keep_binaries(&mut i, &keep.parse().unwrap());
+            let kept: Vec<String> = i.profiles.iter().map(|p| p.meta.binary.clone()).collect();
+            (kept, dropped)
+        };
+        let mut i = imported();
+        let dropped = keep_binaries(&mut i, &KeepBinaries::MainOnly);
+        assert_eq!(i.profiles.len(), 1);
+        assert_eq!(dropped, ["/lib/libc.so.6", "/lib/libz.so.1", "/lib/ld.so"]);
+        assert_eq!(kept("all").1, Vec::<String>::new());
+        assert_eq!(
+            kept("libz.so.1,nosuch"),
+            (
+                vec!["/bin/prog".to_string(), "/lib/libz.so.1".to_string()],
+                vec!["/lib/libc.so.6".to_string(), "/lib/ld.so".to_string()]
+            )
+        );
+        assert!("a,,b".parse::<KeepBinaries>().is_err());
+        assert!("/lib/libz.so.1".parse::<KeepBinaries>().is_err());
+    }
+
+    // An output not ending in `.sprof` keeps its whole name as the stem.
+    #[test]
+    fn side_files_of_other_output_names() {
+        let mut taken = std::collections::BTreeSet::new();
+        assert_eq!(
+            side_path(Path::new("d/app.prof"), "/lib/libz.so.1", &mut taken),
+            Path::new("d/app.prof.libz.so.1.sprof")
+        );
+        assert_eq!(
+            side_path(Path::new("d/.sprof"), "/lib/libz.so.1", &mut taken),
+            Path::new("d/.sprof.libz.so.1.sprof")
         );
     }
 

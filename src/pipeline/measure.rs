@@ -49,6 +49,10 @@ pub struct Plan {
     /// code would, the alignment absorbing part of it), and the as-linked layout's shifts
     /// move only the functions.
     pub aligned: Vec<(String, Aligned)>,
+    /// With [`Plan::aligned`]: make each shift a growth at the end of the function of this
+    /// name (its first unit in address order) instead of a pad before the code, so that the
+    /// code before it stays put.
+    pub grow_after: Option<String>,
 }
 
 /// How an aligned layout rounds each function's start.
@@ -105,6 +109,7 @@ impl Plan {
             record: None,
             threads: 1,
             aligned: Vec::new(),
+            grow_after: None,
         }
     }
 
@@ -534,9 +539,33 @@ fn aligned_placements(
         bail!("the binary has no function symbol to align");
     };
     let names = units.names();
+    // The unit that grows (index into the units with fillers), or none: a pad before all.
+    let grown = match &plan.grow_after {
+        None => None,
+        Some(name) => {
+            let f = names
+                .iter()
+                .position(|n| n == name)
+                .with_context(|| format!("--grow-after {name}: no such function in the binary"))?;
+            is_fn
+                .iter()
+                .enumerate()
+                .filter(|(_, &f)| f)
+                .nth(f)
+                .map(|(i, _)| i)
+        }
+    };
     let mut news = Vec::new();
     for &d in plan.shifts.iter().skip(1) {
-        news.push(old.iter().map(|a| a.saturating_add(d)).collect());
+        news.push(
+            old.iter()
+                .enumerate()
+                .map(|(i, a)| match grown {
+                    Some(g) if i <= g => *a,
+                    _ => a.saturating_add(d),
+                })
+                .collect(),
+        );
     }
     let mut code = vec![code_bytes(&old, &size)];
     for (_, rule) in &plan.aligned {
@@ -552,7 +581,10 @@ fn aligned_placements(
             })
             .collect();
         for (i, &d) in plan.shifts.iter().enumerate() {
-            let new = place_aligned(&size, &per_unit, base.saturating_add(d));
+            let new = match grown {
+                Some(g) => sediment_sim::align::place_grown(&size, &per_unit, base, g, d),
+                None => place_aligned(&size, &per_unit, base.saturating_add(d)),
+            };
             if i == 0 {
                 code.push(code_bytes(&new, &size));
             }

@@ -529,3 +529,52 @@ fn live_threads_and_parts_sum_to_one_run() {
         edge_sum.into_iter().map(|((a, b), w)| (a, b, w)).collect();
     assert_eq!(edges, edge_sum);
 }
+
+// `record -o app.sprof` writes the main executable's profile only, and names the others in one
+// line; `--keep-binaries` writes the named ones (or all) beside it as `app.<basename>.sprof`
+// (regression: every library touched became `app.sprof.<lib>.sprof`, most with one sample).
+#[test]
+fn record_keeps_the_main_executable_unless_asked() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("p.c"),
+        "#include <stdio.h>\nint main(void) { printf(\"%d\\n\", 42); return 0; }\n",
+    )
+    .unwrap();
+    crate::common::run(d, "gcc", &["-O1", "p.c", "-o", "p"]);
+    let files = |sub: &str| {
+        let mut v: Vec<String> = std::fs::read_dir(d.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let record = |sub: &str, extra: &[&str]| {
+        std::fs::create_dir(d.join(sub)).unwrap();
+        let out = format!("{sub}/app.sprof");
+        let mut args = vec!["record", "--via", "callgrind", "-o", &out];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "./p"]);
+        let o = sediment(d, &args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{err}");
+        err
+    };
+    let err = record("main", &[]);
+    assert_eq!(files("main"), ["app.sprof"]);
+    let note: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("were not written"))
+        .collect();
+    assert_eq!(note.len(), 1, "{err}");
+    assert!(note[0].contains("libc.so.6"), "{err}");
+    record("libc", &["--keep-binaries", "libc.so.6"]);
+    assert_eq!(files("libc"), ["app.libc.so.6.sprof", "app.sprof"]);
+    record("all", &["--keep-binaries", "all"]);
+    let all = files("all");
+    assert!(all.len() >= 3, "{all:?}");
+    assert!(all.iter().all(|f| !f.contains(".sprof.")), "{all:?}");
+}

@@ -1,7 +1,7 @@
 //! `sediment import` of the text formats shared when no perf.data can be (perf script, BOLT
 //! fdata), and `sediment export --format fdata`, through the CLI.
 
-use crate::common::{fixture, sediment};
+use crate::common::{fixture, run, sediment};
 
 fn ok(out: &std::process::Output) {
     assert!(
@@ -54,7 +54,9 @@ fn perf_script_text_imports_like_perf_data() {
 
 #[test]
 fn fdata_round_trips_through_export() {
-    // Import BOLT fdata, export it again, import the export: the call edges survive exactly.
+    // Import BOLT fdata, export it again, import the export: the export is the no_lbr sample
+    // form (a profile keeps no call-site offsets), and every function's self weight survives
+    // exactly.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let input = fixture("fdata/lbr.fdata");
@@ -80,15 +82,102 @@ fn fdata_round_trips_through_export() {
             "export", "--format", "fdata", "-p", "a.sprof", "-o", "a.fdata",
         ],
     ));
+    let text = std::fs::read_to_string(d.join("a.fdata")).unwrap();
+    assert!(text.starts_with("no_lbr"), "{text}");
     ok(&import("a.fdata", "b.sprof"));
     let read = |f: &str| {
         sediment_profile::Profile::from_text(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap()
     };
     let (a, b) = (read("a.sprof"), read("b.sprof"));
-    let edges = sediment_profile::Profile::named_edges;
-    assert_eq!(edges(&a), edges(&b));
-    assert!(edges(&a).contains(&("work".into(), "helper (a.c)".into(), 300)));
+    let weights = |p: &sediment_profile::Profile| {
+        p.functions
+            .iter()
+            .map(|f| (f.key.to_string(), f.self_weight))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(weights(&a), weights(&b));
+    assert!(weights(&a).contains(&("helper (a.c)".into(), 300)));
     assert_eq!(a.edges.len(), 5);
+    assert!(b.edges.is_empty());
+}
+
+// Regression: `export --format fdata` wrote every call as a branch from offset 0 of the caller,
+// and BOLT rejected the profile as stale ("N out of M samples ... belong to functions with
+// invalid (possibly stale) profile"). The export of a real recording must be read by the real
+// llvm-bolt with no stale share, match every exported function (a static one included), and
+// give a binary that runs.
+#[test]
+fn fdata_export_is_accepted_by_bolt() {
+    let bolt = "/usr/lib/llvm-16/bin/llvm-bolt";
+    require!("gcc", "valgrind", bolt);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("p.c"),
+        "#include <stdio.h>\n\
+         __attribute__((noinline)) static unsigned leaf(unsigned x) {\n\
+           unsigned s = 0; for (unsigned i = 0; i < x % 7 + 3; i++) s += i * x; return s; }\n\
+         __attribute__((noinline)) unsigned mid(unsigned x) { return leaf(x) + leaf(x + 1); }\n\
+         __attribute__((noinline)) unsigned never(unsigned x) { return x ^ 5; }\n\
+         int main(int argc, char **argv) { unsigned s = 0;\n\
+           for (unsigned i = 0; i < 20000; i++) s += mid(i);\n\
+           if (argc > 3) s += never(argc); printf(\"%u\\n\", s); return 0; }\n",
+    )
+    .unwrap();
+    run(d, "gcc", &["-O2", "-Wl,--emit-relocs", "p.c", "-o", "p"]);
+    let profile = crate::common::record_callgrind(d, "p.sprof", "./p");
+    assert!(!profile.edges.is_empty(), "the recording has calls");
+    ok(&sediment(
+        d,
+        &[
+            "export", "--format", "fdata", "-p", "p.sprof", "-o", "p.fdata",
+        ],
+    ));
+    let fdata = std::fs::read_to_string(d.join("p.fdata")).unwrap();
+    assert!(fdata.contains(" leaf/p.c/1 0 "), "{fdata}");
+    // The program's own functions, the static one spelled BOLT's way, alone in a file: BOLT
+    // must find all three ("K out of N functions in the binary (..%) have non-empty execution
+    // profile"). The C runtime's lines are left out of this count, since BOLT skips some of
+    // them by its own rules.
+    let own: String = fdata
+        .lines()
+        .filter(|l| {
+            l.starts_with("no_lbr")
+                || [" leaf/p.c/1 ", " mid ", " main "]
+                    .iter()
+                    .any(|n| l.contains(n))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("own.fdata"), &own).unwrap();
+    let bolt_run = |data: &str, out: &str| {
+        let o = std::process::Command::new(bolt)
+            .current_dir(d)
+            .args([
+                "p",
+                &format!("-data={data}"),
+                "-reorder-functions=hfsort",
+                "-o",
+                out,
+            ])
+            .output()
+            .unwrap();
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.status.success(), "{log}");
+        log
+    };
+    let log = bolt_run("own.fdata", "p.own");
+    assert!(log.contains("BOLT-INFO: 3 out of "), "{log}\n{own}");
+    // The whole export: read with no stale share, and the result runs.
+    let log = bolt_run("p.fdata", "p.bolt");
+    assert!(log.contains("have non-empty execution profile"), "{log}");
+    assert!(!log.contains("stale"), "{log}");
+    let want = crate::common::sh(d, "./p", &[]);
+    assert_eq!(crate::common::sh(d, "./p.bolt", &[]), want);
 }
 
 #[test]
@@ -232,4 +321,96 @@ fn pprof_profile_imports_with_exact_weights() {
     .map(|&(a, b, w)| (a.to_string(), b.to_string(), w))
     .collect();
     assert_eq!(edges_of(&dir.path().join("g.sprof")), want);
+}
+
+/// The names of `bin`'s function symbols in address order.
+fn layout(d: &std::path::Path, bin: &str) -> Vec<String> {
+    let data = std::fs::read(d.join(bin)).unwrap();
+    let b = sediment_elf::Binary::parse(bin, &data).unwrap();
+    let mut f: Vec<_> = b
+        .functions
+        .iter()
+        .map(|s| (s.address, s.key.name.clone()))
+        .collect();
+    f.sort();
+    f.into_iter().map(|(_, n)| n).collect()
+}
+
+// `export --format lld-call-graph` feeds lld's own C3: a recording of a program whose hot chain
+// main -> hot_a -> hot_b -> leaf (a static) is scattered among cold functions over two files
+// links, with the exported file, into a binary where the chain is contiguous in call order,
+// which the default link does not give.
+#[test]
+fn lld_call_graph_export_orders_a_real_lld_link() {
+    require!("gcc", "ld.lld", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("a.c"),
+        "#include <stdio.h>\n\
+         unsigned hot_b(unsigned); unsigned cold_x(unsigned);\n\
+         __attribute__((noinline)) unsigned hot_a(unsigned x) { return hot_b(x) + hot_b(x + 1); }\n\
+         __attribute__((noinline)) unsigned cold_1(unsigned x) { return x * 3 + cold_x(x); }\n\
+         __attribute__((noinline)) unsigned cold_2(unsigned x) { return x * 5 + 1; }\n\
+         int main(int argc, char **argv) { unsigned s = 0;\n\
+           for (unsigned i = 0; i < 20000; i++) s += hot_a(i);\n\
+           if (argc > 3) s += cold_1(argc) + cold_2(argc); printf(\"%u\\n\", s); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("b.c"),
+        "__attribute__((noinline)) unsigned cold_x(unsigned x) { return x ^ 77; }\n\
+         __attribute__((noinline)) unsigned cold_y(unsigned x) { return x ^ 99; }\n\
+         __attribute__((noinline)) static unsigned leaf(unsigned x) {\n\
+           unsigned s = 0; for (unsigned i = 0; i < x % 7 + 3; i++) s += i * x; return s; }\n\
+         __attribute__((noinline)) unsigned hot_b(unsigned x) { return leaf(x) + 1; }\n",
+    )
+    .unwrap();
+    run(
+        d,
+        "gcc",
+        &["-O2", "-ffunction-sections", "-c", "a.c", "b.c"],
+    );
+    run(d, "gcc", &["-fuse-ld=lld", "a.o", "b.o", "-o", "p0"]);
+    crate::common::record_callgrind(d, "p.sprof", "./p0");
+    ok(&sediment(
+        d,
+        &[
+            "export",
+            "--format",
+            "lld-call-graph",
+            "-p",
+            "p.sprof",
+            "-o",
+            "p.cg",
+        ],
+    ));
+    let cg = std::fs::read_to_string(d.join("p.cg")).unwrap();
+    assert!(cg.contains("hot_b leaf "), "{cg}");
+    run(
+        d,
+        "gcc",
+        &[
+            "-fuse-ld=lld",
+            "a.o",
+            "b.o",
+            "-o",
+            "p1",
+            "-Wl,--call-graph-ordering-file=p.cg",
+        ],
+    );
+    let chain = ["main", "hot_a", "hot_b", "leaf"];
+    let contiguous = |names: &[String]| {
+        names
+            .windows(chain.len())
+            .any(|w| w.iter().zip(chain).all(|(a, b)| a == b))
+    };
+    let (before, after) = (layout(d, "p0"), layout(d, "p1"));
+    assert!(
+        !contiguous(&before),
+        "premise: the default link scatters the chain: {before:?}"
+    );
+    assert!(contiguous(&after), "{after:?}");
+    let want = crate::common::sh(d, "./p0", &[]);
+    assert_eq!(crate::common::sh(d, "./p1", &[]), want);
 }

@@ -129,7 +129,7 @@ fn gv_renders_with_dot_and_round_trips() {
     // 700/1002 of 10^9 has the smallest remainder of the four shares, so it is not rounded up.
     assert_eq!(heavy.2, 700 * 1_000_000_000 / 1002);
     // The quotes are not in the set a side file's name keeps: `_`.
-    let side = d.join("back.sprof.lib_odd_.so.sprof");
+    let side = d.join("back.lib_odd_.so.sprof");
     let lib = Profile::from_text(&std::fs::read_to_string(&side).unwrap()).unwrap();
     assert_eq!(keys(&lib), keys(&hostile_profile()));
 
@@ -242,19 +242,19 @@ fn import_writes_nothing_when_a_side_profile_cannot_be_written() {
     let d = dir.path();
     std::fs::write(d.join("g.gv"), two_clusters("/usr/lib/libz.so.1")).unwrap();
     std::fs::write(d.join("o.sprof"), "keep").unwrap();
-    std::fs::create_dir(d.join("o.sprof.libz.so.1.sprof")).unwrap();
+    std::fs::create_dir(d.join("o.libz.so.1.sprof")).unwrap();
     let out = sediment(d, &["import", "--format", "gv", "-o", "o.sprof", "g.gv"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("o.sprof.libz.so.1.sprof"), "{stderr}");
+    assert!(stderr.contains("o.libz.so.1.sprof"), "{stderr}");
     assert_eq!(std::fs::read_to_string(d.join("o.sprof")).unwrap(), "keep");
     let mut names: Vec<String> = std::fs::read_dir(d)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["g.gv", "o.sprof", "o.sprof.libz.so.1.sprof"]);
+    assert_eq!(names, ["g.gv", "o.libz.so.1.sprof", "o.sprof"]);
 }
 
 // Regression: a binary name from a stranger's graph (a newline, a fake `sediment: wrote`
@@ -272,9 +272,7 @@ fn hostile_binary_names_make_safe_file_names_and_messages() {
     assert!(!stderr.contains('\x1b'), "{stderr:?}");
     assert_eq!(stderr.lines().count(), 2, "{stderr:?}");
     assert!(
-        stderr
-            .lines()
-            .all(|l| l.starts_with("sediment: wrote o.sprof")),
+        stderr.lines().all(|l| l.starts_with("sediment: wrote o.")),
         "{stderr:?}"
     );
     for entry in std::fs::read_dir(d).unwrap() {
@@ -285,7 +283,7 @@ fn hostile_binary_names_make_safe_file_names_and_messages() {
             "{name:?}"
         );
     }
-    let side = d.join("o.sprof.lib_sediment__wrote_evil__31mRED.sprof");
+    let side = d.join("o.lib_sediment__wrote_evil__31mRED.sprof");
     let p = Profile::from_text(&std::fs::read_to_string(side).unwrap()).unwrap();
     assert_eq!(p.meta.binary, "/tmp/lib\nsediment: wrote evil\x1b[31mRED");
 }

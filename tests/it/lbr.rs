@@ -712,6 +712,11 @@ fn regress_mmap_pgoff_overflow_is_not_a_panic() {
         err.contains("6 samples matched no function symbol"),
         "{err}"
     );
+    // ... and says which binary they were in, with its share.
+    assert!(
+        err.contains("6 samples matched no function symbol: 100% in ") && err.contains("lbr"),
+        "{err}"
+    );
 }
 
 // Regression (found by the perf_data_lbr fuzz target after 58,823 executions, input

@@ -888,3 +888,76 @@ fn empty_and_cut_archives_are_named() {
     );
     assert!(!dir.join("x.sprof").exists() && !dir.join("o.lld").exists());
 }
+
+// Regression: `link` warned about the C runtime's own functions (`_start`, `frame_dummy`,
+// `register_tm_clones`, ...) as order entries "not found in the objects", though they live in
+// the objects the compiler driver adds and no user can order them. A real recording of a gcc
+// program has them: they are counted in one line of their own, and no warning names them.
+#[test]
+fn link_counts_the_c_runtime_apart() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("p.c"),
+        "#include <stdio.h>\n\
+         __attribute__((noinline)) int work(int x) { return x * 7 + 1; }\n\
+         int main(void) { int s = 0; for (int i = 0; i < 1000; i++) s += work(i);\n\
+           printf(\"%d\\n\", s); return 0; }\n",
+    )
+    .unwrap();
+    crate::common::run(d, "gcc", &["-O2", "-ffunction-sections", "-c", "p.c"]);
+    crate::common::run(d, "gcc", &["p.o", "-o", "p"]);
+    let profile = crate::common::record_callgrind(d, "p.sprof", "./p");
+    let runtime: Vec<&str> = profile
+        .functions
+        .iter()
+        .map(|f| f.key.name.as_str())
+        .filter(|n| sediment_profile::C_RUNTIME.contains(n))
+        .collect();
+    assert!(
+        runtime.len() >= 2,
+        "premise: the recording has the C runtime: {runtime:?}"
+    );
+    let out = sediment(
+        d,
+        &[
+            "order",
+            "-p",
+            "p.sprof",
+            "--algorithm",
+            "hot",
+            "-o",
+            "p.order",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let order = std::fs::read_to_string(d.join("p.order")).unwrap();
+    assert!(
+        order.contains("_start"),
+        "premise: the order has _start: {order}"
+    );
+    let out = sediment(
+        d,
+        &[
+            "link", "--linker", "lld", "--order", "p.order", "-o", "p.sym", "p.o",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let line: Vec<&str> = err.lines().filter(|l| l.contains("C runtime")).collect();
+    assert_eq!(line.len(), 1, "{err}");
+    assert!(
+        line[0].contains(&format!("{} entries are the C runtime's", runtime.len())),
+        "{err}"
+    );
+    let sym = std::fs::read_to_string(d.join("p.sym")).unwrap();
+    let mut written: Vec<&str> = sym.lines().collect();
+    written.sort_unstable();
+    assert_eq!(written, ["main", "work"]);
+}

@@ -13,6 +13,8 @@ mod bench;
 mod blocks;
 mod callgrind;
 mod compare;
+mod cxx;
+mod demangle;
 mod diff;
 mod formats;
 mod gv;

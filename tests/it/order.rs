@@ -519,3 +519,86 @@ fn fill_from_another_program_is_refused() {
     let o = fill("same.sprof", "y.order");
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+// `order --compare --simulate BIN` has a first row for the binary as linked, and recommends
+// an algorithm only from the simulator's replay. Here 80 hot functions sit 8 KiB apart, each
+// between two never-run functions of nops: as linked, the hot loop walks 80 pages (more than
+// a 64-entry iTLB holds), and any order packs them into a few, so the as-linked row predicts
+// more pages than c3's and the replay names an algorithm.
+#[test]
+fn compare_has_the_current_layout_and_recommends_from_the_replay() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut src = String::from("#include <stdio.h>\n");
+    for i in 0..80 {
+        src.push_str(&format!(
+            "__attribute__((noinline)) int hot{i}(int x) {{ return x * {} + {i}; }}\n\
+             __attribute__((noinline)) void cold{i}(void) {{ __asm__ volatile(\".skip 8192, 0x90\"); }}\n",
+            i % 7 + 2
+        ));
+    }
+    src.push_str("int main(int argc, char **argv) { (void)argv; int s = 0;\n");
+    src.push_str("  for (int r = 0; r < 300; r++) {\n");
+    for i in 0..80 {
+        src.push_str(&format!("    s = hot{i}(s);\n"));
+    }
+    src.push_str("  }\n  if (argc > 5) {\n");
+    for i in 0..80 {
+        src.push_str(&format!("    cold{i}();\n"));
+    }
+    src.push_str("  }\n  printf(\"%d\\n\", s); return 0; }\n");
+    std::fs::write(d.join("app.c"), src).unwrap();
+    crate::common::run(
+        d,
+        "gcc",
+        &["-O1", "-ffunction-sections", "app.c", "-o", "app"],
+    );
+    crate::common::record_callgrind(d, "app.sprof", "./app");
+    let out = sediment(
+        d,
+        &[
+            "order",
+            "-p",
+            "app.sprof",
+            "--compare",
+            "--simulate",
+            "./app",
+            "-j",
+            "1",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pages = |prefix: &str| -> u64 {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` row: {text}"));
+        row.split('|').nth(2).unwrap().trim().parse().unwrap()
+    };
+    let (linked, c3) = (pages("| as linked (./app) |"), pages("| c3 (chosen) |"));
+    assert!(
+        linked >= 40 && c3 <= 4,
+        "as linked {linked} pages, c3 {c3}: {text}"
+    );
+    let replay = text
+        .lines()
+        .find(|l| l.starts_with("replay: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        replay.starts_with("replay: `") && replay.contains("order with --algorithm"),
+        "{replay}"
+    );
+    // Without --simulate there is no current-layout row and no recommendation.
+    let out = sediment(d, &["order", "-p", "app.sprof", "--compare"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("as linked") && !text.contains("replay:"),
+        "{text}"
+    );
+}

@@ -19,12 +19,12 @@ fn ok(dir: &Path, args: &[&str]) {
     );
 }
 
-/// Every file of `dir` whose name starts with `prefix`, as (name, text), sorted by name.
+/// Every `.sprof` file of `dir` whose name starts with `prefix`, as (name, text), sorted by name.
 fn texts_with_prefix(dir: &Path, prefix: &str) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(prefix))
+        .filter(|n| n.starts_with(prefix) && n.ends_with(".sprof"))
         .map(|n| {
             let t = std::fs::read_to_string(dir.join(&n)).unwrap();
             (n, t)
@@ -166,11 +166,11 @@ fn one_profile_per_binary() {
             "out.sprof",
         ],
     );
-    let got = texts_with_prefix(d, "out.sprof");
+    let got = texts_with_prefix(d, "out.");
     let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["out.sprof", "out.sprof.libempty.so.sprof"]);
-    assert_eq!(got[0].1, profiles[0].to_text());
-    assert_eq!(got[1].1, profiles[1].to_text());
+    assert_eq!(names, ["out.libempty.so.sprof", "out.sprof"]);
+    assert_eq!(got[1].1, profiles[0].to_text());
+    assert_eq!(got[0].1, profiles[1].to_text());
     // --cluster NAME: only that binary, as the main one.
     ok(
         d,
@@ -185,7 +185,7 @@ fn one_profile_per_binary() {
             "lib.sprof",
         ],
     );
-    let got = texts_with_prefix(d, "lib.sprof");
+    let got = texts_with_prefix(d, "lib.");
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].1, profiles[1].to_text());
     fails_one_line(
@@ -324,7 +324,7 @@ fn pprof_from_many_hosts_is_one_table() {
     let mut args = vec!["merge", "-o", "want.sprof"];
     args.extend(sprofs.iter().map(String::as_str));
     ok(d, &args);
-    let got = texts_with_prefix(d, "burn.sprof");
+    let got = texts_with_prefix(d, "burn.");
     assert_eq!(got.len(), 1, "one binary: {got:?}");
     assert_eq!(
         got[0].1,
@@ -522,7 +522,7 @@ fn run_sql(d: &Path, script: &str, tag: &str, opts: &[&str], tables: &[String]) 
         d,
         &["import", "--format", "parquet", &out_table, "-o", &prefix],
     );
-    let mut texts: Vec<String> = texts_with_prefix(d, &prefix)
+    let mut texts: Vec<String> = texts_with_prefix(d, &format!("{tag}."))
         .into_iter()
         .map(|(_, t)| t)
         .collect();

@@ -81,6 +81,8 @@ const SYNONYMS: &[&str] = &[
 const ALLOWED_VALUES: &[(&str, &str, &str)] = &[
     // `blocks plan` writes a directory of two files (`bb-list.txt`, `order.txt`).
     ("sediment blocks plan", "output", "DIR"),
+    // `align --apply` writes one aligned copy per object given.
+    ("sediment align", "output", "DIR"),
 ];
 
 /// Long names used with different value sets or defaults in different verbs on purpose.
@@ -96,6 +98,9 @@ const ALLOWED_DEFAULTS: &[&str] = &[
     "top",
     // `demo` records with callgrind, which needs no perf permissions; `record` with perf.
     "via",
+    // `align` reports a noise range, which one layout does not have (8); `sim` and `compare`
+    // print one layout unless asked (1).
+    "shifts",
 ];
 
 /// Short flags with a different long name in different verbs: `-n` is the count in both

@@ -15,8 +15,8 @@
 //! section of every object in the linker's own default order; lld would need the same. The
 //! header field gives the three linkers the same input.
 //!
-//! Only 64-bit little-endian objects are rewritten (x86-64, AArch64); others are an error
-//! naming the file. This module does no I/O: callers pass the bytes and write the copy.
+//! Only 64-bit little-endian relocatable objects are rewritten (x86-64, AArch64); others, and
+//! archives, are an error naming the file. This module does no I/O: callers pass the bytes and write the copy.
 
 use crate::Error;
 use object::{Object, ObjectSection, SectionKind};
@@ -38,6 +38,11 @@ pub fn raise_alignment(
         path: path.to_string(),
         message,
     };
+    if data.starts_with(b"!<arch>\n") {
+        return Err(bad(
+            "an archive: extract its members (`ar x`) and pass the objects".into(),
+        ));
+    }
     let file = object::File::parse(data).map_err(|e| bad(format!("malformed ELF: {e}")))?;
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(bad("not a relocatable object".into()));
@@ -89,4 +94,21 @@ pub fn raise_alignment(
         changed.push(name.to_string());
     }
     Ok((out, changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Not an object, an archive: one error each, naming the file.
+    #[test]
+    fn refuses_what_it_cannot_rewrite() {
+        let e = raise_alignment("a.a", b"!<arch>\nxxxx", |_| Some(64)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a.a: an archive: extract its members (`ar x`) and pass the objects"
+        );
+        let e = raise_alignment("j.o", b"junk", |_| Some(64)).unwrap_err();
+        assert!(e.to_string().starts_with("j.o: malformed ELF"), "{e}");
+    }
 }

@@ -37,13 +37,17 @@
 //!   no edges.
 //! - Records whose locations are not symbols still count in [`Meta::total`].
 //!
-//! **Writing** ([`write()`]) produces the LBR form with one line per call edge, caller and callee
-//! both at offset 0 with no mispredictions: `1 caller 0 1 callee 0 0 weight`. Self weights are
-//! not written (an fdata line for them would be a fake branch that BOLT would act on), so a
-//! round trip keeps the edges and the functions on them, and re-derives self weight from the
-//! edges. Keys that cannot be spelled in fdata (empty, or containing whitespace, control
-//! characters or `/`) are skipped and counted. Weights above `i64::MAX` are written as
-//! `i64::MAX`, since BOLT parses counts as signed 64-bit numbers.
+//! **Writing** ([`write()`]) produces the `no_lbr` form: a `no_lbr` header line (with the
+//! profile's event, when its name can be spelled) and one `1 function 0 self-weight` sample line
+//! per function with self weight. A Sediment profile keeps no call-site offsets, and BOLT reads an
+//! LBR record as a branch *from that offset* of the caller: a call written from offset 0 is a
+//! branch from an instruction that is not a call, which BOLT rejects as a stale profile. The
+//! sample form says only what the profile knows (how much each function ran), and BOLT places
+//! those samples in the function's entry block and estimates the rest of the flow itself. Call
+//! edges are not written; a round trip keeps every function's self weight. Keys that cannot be
+//! spelled in fdata (empty, or containing whitespace, control characters or `/`) are skipped
+//! and counted. Weights above `i64::MAX` are written as `i64::MAX`, since BOLT parses counts as
+//! signed 64-bit numbers.
 //!
 //! **Memory.** A stranger's file must not exhaust memory. Input files are already capped in
 //! size by the caller, but a record can introduce two new functions and a call in 20 bytes,
@@ -312,47 +316,48 @@ fn spell(key: &FuncKey) -> Option<(u8, String)> {
 /// What [`write()`] produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
-    /// The fdata text (LBR form).
+    /// The fdata text (`no_lbr` form).
     pub text: String,
-    /// Edges left out because a key could not be spelled in fdata.
-    pub skipped_edges: usize,
+    /// Sample lines written (functions with self weight).
+    pub functions: usize,
+    /// Functions with self weight left out because their key could not be spelled in fdata.
+    pub skipped_functions: usize,
 }
 
-/// Writes `profile`'s call edges as LBR-form fdata (see the module docs). Lines follow the
-/// profile's canonical edge order, so equal profiles give identical text.
+/// Writes `profile`'s self weights as `no_lbr` fdata (see the module docs). Lines follow the
+/// profile's canonical function order, so equal profiles give identical text.
 pub fn write(profile: &Profile) -> Written {
-    let mut text = String::new();
-    let mut skipped_edges = 0;
-    for e in &profile.edges {
-        let (Some(caller), Some(callee)) = (
-            profile
-                .functions
-                .get(e.caller as usize)
-                .and_then(|f| spell(&f.key)),
-            profile
-                .functions
-                .get(e.callee as usize)
-                .and_then(|f| spell(&f.key)),
-        ) else {
-            skipped_edges += 1;
+    let mut text = String::from("no_lbr");
+    if let Some(event) = &profile.meta.event {
+        // `read` joins the header's event names with commas; split them back.
+        if event.split(',').all(writable) {
+            for name in event.split(',') {
+                text.push(' ');
+                text.push_str(name);
+            }
+        }
+    }
+    text.push('\n');
+    let (mut functions, mut skipped_functions) = (0, 0);
+    for f in profile.functions.iter().filter(|f| f.self_weight > 0) {
+        let Some((flag, name)) = spell(&f.key) else {
+            skipped_functions += 1;
             continue;
         };
-        let w = e.weight.min(i64::MAX as u64);
-        text.push_str(&format!(
-            "{} {} 0 {} {} 0 0 {}\n",
-            caller.0, caller.1, callee.0, callee.1, w
-        ));
+        let w = f.self_weight.min(i64::MAX as u64);
+        text.push_str(&format!("{flag} {name} 0 {w}\n"));
+        functions += 1;
     }
     Written {
         text,
-        skipped_edges,
+        functions,
+        skipped_functions,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sediment_profile::Edge;
 
     fn weights(p: &Profile) -> Vec<(String, u64)> {
         p.functions
@@ -428,38 +433,52 @@ mod tests {
     }
 
     #[test]
-    fn write_then_read_keeps_edges() {
-        // The written fdata reads back to the same call edges, statics included.
-        let mut b = ProfileBuilder::new(Meta::default());
+    fn write_then_read_keeps_self_weights() {
+        // The written fdata is the no_lbr sample form: it reads back to the same self weights,
+        // statics included, and names no call (a profile keeps no call-site offsets).
+        let mut b = ProfileBuilder::new(Meta {
+            event: Some("cpu-clock".into()),
+            ..Meta::default()
+        });
         b.add_call(&FuncKey::global("main"), &FuncKey::global("work"), 7);
-        b.add_call(&FuncKey::global("work"), &FuncKey::local("h", "x.c"), 3);
+        b.add_self(&FuncKey::global("work"), 5);
+        b.add_self(&FuncKey::local("h", "x.c"), 3);
         b.add_self(&FuncKey::global("cold"), 9);
         let p = b.build();
         let w = write(&p);
-        assert_eq!(w.skipped_edges, 0);
-        assert_eq!(w.text, "1 main 0 1 work 0 0 7\n1 work 0 2 h/x.c/1 0 0 3\n");
+        assert_eq!((w.functions, w.skipped_functions), (3, 0));
+        assert_eq!(
+            w.text,
+            "no_lbr cpu-clock\n1 cold 0 9\n2 h/x.c/1 0 3\n1 work 0 5\n"
+        );
+        assert!(!w.text.contains("main"));
         let q = read("w.fdata", &w.text, "").unwrap();
-        assert_eq!(edges(&q), edges(&p));
+        assert_eq!(
+            weights(&q),
+            vec![
+                ("cold".to_string(), 9),
+                ("h (x.c)".to_string(), 3),
+                ("work".to_string(), 5),
+            ]
+        );
+        assert!(q.edges.is_empty());
+        assert_eq!(q.meta.event.as_deref(), Some("cpu-clock"));
     }
 
     #[test]
     fn unwritable_names_are_counted() {
-        // A name with a space cannot be an fdata field: its edge is skipped and counted.
-        let mut b = ProfileBuilder::new(Meta::default());
-        b.add_call(&FuncKey::global("a b"), &FuncKey::global("c"), 1);
-        b.add_call(&FuncKey::global("c"), &FuncKey::global("d"), 2);
+        // A name with a space cannot be an fdata field: its function is skipped and counted;
+        // an event name with a space is left out of the header.
+        let mut b = ProfileBuilder::new(Meta {
+            event: Some("a b".into()),
+            ..Meta::default()
+        });
+        b.add_self(&FuncKey::global("a b"), 1);
+        b.add_self(&FuncKey::global("c"), 2);
         let p = b.build();
         let w = write(&p);
-        assert_eq!(w.skipped_edges, 1);
-        assert_eq!(w.text, "1 c 0 1 d 0 0 2\n");
-        assert_eq!(
-            p.edges[1],
-            Edge {
-                caller: 1,
-                callee: 2,
-                weight: 2
-            }
-        );
+        assert_eq!((w.functions, w.skipped_functions), (1, 1));
+        assert_eq!(w.text, "no_lbr\n1 c 0 2\n");
     }
 
     #[test]

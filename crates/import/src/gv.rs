@@ -25,7 +25,9 @@
 //! - A **node** is a function. Its id is unique in the whole graph (DOT node ids are global, so
 //!   two executables' `main` must differ): the cluster's number, `:`, the escaped name, and for
 //!   a local function a space and the escaped file. The reader never takes the id apart; it only
-//!   matches edge ends against declared nodes. `label` is the symbol name, `file` the source file
+//!   matches edge ends against declared nodes. `label` is the symbol name, or, when the writer
+//!   demangles ([`write_with`]), the demangled name for people to read with the symbol name in
+//!   `symbol` (the reader takes `symbol` when present), `file` the source file
 //!   of a local (static) function, `self` the integer self weight, `size` the code bytes.
 //! - An **edge** `caller -> callee` has `label` = the edge's share of the cluster's total call
 //!   weight, a decimal fraction in `[0, 1]`.
@@ -71,7 +73,7 @@ pub const EDGE_SCALE: u64 = 1_000_000_000;
 const LABEL_DIGITS: usize = 9;
 /// Longest accepted line in bytes.
 pub const MAX_LINE_LEN: usize = 1 << 20;
-/// Longest string [`write`] writes, in bytes between the quotes once escaped: Graphviz's
+/// Longest string [`write()`] writes, in bytes between the quotes once escaped: Graphviz's
 /// `dot` refuses a quoted string longer than 16384 bytes, so a name that would pass this is
 /// refused ([`Error::NameTooLong`]) rather than written into a file `dot` cannot read. Lines
 /// hold at most two strings, so a written line stays far below [`MAX_LINE_LEN`].
@@ -150,9 +152,34 @@ fn fraction(units: u64) -> String {
     )
 }
 
-/// Writes the profiles as one `.gv` graph, one cluster per profile, in the order given.
+/// A DOT quoted string holding a label for people to read (a demangled name): printable ASCII
+/// other than `"`, `\\` and `%` as it is (spaces included, so Graphviz shows `f(int, char)`),
+/// everything else %-escaped. Never read back as a name.
+fn quote_shown(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if (' '..='~').contains(&c) && !matches!(c, '"' | '\\' | '%') {
+            out.push(c);
+        } else {
+            out.push_str(&esc(c.encode_utf8(&mut [0; 4])));
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Writes the profiles as one `.gv` graph, one cluster per profile, in the order given, with
+/// the symbol names as labels ([`write_with`] without demangling).
 /// A name longer than [`MAX_STRING_LEN`] once escaped is refused ([`Error::NameTooLong`]).
 pub fn write(profiles: &[Profile]) -> Result<String, Error> {
+    write_with(profiles, false)
+}
+
+/// [`write()`], and with `demangle` a node whose name demangles ([`sediment_profile::demangle`])
+/// gets the demangled name as its `label` and the symbol name in `symbol`, which the reader
+/// takes as the name. A demangled label is at most [`sediment_profile::MAX_DEMANGLED`] bytes,
+/// within [`MAX_STRING_LEN`].
+pub fn write_with(profiles: &[Profile], demangle: bool) -> Result<String, Error> {
     for (index, p) in profiles.iter().enumerate() {
         let too_long = |what: &'static str, name: &str| {
             let len = quote(name).len() - 2;
@@ -183,11 +210,11 @@ pub fn write(profiles: &[Profile]) -> Result<String, Error> {
             }
         }
     }
-    Ok(write_unchecked(profiles))
+    Ok(write_unchecked(profiles, demangle))
 }
 
-/// [`write`] without the length check.
-fn write_unchecked(profiles: &[Profile]) -> String {
+/// [`write_with`] without the length check.
+fn write_unchecked(profiles: &[Profile], demangle: bool) -> String {
     let mut out = String::new();
     out.push_str(
         "// sediment call graph: one cluster per executable, edge labels are shares of its call weight\n",
@@ -209,7 +236,19 @@ fn write_unchecked(profiles: &[Profile]) -> String {
         let _ = writeln!(out, "    total=\"{}\";", m.total);
         let ids: Vec<String> = p.functions.iter().map(|f| node_id(c, &f.key)).collect();
         for (f, id) in p.functions.iter().zip(&ids) {
-            let _ = write!(out, "    {id} [label={}", quote(&f.key.name));
+            match demangle.then(|| sediment_profile::demangle(&f.key.name)) {
+                Some(std::borrow::Cow::Owned(shown)) => {
+                    let _ = write!(
+                        out,
+                        "    {id} [label={}, symbol={}",
+                        quote_shown(&shown),
+                        quote(&f.key.name)
+                    );
+                }
+                _ => {
+                    let _ = write!(out, "    {id} [label={}", quote(&f.key.name));
+                }
+            }
             if let Some(file) = &f.key.file {
                 let _ = write!(out, ", file={}", quote(file));
             }
@@ -489,10 +528,15 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Profile>, Error> {
                 if used != rest.len() {
                     return Err(err(n, "text after the attribute list".into()));
                 }
-                let name = a
-                    .get("label")
-                    .ok_or_else(|| err(n, format!("node `{id}` has no label")))?;
-                let name = decode(name, "label").map_err(|m| err(n, m))?;
+                let (name, attr) = match a.get("symbol") {
+                    Some(symbol) => (symbol, "symbol"),
+                    None => (
+                        a.get("label")
+                            .ok_or_else(|| err(n, format!("node `{id}` has no label")))?,
+                        "label",
+                    ),
+                };
+                let name = decode(name, attr).map_err(|m| err(n, m))?;
                 let key = match a.get("file") {
                     Some(f) => FuncKey::local(name, &decode(f, "file").map_err(|m| err(n, m))?),
                     None => FuncKey::global(name),
@@ -555,6 +599,33 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Profile>, Error> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn demangled_labels_keep_the_symbol_name() {
+        // With demangling, a C++ node shows `ns::f(int, char)` and carries its symbol name,
+        // which the reader takes back; a C name is written as before.
+        let mut b = ProfileBuilder::new(Meta::default());
+        b.add_call(&FuncKey::global("main"), &FuncKey::global("_ZN2ns1fEic"), 3);
+        let p = b.build();
+        let text = write_with(std::slice::from_ref(&p), true).unwrap();
+        assert!(
+            text.contains(r#"[label="ns::f(int, char)", symbol="_ZN2ns1fEic""#),
+            "{text}"
+        );
+        assert!(text.contains(r#""0:main" [label="main","#), "{text}");
+        let back = read("d.gv", &text).unwrap();
+        let names = |q: &Profile| {
+            q.functions
+                .iter()
+                .map(|f| f.key.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&back[0]), names(&p));
+        assert_eq!(
+            write(std::slice::from_ref(&p)).unwrap(),
+            write_with(&[p], false).unwrap()
+        );
+    }
     use super::*;
 
     fn sample() -> Profile {

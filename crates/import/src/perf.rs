@@ -145,6 +145,8 @@ pub struct Stats {
     pub missing_binaries: Vec<(String, u64)>,
     /// Samples in a resolved binary whose address matched no function symbol.
     pub unsymbolized_samples: u64,
+    /// Those samples by binary: `(path, samples)`, most samples first (ties by path).
+    pub unsymbolized_by_binary: Vec<(String, u64)>,
     /// Branch-stack (LBR) entries of all samples.
     pub branches: u64,
     /// Branch-stack entries that became a call edge (see the module docs for which do).
@@ -835,6 +837,8 @@ struct Resolved {
     elf: Binary,
     builder: ProfileBuilder,
     samples: u64,
+    /// Samples whose address matched no function symbol.
+    unsymbolized: u64,
 }
 
 fn attribute(
@@ -914,6 +918,7 @@ fn attribute(
             elf,
             builder: ProfileBuilder::new(meta),
             samples: 0,
+            unsymbolized: 0,
         });
     }
 
@@ -937,7 +942,10 @@ fn attribute(
                     r.builder.add_self(&sym.key, 1);
                     set_size(&mut r.builder, &sym.key, sym.size);
                 }
-                None => stats.unsymbolized_samples += 1,
+                None => {
+                    stats.unsymbolized_samples += 1;
+                    r.unsymbolized += 1;
+                }
             }
         }
         let pairs = match mode {
@@ -988,6 +996,17 @@ fn attribute(
         stats.branch_calls += 1;
     }
 
+    stats.unsymbolized_by_binary = resolved
+        .iter()
+        .enumerate()
+        .filter_map(|(id, r)| {
+            let r = r.as_ref()?;
+            (r.unsymbolized > 0).then(|| (c.binaries[id].path.clone(), r.unsymbolized))
+        })
+        .collect();
+    stats
+        .unsymbolized_by_binary
+        .sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut profiles: Vec<Profile> = resolved
         .into_iter()
         .flatten()

@@ -49,9 +49,9 @@ pub fn perf_warnings(s: &perf::Stats, one_binary: bool) -> Vec<String> {
         ));
     }
     if s.unsymbolized_samples > 0 {
-        warnings.push(format!(
-            "{} samples matched no function symbol",
-            s.unsymbolized_samples
+        warnings.push(unsymbolized_warning(
+            s.unsymbolized_samples,
+            &s.unsymbolized_by_binary,
         ));
     }
     if s.branches > 0 && s.branch_calls == 0 {
@@ -62,6 +62,33 @@ pub fn perf_warnings(s: &perf::Stats, one_binary: bool) -> Vec<String> {
         ));
     }
     warnings
+}
+
+/// Binaries named in [`unsymbolized_warning`]; the rest are counted.
+const UNSYMBOLIZED_NAMED: usize = 3;
+
+/// "N samples matched no function symbol", with the binaries they were in and each one's share
+/// of them, most first (`by_binary` sorted so, as [`perf::Stats::unsymbolized_by_binary`]).
+fn unsymbolized_warning(total: u64, by_binary: &[(String, u64)]) -> String {
+    let mut line = format!("{total} samples matched no function symbol");
+    let share = |n: u64| n as f64 * 100.0 / total.max(1) as f64;
+    for (i, (path, n)) in by_binary.iter().take(UNSYMBOLIZED_NAMED).enumerate() {
+        line.push_str(if i == 0 { ": " } else { ", " });
+        line.push_str(&format!(
+            "{:.0}% in {}",
+            share(*n),
+            sediment_profile::escape(path)
+        ));
+    }
+    if by_binary.len() > UNSYMBOLIZED_NAMED {
+        let rest: u64 = by_binary[UNSYMBOLIZED_NAMED..].iter().map(|(_, n)| n).sum();
+        line.push_str(&format!(
+            ", {:.0}% in {} other binaries",
+            share(rest),
+            by_binary.len() - UNSYMBOLIZED_NAMED
+        ));
+    }
+    line
 }
 
 /// The one line for samples that ran outside every binary (kernel, idle CPUs, `[vdso]`, JIT
@@ -177,6 +204,39 @@ mod tests {
         let text = "version: 1\ncreator: callgrind-3.19.0\ncmd:  /usr/bin/prog --flag x\npart: 1\n";
         assert_eq!(callgrind_command(text), Some("prog".to_string()));
         assert_eq!(callgrind_command("version: 1\n"), None);
+    }
+
+    // The binaries the unsymbolized samples were in, with their shares, the heaviest first.
+    #[test]
+    fn unsymbolized_samples_name_their_binaries() {
+        let by = |v: &[(&str, u64)]| {
+            v.iter()
+                .map(|(p, n)| (p.to_string(), *n))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            unsymbolized_warning(
+                4760,
+                &by(&[("/lib/libc.so.6", 3808), ("/lib/libstdc++.so.6", 952)])
+            ),
+            "4760 samples matched no function symbol: 80% in /lib/libc.so.6, 20% in /lib/libstdc++.so.6"
+        );
+        assert_eq!(
+            unsymbolized_warning(
+                10,
+                &by(&[("/a", 4), ("/b", 3), ("/c", 1), ("/d", 1), ("/e", 1)])
+            ),
+            "10 samples matched no function symbol: 40% in /a, 30% in /b, 10% in /c, 20% in 2 other binaries"
+        );
+        let s = perf::Stats {
+            unsymbolized_samples: 6,
+            unsymbolized_by_binary: by(&[("/usr/bin/app", 6)]),
+            ..perf::Stats::default()
+        };
+        assert_eq!(
+            perf_warnings(&s, true),
+            ["6 samples matched no function symbol: 100% in /usr/bin/app"]
+        );
     }
 
     // One line: the total share, then each kind by share; idle is told from kernel work.

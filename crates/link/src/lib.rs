@@ -35,6 +35,9 @@
 //!    orders or scripts the link, LTO plugins, and the option that makes each linker read the
 //!    emitted file.
 //!
+//! 5. [`call_graph`] writes a profile's call edges as lld's `--call-graph-ordering-file`, for
+//!    lld's own C3 (`sediment export --format lld-call-graph`).
+//!
 //! Safety: anything that reaches a linker script or order file must match a conservative
 //! character set ([`safe`]); anything else is skipped with one counted warning. Outputs are
 //! deterministic: they follow the order file, duplicates are dropped keeping the first (the
@@ -44,6 +47,7 @@
 //! This crate does no I/O: the caller reads the files, runs `ld --verbose` when a bfd script
 //! is wanted, writes the result, and reads the linked output's symbols for [`verify`].
 
+pub mod call_graph;
 pub mod cmdline;
 pub mod emit;
 pub mod placement;

@@ -37,6 +37,12 @@ pub struct Resolution {
     pub placed: Vec<(FuncKey, Vec<SymRef>)>,
     /// Entries found in no object.
     pub missing: Vec<FuncKey>,
+    /// Entries found in no object that are the C runtime's start-up code
+    /// ([`sediment_profile::C_RUNTIME`]: `_start`, `frame_dummy`, ...): they live in the objects
+    /// the compiler driver adds to every link (`crt1.o`, `crtbeginS.o`), which no order file
+    /// can name, so they are counted apart from [`Resolution::missing`] and warned about by
+    /// no one.
+    pub runtime: Vec<FuncKey>,
     /// File-less entries matching several locals and no global.
     pub ambiguous: Vec<FuncKey>,
     /// Number of entries in the order.
@@ -138,6 +144,8 @@ fn match_entries(order: &FunctionOrder, objects: &[ObjectFile], lto: bool) -> Re
         };
         if !matches.is_empty() {
             res.placed.push((key.clone(), matches));
+        } else if sediment_profile::C_RUNTIME.contains(&key.name.as_str()) {
+            res.runtime.push(key.clone());
         } else if lto {
             res.lto.push((res.placed.len(), key.clone()));
         } else {
@@ -294,6 +302,31 @@ pub(crate) mod tests {
                 "2 of 6 order entries not found in the objects: nosuch, main (a.c)".to_string(),
                 "1 order entries skipped as ambiguous (no file given, several static functions of that name): helper".to_string(),
             ]
+        );
+    }
+
+    // The C runtime's start-up code is in no user object: counted apart, never a warning.
+    #[test]
+    fn c_runtime_entries_are_counted_apart() {
+        let objs = two_objects();
+        let o = order(&[
+            FuncKey::global("_start"),
+            FuncKey::global("work"),
+            FuncKey::local("frame_dummy", "crtstuff.c"),
+            FuncKey::global("nosuch"),
+        ]);
+        let r = resolve(&o, &objs).unwrap();
+        assert_eq!(
+            r.runtime,
+            vec![
+                FuncKey::global("_start"),
+                FuncKey::local("frame_dummy", "crtstuff.c")
+            ]
+        );
+        assert_eq!(r.missing, vec![FuncKey::global("nosuch")]);
+        assert_eq!(
+            r.warnings,
+            vec!["1 of 4 order entries not found in the objects: nosuch".to_string()]
         );
     }
 

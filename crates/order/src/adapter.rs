@@ -325,8 +325,83 @@ pub fn fill_order(
     Ok((filled, added))
 }
 
+/// The graph `g` as a binary already places it, for scoring the current layout beside the
+/// algorithms' (`sediment order --compare --simulate BIN`): `placed[i]` is node `i`'s
+/// `(address, size)` in the binary, or `None` when the binary has no such function. Returns a
+/// graph with *gap nodes* appended (zero weight, no edges, the bytes between two placed nodes
+/// and the offset of the first from its page start) and the layout visiting placed nodes and
+/// gaps in address order, then the unplaced nodes packed after them, in index order. A placed
+/// node takes the binary's size when it gives one. Scored with [`crate::weight_footprint`],
+/// [`crate::page_locality_score`] or [`crate::ext_tsp_score`], the layout counts the code the
+/// profile never saw that sits between hot functions, as the binary does.
+pub fn as_placed(g: &CallGraph, placed: &[Option<(u64, u64)>], page: u64) -> (CallGraph, Vec<u32>) {
+    let mut out = g.clone();
+    let mut at: Vec<(u64, u32)> = placed
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.map(|(a, _)| (a, i as u32)))
+        .collect();
+    at.sort_unstable();
+    for (i, p) in placed.iter().enumerate() {
+        if let Some((_, size)) = p.filter(|&(_, s)| s > 0) {
+            if let Some(s) = out.sizes.get_mut(i) {
+                *s = size;
+            }
+        }
+    }
+    let gap = |out: &mut CallGraph, bytes: u64, layout: &mut Vec<u32>| {
+        if bytes > 0 {
+            layout.push(out.sizes.len() as u32);
+            out.sizes.push(bytes);
+            out.counts.push(0);
+            if !out.startup.is_empty() {
+                out.startup.push(None);
+            }
+        }
+    };
+    let mut layout = Vec::with_capacity(g.sizes.len() * 2);
+    let mut end = None;
+    for &(addr, i) in &at {
+        match end {
+            None => gap(&mut out, addr % page.max(1), &mut layout),
+            Some(e) if addr > e => gap(&mut out, addr - e, &mut layout),
+            _ => {}
+        }
+        layout.push(i);
+        let size = out.sizes[i as usize];
+        end = Some(end.map_or(addr + size, |e: u64| e.max(addr + size)));
+    }
+    layout.extend((0..g.sizes.len() as u32).filter(|&i| placed[i as usize].is_none()));
+    (out, layout)
+}
+
 #[cfg(test)]
 mod tests {
+
+    // Gaps between placed functions (and before the first, from its page start) become
+    // weightless nodes; unplaced nodes come last; the binary's sizes replace the profile's.
+    #[test]
+    fn as_placed_keeps_the_gaps() {
+        let g = CallGraph {
+            sizes: vec![10, 10, 10],
+            counts: vec![5, 7, 1],
+            edges: vec![EdgeCount {
+                src: 0,
+                dst: 1,
+                count: 3,
+            }],
+            startup: Vec::new(),
+        };
+        let placed = [Some((0x1010, 16)), Some((0x1000, 0)), None];
+        let (p, layout) = as_placed(&g, &placed, 4096);
+        // node 1 at 0x1000 (size 10 kept), gap 6, node 0 at 0x1010 (size 16), then node 2.
+        assert_eq!(layout, vec![1, 3, 0, 2]);
+        assert_eq!(p.sizes, vec![16, 10, 10, 6]);
+        assert_eq!(p.counts, vec![5, 7, 1, 0]);
+        let (q, l2) = as_placed(&g, &[Some((0x2100, 10)), None, None], 4096);
+        assert_eq!(l2, vec![3, 0, 1, 2]);
+        assert_eq!(q.sizes[3], 0x100);
+    }
     use super::*;
     use sediment_profile::{FuncKey, Meta, ProfileBuilder};
 

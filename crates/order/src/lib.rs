@@ -61,7 +61,7 @@ pub mod score;
 pub mod tiered;
 
 pub use adapter::{
-    fill_order, order_graph, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE,
+    as_placed, fill_order, order_graph, order_profile, Algorithm, CallGraph, DEFAULT_FUNCTION_SIZE,
 };
 pub use bp::{bp_layout, bp_utilities, startup_pages, BpParams};
 pub use c3::{c3_clusters, c3_layout, C3Params};

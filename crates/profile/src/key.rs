@@ -35,11 +35,18 @@ impl FuncKey {
     }
 }
 
+/// `name` or `name (file)`; the alternate form (`{:#}`) shows the name demangled
+/// ([`crate::demangle`]), for reports.
 impl fmt::Display for FuncKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = if f.alternate() {
+            crate::demangle(&self.name)
+        } else {
+            std::borrow::Cow::Borrowed(self.name.as_str())
+        };
         match &self.file {
-            Some(file) => write!(f, "{} ({})", self.name, file),
-            None => f.write_str(&self.name),
+            Some(file) => write!(f, "{name} ({file})"),
+            None => f.write_str(&name),
         }
     }
 }

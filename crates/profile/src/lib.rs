@@ -20,6 +20,7 @@
 //! line). Edges refer to the dense indices of the `fn` lines instead; indices are positions in
 //! the sorted function list, so they carry no information of their own.
 
+mod demangle;
 mod fleet;
 mod format;
 mod intern;
@@ -29,6 +30,7 @@ mod names;
 mod order_file;
 mod share;
 
+pub use demangle::{demangle, demangle_label, demangle_text, MAX_DEMANGLED};
 pub use fleet::{
     decay, parse_recorded_at, plan as fleet_plan, FleetOptions, FleetPlan, Submission,
     META_RECORDED_AT, META_SUBMITTER,

@@ -213,6 +213,7 @@ impl MatchReport {
     }
 }
 
+/// The alternate form (`{:#}`) shows function names demangled.
 impl fmt::Display for MatchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -232,8 +233,13 @@ impl fmt::Display for MatchReport {
             "profile functions not in the target: {}",
             self.missing_in_target
         )?;
+        let alt = f.alternate();
         for (k, w) in &self.heaviest_missing_in_target {
-            write!(f, "\n  {k} ({w})")?;
+            if alt {
+                write!(f, "\n  {k:#} ({w})")?;
+            } else {
+                write!(f, "\n  {k} ({w})")?;
+            }
         }
         write!(
             f,
@@ -241,7 +247,11 @@ impl fmt::Display for MatchReport {
             self.missing_in_profile
         )?;
         for k in &self.first_missing_in_profile {
-            write!(f, "\n  {k}")?;
+            if alt {
+                write!(f, "\n  {k:#}")?;
+            } else {
+                write!(f, "\n  {k}")?;
+            }
         }
         writeln!(f)
     }

@@ -36,6 +36,13 @@ pub const SWEEP: [u64; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 /// start rounded up to a multiple of `align[i]` (0 and 1: no rounding). Addresses saturate
 /// instead of wrapping. `align` shorter than `sizes` counts its missing entries as 1.
 pub fn place_aligned(sizes: &[u64], align: &[u64], base: u64) -> Vec<u64> {
+    place_grown(sizes, align, base, usize::MAX, 0)
+}
+
+/// [`place_aligned`] with function `after` grown by `bytes` at its end: the functions before
+/// it and itself keep their starts, the ones after it are placed from its grown end (an
+/// unrelated change inside an early object, as opposed to a pad before everything).
+pub fn place_grown(sizes: &[u64], align: &[u64], base: u64, after: usize, bytes: u64) -> Vec<u64> {
     let mut cursor = base;
     sizes
         .iter()
@@ -45,6 +52,9 @@ pub fn place_aligned(sizes: &[u64], align: &[u64], base: u64) -> Vec<u64> {
             cursor = align_up(cursor, a);
             let start = cursor;
             cursor = cursor.saturating_add(size);
+            if i == after {
+                cursor = cursor.saturating_add(bytes);
+            }
             start
         })
         .collect()
@@ -195,6 +205,18 @@ pub fn summary(v: &[u64]) -> Option<(f64, u64, u64)> {
     Some((med, v[0], v[n - 1]))
 }
 
+impl Row {
+    /// The stability of this layout: the largest I1 (32K) count over its shifts divided by the
+    /// smallest (1.0: the shifts change nothing; `None` without shifts or with a 0 count).
+    pub fn spread(&self) -> Option<f64> {
+        let v: Vec<u64> = self.shifts.iter().map(|m| m.i1_misses_32k_8way).collect();
+        match summary(&v) {
+            Some((_, lo, hi)) if lo > 0 && v.len() > 1 => Some(hi as f64 / lo as f64),
+            _ => None,
+        }
+    }
+}
+
 /// A sweep: the binary as linked (row 0), then one row per alignment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sweep {
@@ -209,7 +231,7 @@ pub struct Best {
     /// with less code, then the earlier row.
     pub row: usize,
     /// True when that median is below the smallest count the as-linked layout gave over the
-    /// shifts: outside the noise range, a win.
+    /// shifts (at least two): outside the noise range, a win.
     pub outside_noise: bool,
 }
 
@@ -245,15 +267,16 @@ impl Sweep {
                 .then(a.cmp(&b))
         })?;
         let (lo, _) = self.noise_range()?;
+        let ranged = self.rows[0].shifts.len() > 1;
         Some(Best {
             row,
-            outside_noise: row != 0 && self.i1_median(row) < lo as f64,
+            outside_noise: ranged && row != 0 && self.i1_median(row) < lo as f64,
         })
     }
 
     /// The text table: one row per layout; columns code bytes, growth over the as-linked code
     /// in percent, then each metric as `median [min-max]` over the shifts (the value alone
-    /// when they agree). The best row is marked `*` when it is outside the noise range and
+    /// when they agree), then the stability [`Row::spread`]. The best row is marked `*` when it is outside the noise range and
     /// `~` when it is not; a footer says which and gives the range.
     pub fn format_table(&self) -> String {
         let base = self.rows.first().map_or(0, |r| r.code_bytes);
@@ -261,6 +284,7 @@ impl Sweep {
         let mut table: Vec<Vec<String>> = vec![{
             let mut h = vec!["align".to_string(), "code bytes".into(), "growth".into()];
             h.extend(COLUMNS.iter().map(|c| c.1.to_string()));
+            h.push("I1 32K max/min".into());
             h
         }];
         for (i, r) in self.rows.iter().enumerate() {
@@ -279,6 +303,7 @@ impl Sweep {
                     Some((m, lo, hi)) => format!("{} [{lo}-{hi}]", num(m)),
                 });
             }
+            line.push(r.spread().map_or_else(|| "-".into(), |x| format!("{x:.3}")));
             table.push(line);
         }
         let widths: Vec<usize> = (0..table[0].len())
@@ -295,7 +320,12 @@ impl Sweep {
         }
         if let (Some(b), Some((lo, hi))) = (best, self.noise_range()) {
             let label = &self.rows[b.row].label;
-            let _ = if b.row == 0 {
+            let _ = if self.rows[0].shifts.len() < 2 {
+                writeln!(
+                    out,
+                    "best: ~ {label} (one layout per row, no noise range: give --shifts to call a win)"
+                )
+            } else if b.row == 0 {
                 writeln!(out, "best: as linked (no alignment has fewer I1 misses)")
             } else if b.outside_noise {
                 writeln!(
@@ -313,7 +343,7 @@ impl Sweep {
     }
 
     /// The JSON form: `{"noise_range": [min, max], "best": label, "best_outside_noise": bool,
-    /// "rows": [{"align", "code_bytes", "shifts": [Metrics...]}]}`.
+    /// "rows": [{"align", "code_bytes", "i1_spread", "shifts": [Metrics...]}]}`.
     pub fn format_json(&self) -> String {
         let best = self.best();
         let rows: Vec<serde_json::Value> = self
@@ -323,6 +353,7 @@ impl Sweep {
                 serde_json::json!({
                     "align": r.label,
                     "code_bytes": r.code_bytes,
+                    "i1_spread": r.spread().map(|x| (x * 1000.0).round() / 1000.0),
                     "shifts": r.shifts,
                 })
             })
@@ -375,6 +406,25 @@ mod tests {
         // A base that is not aligned: the first start is rounded too, and counted from there.
         assert_eq!(place_aligned(&sizes, &[64; 3], 0x1010)[0], 0x1040);
         assert_eq!(code_bytes(&[], &[]), 0);
+    }
+
+    // Function 0 grown by 20 bytes: function 1 moves from 0x1010 to 0x1020 under 16-byte
+    // alignment and stays at 0x1040 under 64 (the padding absorbs the growth); grown after
+    // function 1, only function 2 moves.
+    #[test]
+    fn growth_inside_moves_what_follows() {
+        assert_eq!(
+            place_grown(&[10, 40, 7], &[16; 3], 0x1000, 0, 20),
+            [0x1000, 0x1020, 0x1050]
+        );
+        assert_eq!(
+            place_grown(&[10, 40, 7], &[64; 3], 0x1000, 0, 20),
+            [0x1000, 0x1040, 0x1080]
+        );
+        assert_eq!(
+            place_grown(&[10, 40, 7], &[16; 3], 0x1000, 1, 20),
+            [0x1000, 0x1010, 0x1050]
+        );
     }
 
     // A 34-byte function at 0x10c0, sizeless code at 0x10f0..0x11b0, then f1 at 0x11b0: the
@@ -490,12 +540,19 @@ mod tests {
         let t = win.format_table();
         assert_eq!(
             t,
-            "align      code bytes  growth         I1 32K  I1 16K  iTLB 64  lines 99%  pages 99%\n\
-             as linked         100   +0.0%  110 [100-120]       0        0          3          0\n\
-             1                  90  -10.0%            105       0        0          3          0\n\
-             64 *              130  +30.0%     95 [90-99]       0        0          3          0\n\
+            "align      code bytes  growth         I1 32K  I1 16K  iTLB 64  lines 99%  pages 99%  I1 32K max/min\n\
+             as linked         100   +0.0%  110 [100-120]       0        0          3          0           1.200\n\
+             1                  90  -10.0%            105       0        0          3          0           1.000\n\
+             64 *              130  +30.0%     95 [90-99]       0        0          3          0           1.100\n\
              best: * 64 (I1 32K median below the as-linked range 100-120 over the shifts)\n"
         );
+        let one = Sweep {
+            rows: vec![row("as linked", 100, &[100]), row("2", 90, &[10])],
+        };
+        assert!(!one.best().unwrap().outside_noise);
+        assert!(one
+            .format_table()
+            .ends_with("give --shifts to call a win)\n"));
         let within = Sweep {
             rows: vec![
                 row("as linked", 100, &[100, 120]),
