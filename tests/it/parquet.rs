@@ -273,6 +273,34 @@ fn bad_table_is_one_line_error() {
     assert!(!d.join("s.parquet").exists());
 }
 
+// A table whose page claims a level length past its end (found by fuzzing) makes the `parquet`
+// crate panic; the import reports it as damaged, naming the file, and writes nothing.
+#[test]
+fn regress_level_length_past_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bad = fixture("parquet/regress-level-length.parquet");
+    let out = sediment(
+        d,
+        &[
+            "import",
+            "--format",
+            "parquet",
+            bad.to_str().unwrap(),
+            "-o",
+            "o.sprof",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or("");
+    assert!(
+        last.contains("regress-level-length.parquet: damaged Parquet pages"),
+        "{err}"
+    );
+    assert!(!d.join("o.sprof").exists());
+}
+
 // pprof files from many hosts -> one table -> one profile per build-id, equal to
 // `sediment merge` of the hosts' profiles.
 #[test]
