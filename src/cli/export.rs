@@ -43,9 +43,9 @@ pub struct Args {
     #[arg(short = 'p', long = "profile", value_name = "FILE", required = true)]
     pub profile: Vec<PathBuf>,
     /// parquet: the weight of every submission written (its `weight` column; as `-w` of
-    /// `sediment merge`, applied after each profile is normalised).
-    #[arg(short = 'w', long = "weight", value_name = "W", default_value_t = 1.0, value_parser = super::vocab::parse_weight)]
-    pub weight: f64,
+    /// `sediment merge`, applied after each profile is normalised; default 1).
+    #[arg(short = 'w', long = "weight", value_name = "W", value_parser = super::vocab::parse_weight)]
+    pub weight: Option<f64>,
     /// Where to write the result.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
@@ -60,7 +60,7 @@ pub fn run(args: Args) -> Result<()> {
     for path in &args.profile {
         profiles.push(fsio::read_profile(path)?);
     }
-    if args.weight != 1.0 && args.format != Format::Parquet {
+    if args.weight.is_some() && args.format != Format::Parquet {
         bail!("--weight is for --format parquet (its `weight` column)");
     }
     if matches!(args.format, Format::Fdata | Format::LldCallGraph) && profiles.len() != 1 {
@@ -140,6 +140,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         Format::Parquet => {
             let ids = submission_ids(&profiles);
+            let weight = args.weight.unwrap_or(1.0);
             let names: Vec<String> = args
                 .profile
                 .iter()
@@ -149,7 +150,7 @@ pub fn run(args: Args) -> Result<()> {
                 .iter()
                 .zip(&ids)
                 .zip(&names)
-                .map(|((p, id), name)| (id.as_str(), args.weight, name.as_str(), p))
+                .map(|((p, id), name)| (id.as_str(), weight, name.as_str(), p))
                 .collect();
             let bytes = sediment_parquet::write(&rows)?;
             fsio::write_atomic(&args.output, &bytes)?;

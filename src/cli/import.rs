@@ -48,7 +48,7 @@ pub enum Format {
     Gv,
     /// Sediment's Parquet table (docs/design/parquet.md): one profile per binary (build-id,
     /// else base name), several submissions of one binary merged with their `weight`; the
-    /// binary of the first profile row is the main executable.
+    /// binary of the first profile row is the main executable unless `--cluster` names one.
     Parquet,
 }
 
@@ -67,7 +67,8 @@ pub struct Args {
     /// linked (its profile's binary name; its symbols are used when the file exists already).
     #[arg(long, value_name = "PATH", conflicts_with_all = ["binary", "cluster"])]
     pub program: Option<PathBuf>,
-    /// gv: import only the cluster of the executable of this base name (default: the first).
+    /// gv and parquet: import only the executable of this base name (gv: its cluster; parquet:
+    /// its profile, or one per build-id); default: every one, the first being the main one.
     #[arg(long, value_name = "NAME", conflicts_with = "binary")]
     pub cluster: Option<PathBuf>,
     /// perf, perf-script and pprof only: `leaf` (default; one caller -> sampled-function edge

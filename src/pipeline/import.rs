@@ -124,7 +124,7 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
         Format::GccCallgraph => import_gcc_callgraph(inputs, binary, budget),
         Format::Objects => import_objects(inputs, binary, budget),
         Format::Gv => import_gv(input, binary, budget),
-        Format::Parquet => import_parquet(input, budget),
+        Format::Parquet => import_parquet(input, binary, budget),
     }
 }
 
@@ -783,11 +783,26 @@ fn import_gv(
 
 /// Imports a Parquet profile table: one profile per binary (several submissions of one binary
 /// merged with their weights, see `sediment_parquet::by_binary`); the main executable is the
-/// binary of the first `profile` row.
-fn import_parquet(input: &Path, budget: &mut fsio::ReadBudget) -> Result<Imported> {
+/// binary of the first `profile` row; with `binary`, only the binary of that base name is
+/// imported (and is the main one).
+fn import_parquet(
+    input: &Path,
+    binary: Option<&Path>,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
     let name = input.display().to_string();
     let data = budget.read_bytes(input)?;
-    let submissions = sediment_parquet::read(&name, data)?;
+    let mut submissions = sediment_parquet::read(&name, data)?;
+    if let Some(bin) = binary {
+        let wanted = base_name(&bin.to_string_lossy()).to_string();
+        submissions.retain(|s| base_name(&s.profile.meta.binary) == wanted);
+        if submissions.is_empty() {
+            bail!(
+                "{}: no profile of a binary named `{wanted}` in {name}",
+                bin.display()
+            );
+        }
+    }
     let Some(first) = submissions.first() else {
         bail!("{name}: the table holds no profile");
     };

@@ -132,7 +132,7 @@ fn round_trip_is_byte_identical() {
 }
 
 // Several binaries in one table: import writes one profile per binary, `-o` for the first
-// row's binary and the others beside it, each byte-identical to its input.
+// row's binary and the others beside it, each byte-identical to its input; `--cluster` picks one.
 #[test]
 fn one_profile_per_binary() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,6 +171,37 @@ fn one_profile_per_binary() {
     assert_eq!(names, ["out.libempty.so.sprof", "out.sprof"]);
     assert_eq!(got[1].1, profiles[0].to_text());
     assert_eq!(got[0].1, profiles[1].to_text());
+    // --cluster NAME: only that binary, as the main one.
+    ok(
+        d,
+        &[
+            "import",
+            "--format",
+            "parquet",
+            "--cluster",
+            "libempty.so",
+            "t.parquet",
+            "-o",
+            "lib.sprof",
+        ],
+    );
+    let got = texts_with_prefix(d, "lib.");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].1, profiles[1].to_text());
+    fails_one_line(
+        d,
+        &[
+            "import",
+            "--format",
+            "parquet",
+            "--cluster",
+            "nope",
+            "t.parquet",
+            "-o",
+            "n.sprof",
+        ],
+        &["nope", "t.parquet"],
+    );
 }
 
 // Bad tables: one line naming the file, non-zero exit, nothing written.
@@ -240,6 +271,34 @@ fn bad_table_is_one_line_error() {
         &["soon.sprof", "recorded-at"],
     );
     assert!(!d.join("s.parquet").exists());
+}
+
+// A table whose page claims a level length past its end (found by fuzzing) makes the `parquet`
+// crate panic; the import reports it as damaged, naming the file, and writes nothing.
+#[test]
+fn regress_level_length_past_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bad = fixture("parquet/regress-level-length.parquet");
+    let out = sediment(
+        d,
+        &[
+            "import",
+            "--format",
+            "parquet",
+            bad.to_str().unwrap(),
+            "-o",
+            "o.sprof",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or("");
+    assert!(
+        last.contains("regress-level-length.parquet: damaged Parquet pages"),
+        "{err}"
+    );
+    assert!(!d.join("o.sprof").exists());
 }
 
 // pprof files from many hosts -> one table -> one profile per build-id, equal to

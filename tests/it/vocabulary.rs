@@ -141,6 +141,8 @@ const HAND_CHECKS: &[&str] = &[
     // clap cannot conflict with one value of `--via`, which has a default.
     "--mode {} is for --via perf only",
     "--pid and --all record with perf only",
+    // clap cannot require one value of `--format` (export's `--weight` is a parquet column).
+    "--weight is for --format parquet",
 ];
 
 /// One argument of one verb.

@@ -368,6 +368,18 @@ struct Partial {
 /// Reads a Parquet table of schema version 1 (see the module docs); `path` names the file in
 /// errors. Returns the submissions in the order of their `profile` rows.
 pub fn read(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
+    // The `parquet` crate panics on some malformed pages (a level length past the page, found
+    // by fuzzing); such a file is an error like any other damaged input.
+    std::panic::catch_unwind(|| read_table(path, data)).unwrap_or_else(|_| {
+        Err(Error::Parquet {
+            path: path.to_string(),
+            message: "damaged Parquet pages (the Parquet decoder failed)".into(),
+        })
+    })
+}
+
+/// [`read`] without the guard against the decoder's panics.
+fn read_table(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
     let perr = |e: parquet::errors::ParquetError| Error::Parquet {
         path: path.to_string(),
         message: format!("not a readable Parquet file: {e}"),
