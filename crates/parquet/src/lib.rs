@@ -369,8 +369,14 @@ struct Partial {
 /// errors. Returns the submissions in the order of their `profile` rows.
 pub fn read(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
     // The `parquet` crate panics on some malformed pages (a level length past the page, found
-    // by fuzzing); such a file is an error like any other damaged input.
-    std::panic::catch_unwind(|| read_table(path, data)).unwrap_or_else(|_| {
+    // by fuzzing); such a file is an error like any other damaged input, reported in one line:
+    // the default hook's message is silenced while the decoder runs (a panic on another thread
+    // in that window goes unprinted, and still unwinds as usual).
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(|| read_table(path, data));
+    std::panic::set_hook(hook);
+    result.unwrap_or_else(|_| {
         Err(Error::Parquet {
             path: path.to_string(),
             message: "damaged Parquet pages (the Parquet decoder failed)".into(),
