@@ -292,7 +292,12 @@ fn running(pid: libc::pid_t) -> bool {
 /// The processes descended from this one that still run, from `/proc` (children, their
 /// children, ...; with [`track_child`]'s subreaper, orphaned grandchildren are children).
 fn running_descendants() -> Vec<libc::pid_t> {
-    let me = std::process::id() as libc::pid_t;
+    running_descendants_of(std::process::id() as libc::pid_t)
+}
+
+/// The processes descended from `me` that still run (not zombies), from `/proc/*/stat`:
+/// children, their children, and so on.
+pub fn running_descendants_of(me: libc::pid_t) -> Vec<libc::pid_t> {
     let mut parent_of: Vec<(libc::pid_t, libc::pid_t)> = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();

@@ -46,13 +46,6 @@ fn parse_positive(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_weight(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
-        _ => Err(format!("`{s}` is not a finite number >= 0")),
-    }
-}
-
 impl clap::FromArgMatches for Args {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         // (position on the command line, weight) and (position, file), merged by position.
@@ -131,7 +124,7 @@ impl clap::Args for Args {
                 .value_name("W")
                 .action(ArgAction::Append)
                 .allow_negative_numbers(true)
-                .value_parser(parse_weight)
+                .value_parser(super::vocab::parse_weight)
                 .help("Weight of the profiles that follow (default 1.0; each input is first scaled to a total self weight of 10^9)"),
         )
         .arg(

@@ -283,7 +283,10 @@ fn supervise(
             capped = true;
             let root = child.id() as libc::pid_t;
             // Children first, so that none is orphaned still running.
-            for pid in descendants(root).into_iter().chain([root]) {
+            for pid in crate::cleanup::running_descendants_of(root)
+                .into_iter()
+                .chain([root])
+            {
                 // SAFETY: kill(2) on our unreaped child and the processes it started.
                 unsafe { libc::kill(pid, stop) };
             }
@@ -295,43 +298,13 @@ fn supervise(
         .with_context(|| format!("cannot wait for {tool}"))?;
     // Children of a capped callgrind may still be writing their files.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while capped && Instant::now() < deadline && !descendants(child.id() as libc::pid_t).is_empty()
+    while capped
+        && Instant::now() < deadline
+        && !crate::cleanup::running_descendants_of(child.id() as libc::pid_t).is_empty()
     {
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok((status, capped))
-}
-
-/// Every process descended from `root` (children, grandchildren...), from `/proc/*/stat`.
-fn descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
-    let mut parent: Vec<(libc::pid_t, libc::pid_t)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                continue;
-            };
-            // `pid (comm) state ppid ...`; comm may hold `)`.
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                .and_then(|p| p.parse().ok());
-            if let Some(ppid) = ppid {
-                parent.push((pid, ppid));
-            }
-        }
-    }
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    found.remove(0);
-    found
 }
 
 /// A count in the units a person reads at a glance (`1.23 G`).
