@@ -109,6 +109,7 @@ impl ReadBudget {
 
     /// [`read_bytes`], charged to the budget.
     pub fn read_bytes(&mut self, path: &Path) -> Result<Vec<u8>> {
+        crate::membudget::reading(path);
         let file = std::fs::File::open(path)
             .with_context(|| format!("{}: cannot open", path.display()))?;
         read_opened_within(path, file, Some(self))

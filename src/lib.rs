@@ -9,4 +9,5 @@
 pub(crate) mod cleanup;
 pub mod cli;
 pub(crate) mod fsio;
+pub mod membudget;
 pub mod pipeline;

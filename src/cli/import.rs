@@ -97,6 +97,12 @@ pub struct Args {
     /// it and the limit. Default: `SEDIMENT_MAX_INPUT_BYTES`, else 4 GiB.
     #[arg(long, value_name = "BYTES")]
     pub max_input_bytes: Option<u64>,
+    /// The memory this run may hold while it imports, every input and every binary they name
+    /// together; an import that needs more stops with one line naming the input being read and
+    /// the limit, and writes nothing. Default: `SEDIMENT_MAX_MEMORY`, else three quarters of
+    /// the machine's memory.
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<u64>,
 }
 
 /// Clap parser for `--mode`.
@@ -129,6 +135,7 @@ pub fn run(args: Args) -> Result<()> {
         binary,
         mode: args.mode,
         max_input_bytes: args.max_input_bytes,
+        max_memory: args.max_memory,
         ..import::Options::default()
     };
     let mut imported = import::import(args.format.into(), &args.inputs, &options)?;

@@ -103,11 +103,15 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
 /// The help section of a verb that bounds what one run reads (`import`, `record`).
 pub const INPUT_LIMIT_ENV_HELP: &str = "Environment:
   SEDIMENT_MAX_INPUT_BYTES  Bytes one run may read from its inputs and the binaries they name,
-                            together, when --max-input-bytes is not given (default: 4 GiB)";
+                            together, when --max-input-bytes is not given (default: 4 GiB)
+  SEDIMENT_MAX_MEMORY       Bytes the run may hold while it imports, when --max-memory is not
+                            given (default: three quarters of the machine's memory)";
 
 /// The help section of `record`: the profile directory, and the input limit of its import.
 pub const RECORD_ENV_HELP: &str = "Environment:
   SEDIMENT_PROF_DIR         Profile directory when --prof-dir is not given (alias: PROF_DIR,
                             read when SEDIMENT_PROF_DIR is unset; an empty value means none)
   SEDIMENT_MAX_INPUT_BYTES  Bytes the import of the recording may read, its output and the
-                            binaries it names together (default: 4 GiB)";
+                            binaries it names together (default: 4 GiB)
+  SEDIMENT_MAX_MEMORY       Bytes the run may hold while it imports the recording (default:
+                            three quarters of the machine's memory)";

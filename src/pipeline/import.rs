@@ -83,6 +83,9 @@ pub struct Options {
     /// (`fsio::ReadBudget`); `None`: `SEDIMENT_MAX_INPUT_BYTES` when set, else 4 GiB
     /// (`fsio::DEFAULT_RUN_INPUT_BYTES`).
     pub max_input_bytes: Option<u64>,
+    /// The memory the process may hold while the import runs (`crate::membudget`); `None`:
+    /// `SEDIMENT_MAX_MEMORY` when set, else three quarters of the machine's memory.
+    pub max_memory: Option<u64>,
 }
 
 /// The `import` stage: reads `inputs` in `format`. Nothing is written; the warnings are in the
@@ -108,6 +111,7 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
     let mode = options.mode.unwrap_or_default();
     let binary = options.binary.as_deref();
     let budget = &mut fsio::ReadBudget::from_flag_or_env(options.max_input_bytes)?;
+    let _memory = crate::membudget::Limit::from_flag_or_env(options.max_memory)?;
     match format {
         Format::Perf => import_perf(input, binary, mode, options.skip_stripped, budget),
         Format::Callgrind => import_callgrind(

@@ -282,3 +282,65 @@ fn inputs_together_over_the_run_limit_are_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+// Issue 34: memory is bounded for the whole run, not per input file. A callgrind file of many
+// distinct functions expands in memory well past its size; with a memory limit a little above
+// the file's own size the import stops with one line naming the input and the limit, writes
+// nothing, and the same limit from the environment does the same; without a limit (the
+// default: three quarters of the machine's memory) it is imported.
+#[test]
+fn import_past_the_memory_limit_is_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = String::from(
+        "# callgrind format\nversion: 1\ncmd: /bin/x\npositions: line\nevents: Ir\n\nob=/nonexistent/x\nfl=a.c\n",
+    );
+    let mut i = 0;
+    while t.len() < 4_000_000 {
+        t.push_str(&format!(
+            "fn=function_with_a_long_name_{i:08}\n1 {}\ncfn=callee_{i:08}\ncalls=1 1\n1 1\n",
+            i % 97 + 1
+        ));
+        i += 1;
+    }
+    std::fs::write(d.join("big.out"), &t).unwrap();
+    let limit = (t.len() + t.len() / 2).to_string();
+    let args = [
+        "import",
+        "--format",
+        "callgrind",
+        "-o",
+        "p.sprof",
+        "big.out",
+    ];
+    let with_flag: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--max-memory", limit.as_str()])
+        .collect();
+    let needles = [
+        "big.out: importing it takes this run past its memory limit of",
+        limit.as_str(),
+    ];
+    crate::common::fails_one_line(d, &with_flag, &needles);
+    assert!(!d.join("p.sprof").exists());
+    let out = Command::new(sediment_bin())
+        .args(args)
+        .current_dir(d)
+        .env("SEDIMENT_MAX_MEMORY", &limit)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(needles[0]), "{err}");
+    assert!(!d.join("p.sprof").exists());
+    let out = Command::new(sediment_bin())
+        .args(args)
+        .current_dir(d)
+        .env_remove("SEDIMENT_MAX_MEMORY")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(d.join("p.sprof").exists());
+}

@@ -111,9 +111,17 @@ const ALLOWED_SHORTS: &[char] = &['n'];
 const ENV: &[(&str, &[&str])] = &[
     (
         "sediment record",
-        &["SEDIMENT_PROF_DIR", "PROF_DIR", "SEDIMENT_MAX_INPUT_BYTES"],
+        &[
+            "SEDIMENT_PROF_DIR",
+            "PROF_DIR",
+            "SEDIMENT_MAX_INPUT_BYTES",
+            "SEDIMENT_MAX_MEMORY",
+        ],
     ),
-    ("sediment import", &["SEDIMENT_MAX_INPUT_BYTES"]),
+    (
+        "sediment import",
+        &["SEDIMENT_MAX_INPUT_BYTES", "SEDIMENT_MAX_MEMORY"],
+    ),
     (
         "sediment wrappers",
         &[
