@@ -85,8 +85,9 @@ pub struct Args {
     #[arg(long, value_name = "UNIX_SECONDS", allow_negative_numbers = true)]
     pub recorded_at: Option<i64>,
     /// The profiler's output file (several only for `gcc-callgraph`, one `.ci` per
-    /// translation unit, `objects`, every object of the program, and `callgrind`, one file
-    /// per thread or process, summed).
+    /// translation unit, `objects`, every object of the program, `callgrind`, one file per
+    /// thread or process, summed, and `pprof`, one file per host or time window, each
+    /// binary's windows merged as `sediment merge` merges inputs of weight 1).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
     /// Where to write the main executable's profile; others go to `FILE.<basename>.sprof` with FILE's `.sprof` dropped (`app.sprof` -> `app.libz.so.1.sprof`).

@@ -54,7 +54,7 @@ impl Format {
     pub fn takes_many(self) -> bool {
         matches!(
             self,
-            Format::GccCallgraph | Format::Objects | Format::Callgrind
+            Format::GccCallgraph | Format::Objects | Format::Callgrind | Format::Pprof
         )
     }
 
@@ -124,7 +124,7 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
         Format::PerfScript => import_perf_script(input, binary, mode, budget),
         Format::Fdata => import_fdata(input, binary, budget),
         Format::Gprof => import_gprof(input, binary, budget),
-        Format::Pprof => import_pprof(input, mode, budget),
+        Format::Pprof => import_pprofs(inputs, mode, budget),
         Format::GccCallgraph => import_gcc_callgraph(inputs, binary, budget),
         Format::Objects => import_objects(inputs, binary, budget),
         Format::Gv => import_gv(input, binary, budget),
@@ -640,6 +640,67 @@ fn required_binary<'a>(input: &Path, binary: Option<&'a Path>, what: &str) -> Re
 }
 
 /// Imports a pprof profile: one profile per mapping that got weight, the first mapping first.
+/// Imports pprof files: one file as [`import_pprof`]; several (a fleet's windows) are read one
+/// at a time, and each binary's profiles merged as `sediment merge` merges inputs of weight 1
+/// (each file's profile of a binary normalised, exact sums: `sediment_profile::Merger`), so
+/// that memory holds the distinct functions and calls of each binary, not the files. Binaries
+/// are told apart by build-id, else by base name; they come out in the order first seen, the
+/// first file's main binary first.
+fn import_pprofs(
+    inputs: &[PathBuf],
+    mode: Mode,
+    budget: &mut fsio::ReadBudget,
+) -> Result<Imported> {
+    if inputs.len() == 1 {
+        return import_pprof(&inputs[0], mode, budget);
+    }
+    let mut order: Vec<String> = Vec::new();
+    let mut mergers: std::collections::HashMap<String, sediment_profile::Merger> =
+        std::collections::HashMap::new();
+    let mut main = None;
+    for input in inputs {
+        let imported = import_pprof(input, mode, budget)?;
+        if main.is_none() {
+            main = imported.main.clone();
+        }
+        for p in &imported.profiles {
+            let key = match &p.meta.build_id {
+                Some(id) => format!("build-id {id}"),
+                None => format!("name {}", base_name(&p.meta.binary)),
+            };
+            let slot = mergers.entry(key.clone()).or_insert_with(|| {
+                order.push(key.clone());
+                sediment_profile::Merger::new()
+            });
+            slot.add(1.0, p)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+        }
+    }
+    let mut profiles = Vec::with_capacity(order.len());
+    for key in &order {
+        let merger = mergers.remove(key).expect("every key has a merger");
+        let profile = merger
+            .finish(sediment_profile::MergeOptions::default())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", inputs[0].display()))?;
+        profiles.push(profile);
+    }
+    // The main binary's merged profile names the smallest of its inputs' paths.
+    let main = main.and_then(|m| {
+        let name = base_name(&m).to_string();
+        profiles
+            .iter()
+            .find(|p| base_name(&p.meta.binary) == name)
+            .map(|p| p.meta.binary.clone())
+    });
+    Ok(Imported {
+        source: "pprof",
+        profiles,
+        main,
+        warnings: Vec::new(),
+    })
+}
+
+/// Imports one pprof file: a profile per binary (mapping) it names.
 fn import_pprof(input: &Path, mode: Mode, budget: &mut fsio::ReadBudget) -> Result<Imported> {
     let data = budget.read_bytes(input)?;
     let profiles = sediment_import::pprof::read(&input.display().to_string(), &data, None, mode)?;

@@ -362,6 +362,35 @@ fn pprof_from_many_hosts_is_one_table() {
     assert!(got[0].1.contains("meta merge-inputs 3\n"), "{}", got[0].1);
 }
 
+// Many pprof windows in one import: each binary's profiles merged as `sediment merge` merges
+// inputs of weight 1, byte-identical to importing each window and merging the results.
+#[test]
+fn pprof_windows_in_one_import_equal_import_then_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pb = fixture("pprof/burn.pb.gz");
+    let windows = ["w1.pb.gz", "w2.pb.gz", "w3.pb.gz"];
+    for w in windows {
+        std::fs::copy(&pb, d.join(w)).unwrap();
+    }
+    let mut args = vec!["import", "--format", "pprof", "-o", "all.sprof"];
+    args.extend(windows);
+    ok(d, &args);
+    let mut merge = vec!["merge", "-o", "want.sprof"];
+    let singles: Vec<String> = windows.iter().map(|w| format!("{w}.sprof")).collect();
+    for (w, out) in windows.iter().zip(&singles) {
+        ok(d, &["import", "--format", "pprof", w, "-o", out]);
+        merge.push(out);
+    }
+    ok(d, &merge);
+    let got = std::fs::read_to_string(d.join("all.sprof")).unwrap();
+    assert_eq!(got, std::fs::read_to_string(d.join("want.sprof")).unwrap());
+    assert!(got.contains("meta merge-inputs 3\n"), "{got}");
+    // One window alone is imported as it is, not renormalised.
+    let one = std::fs::read_to_string(d.join("w1.pb.gz.sprof")).unwrap();
+    assert!(!one.contains("merge-inputs"), "{one}");
+}
+
 /// A small deterministic generator (an LCG), so the inputs are the same on every run.
 struct Lcg(u64);
 
