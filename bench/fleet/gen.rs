@@ -7,6 +7,12 @@
 //! distinct functions; calls follow a fixed static call graph of four callees per function.
 //! Every window names a submitter (`host-K`, skewed: a few hosts send many windows) and a
 //! `recorded-at` one minute after the previous window.
+//!
+//! `fleet-gen --pprof DIR N [FUNCTIONS] [SAMPLES] [BUILDS] [SEED]` writes the same windows as a
+//! continuous profiler exports them: `DIR/host-K.T.pb.gz`, gzip-compressed pprof, each sample a
+//! call stack (a function and up to two callers from the static call graph) in `/usr/bin/app`
+//! (one of BUILDS builds, default 3, told apart by build-id: host K runs build K mod BUILDS)
+//! or in `libc.so.6` (one build, a tenth of the samples), symbolized.
 
 use sediment_profile::{FuncKey, Meta, ProfileBuilder};
 use std::path::PathBuf;
@@ -31,7 +37,11 @@ impl Rng {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let pprof = args.get(1).is_some_and(|a| a == "--pprof");
+    if pprof {
+        args.remove(1);
+    }
     if args.len() < 3 {
         eprintln!("usage: fleet-gen DIR N [FUNCTIONS] [SAMPLES] [SEED]");
         std::process::exit(2);
@@ -42,7 +52,12 @@ fn main() {
     let samples: f64 = args
         .get(4)
         .map_or(20_000.0, |v| v.parse().expect("SAMPLES"));
-    let seed: u64 = args.get(5).map_or(1, |v| v.parse().expect("SEED"));
+    let (builds, seed_arg) = if pprof {
+        (args.get(5).map_or(3, |v| v.parse().expect("BUILDS")), 6)
+    } else {
+        (1, 5)
+    };
+    let seed: u64 = args.get(seed_arg).map_or(1, |v| v.parse().expect("SEED"));
     std::fs::create_dir_all(&dir).expect("create DIR");
 
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ seed);
@@ -81,6 +96,21 @@ fn main() {
         })
         .collect();
     let hosts = (n / 10).max(1);
+    if pprof {
+        let graph = Graph {
+            keys: &keys,
+            rate: &rate,
+            callees: &callees,
+        };
+        for w in 0..n {
+            let host = (hosts as f64 * rng.unit().powi(2)) as usize;
+            let t = 1_790_000_000 + 60 * w as i64;
+            let bytes = pprof_window(&graph, &mut rng, samples, host % builds);
+            let path = dir.join(format!("host-{host}.{t}.pb.gz"));
+            std::fs::write(path, bytes).expect("write");
+        }
+        return;
+    }
     for w in 0..n {
         let mut b = ProfileBuilder::new(Meta {
             binary: "/usr/bin/app".into(),
@@ -123,4 +153,213 @@ fn main() {
         );
         std::fs::write(dir.join(format!("w{w:06}.sprof")), p.to_text()).expect("write");
     }
+}
+
+/// The binary's functions and how they run (see `main`).
+struct Graph<'a> {
+    keys: &'a [FuncKey],
+    rate: &'a [f64],
+    callees: &'a [[usize; 4]],
+}
+
+/// The pprof messages this generator writes (`profile.proto`, the fields it needs).
+mod proto {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub memory_start: u64,
+        #[prost(uint64, tag = "3")]
+        pub memory_limit: u64,
+        #[prost(int64, tag = "5")]
+        pub filename: i64,
+        #[prost(int64, tag = "6")]
+        pub build_id: i64,
+        #[prost(bool, tag = "7")]
+        pub has_functions: bool,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub mapping_id: u64,
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        #[prost(int64, tag = "4")]
+        pub filename: i64,
+    }
+}
+
+/// One window as gzip-compressed pprof: about `samples` stacks drawn from the Zipf rates, in
+/// build `build` of the app (and a tenth in libc).
+fn pprof_window(g: &Graph<'_>, rng: &mut Rng, samples: f64, build: usize) -> Vec<u8> {
+    use prost::Message as _;
+    use std::io::Write as _;
+    const LIBC_FUNCS: usize = 200;
+    let mut strings = vec![String::new()];
+    let string = |s: &str, strings: &mut Vec<String>| -> i64 {
+        strings.push(s.to_string());
+        (strings.len() - 1) as i64
+    };
+    let mut p = proto::Profile::default();
+    let samples_s = string("samples", &mut strings);
+    let count = string("count", &mut strings);
+    let cpu = string("cpu", &mut strings);
+    let ns = string("nanoseconds", &mut strings);
+    p.sample_type = vec![
+        proto::ValueType {
+            r#type: samples_s,
+            unit: count,
+        },
+        proto::ValueType {
+            r#type: cpu,
+            unit: ns,
+        },
+    ];
+    let app = string("/usr/bin/app", &mut strings);
+    let app_id = string(
+        &format!("{:040x}", 0x3f1c_9a7e_u64 + build as u64),
+        &mut strings,
+    );
+    let libc = string("/usr/lib/x86_64-linux-gnu/libc.so.6", &mut strings);
+    let libc_id = string("8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b", &mut strings);
+    p.mapping = vec![
+        proto::Mapping {
+            id: 1,
+            memory_start: 0x40_0000,
+            memory_limit: 0x40_0000 + 64 * g.keys.len() as u64 + 0x1000,
+            filename: app,
+            build_id: app_id,
+            has_functions: true,
+        },
+        proto::Mapping {
+            id: 2,
+            memory_start: 0x7f00_0000_0000,
+            memory_limit: 0x7f00_0000_0000 + 64 * LIBC_FUNCS as u64 + 0x1000,
+            filename: libc,
+            build_id: libc_id,
+            has_functions: true,
+        },
+    ];
+    // Functions and locations are declared as the samples use them: id = index + 1.
+    let mut loc_of: std::collections::HashMap<(u64, usize), u64> = Default::default();
+    let mut location =
+        |mapping: u64, f: usize, p: &mut proto::Profile, strings: &mut Vec<String>| {
+            if let Some(&id) = loc_of.get(&(mapping, f)) {
+                return id;
+            }
+            let (name, file) = if mapping == 1 {
+                let k = &g.keys[f];
+                (k.name.clone(), k.file.clone().unwrap_or_default())
+            } else {
+                (format!("__libc_function_{f}"), String::new())
+            };
+            let fid = p.function.len() as u64 + 1;
+            let name = string(&name, strings);
+            let filename = if file.is_empty() {
+                0
+            } else {
+                string(&file, strings)
+            };
+            p.function.push(proto::Function {
+                id: fid,
+                name,
+                filename,
+            });
+            let id = p.location.len() as u64 + 1;
+            let base = if mapping == 1 {
+                0x40_0000
+            } else {
+                0x7f00_0000_0000
+            };
+            p.location.push(proto::Location {
+                id,
+                mapping_id: mapping,
+                address: base + 64 * f as u64 + 8,
+                line: vec![proto::Line { function_id: fid }],
+            });
+            loc_of.insert((mapping, f), id);
+            id
+        };
+    let n = (samples * (0.5 + rng.unit())) as usize;
+    // Inverse-CDF draws over the rates.
+    let mut cdf = Vec::with_capacity(g.rate.len());
+    let mut acc = 0.0;
+    for r in g.rate {
+        acc += r;
+        cdf.push(acc);
+    }
+    let mut stacks: std::collections::BTreeMap<Vec<u64>, i64> = Default::default();
+    for _ in 0..n {
+        // A call path: a function drawn from the rates, then two calls down the static graph;
+        // pprof lists it leaf first. A tenth of the samples end in libc.
+        let u = rng.unit() * acc;
+        let mut f = cdf.partition_point(|&c| c < u).min(g.rate.len() - 1);
+        let mut stack = vec![location(1, f, &mut p, &mut strings)];
+        for _ in 0..2 {
+            f = g.callees[f][rng.below(4)];
+            stack.push(location(1, f, &mut p, &mut strings));
+        }
+        if rng.below(10) == 0 {
+            stack.push(location(2, rng.below(LIBC_FUNCS), &mut p, &mut strings));
+        }
+        stack.reverse();
+        *stacks.entry(stack).or_default() += 1;
+    }
+    p.sample = stacks
+        .into_iter()
+        .map(|(location_id, c)| proto::Sample {
+            location_id,
+            value: vec![c, c * 10_000_000],
+        })
+        .collect();
+    p.string_table = strings;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&p.encode_to_vec()).expect("gzip");
+    gz.finish().expect("gzip")
 }
