@@ -162,88 +162,16 @@ struct Graph<'a> {
     callees: &'a [[usize; 4]],
 }
 
-/// The pprof messages this generator writes (`profile.proto`, the fields it needs).
-mod proto {
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Profile {
-        #[prost(message, repeated, tag = "1")]
-        pub sample_type: Vec<ValueType>,
-        #[prost(message, repeated, tag = "2")]
-        pub sample: Vec<Sample>,
-        #[prost(message, repeated, tag = "3")]
-        pub mapping: Vec<Mapping>,
-        #[prost(message, repeated, tag = "4")]
-        pub location: Vec<Location>,
-        #[prost(message, repeated, tag = "5")]
-        pub function: Vec<Function>,
-        #[prost(string, repeated, tag = "6")]
-        pub string_table: Vec<String>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ValueType {
-        #[prost(int64, tag = "1")]
-        pub r#type: i64,
-        #[prost(int64, tag = "2")]
-        pub unit: i64,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Sample {
-        #[prost(uint64, repeated, tag = "1")]
-        pub location_id: Vec<u64>,
-        #[prost(int64, repeated, tag = "2")]
-        pub value: Vec<i64>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Mapping {
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        #[prost(uint64, tag = "2")]
-        pub memory_start: u64,
-        #[prost(uint64, tag = "3")]
-        pub memory_limit: u64,
-        #[prost(int64, tag = "5")]
-        pub filename: i64,
-        #[prost(int64, tag = "6")]
-        pub build_id: i64,
-        #[prost(bool, tag = "7")]
-        pub has_functions: bool,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Location {
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        #[prost(uint64, tag = "2")]
-        pub mapping_id: u64,
-        #[prost(uint64, tag = "3")]
-        pub address: u64,
-        #[prost(message, repeated, tag = "4")]
-        pub line: Vec<Line>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Line {
-        #[prost(uint64, tag = "1")]
-        pub function_id: u64,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Function {
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        #[prost(int64, tag = "2")]
-        pub name: i64,
-        #[prost(int64, tag = "4")]
-        pub filename: i64,
-    }
-}
-
 /// One window as gzip-compressed pprof: about `samples` stacks drawn from the Zipf rates, in
 /// build `build` of the app (and a tenth in libc).
 fn pprof_window(g: &Graph<'_>, rng: &mut Rng, samples: f64, build: usize) -> Vec<u8> {
     use prost::Message as _;
+    use sediment_import::pprof::pb as proto;
     use std::io::Write as _;
     const LIBC_FUNCS: usize = 200;
-    let mut strings = vec![String::new()];
-    let string = |s: &str, strings: &mut Vec<String>| -> i64 {
-        strings.push(s.to_string());
+    let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
+    let string = |s: &str, strings: &mut Vec<Vec<u8>>| -> i64 {
+        strings.push(s.as_bytes().to_vec());
         (strings.len() - 1) as i64
     };
     let mut p = proto::Profile::default();
@@ -275,7 +203,7 @@ fn pprof_window(g: &Graph<'_>, rng: &mut Rng, samples: f64, build: usize) -> Vec
             memory_limit: 0x40_0000 + 64 * g.keys.len() as u64 + 0x1000,
             filename: app,
             build_id: app_id,
-            has_functions: true,
+            ..Default::default()
         },
         proto::Mapping {
             id: 2,
@@ -283,13 +211,13 @@ fn pprof_window(g: &Graph<'_>, rng: &mut Rng, samples: f64, build: usize) -> Vec
             memory_limit: 0x7f00_0000_0000 + 64 * LIBC_FUNCS as u64 + 0x1000,
             filename: libc,
             build_id: libc_id,
-            has_functions: true,
+            ..Default::default()
         },
     ];
     // Functions and locations are declared as the samples use them: id = index + 1.
     let mut loc_of: std::collections::HashMap<(u64, usize), u64> = Default::default();
     let mut location =
-        |mapping: u64, f: usize, p: &mut proto::Profile, strings: &mut Vec<String>| {
+        |mapping: u64, f: usize, p: &mut proto::Profile, strings: &mut Vec<Vec<u8>>| {
             if let Some(&id) = loc_of.get(&(mapping, f)) {
                 return id;
             }
@@ -309,6 +237,7 @@ fn pprof_window(g: &Graph<'_>, rng: &mut Rng, samples: f64, build: usize) -> Vec
             p.function.push(proto::Function {
                 id: fid,
                 name,
+                system_name: name,
                 filename,
             });
             let id = p.location.len() as u64 + 1;
@@ -321,7 +250,10 @@ fn pprof_window(g: &Graph<'_>, rng: &mut Rng, samples: f64, build: usize) -> Vec
                 id,
                 mapping_id: mapping,
                 address: base + 64 * f as u64 + 8,
-                line: vec![proto::Line { function_id: fid }],
+                line: vec![proto::Line {
+                    function_id: fid,
+                    line: 0,
+                }],
             });
             loc_of.insert((mapping, f), id);
             id

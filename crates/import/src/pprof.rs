@@ -92,8 +92,9 @@ pub const UNKNOWN_BINARY: &str = "[unknown]";
 
 /// The subset of `perftools.profiles` messages that the importer reads (field numbers from
 /// `profile.proto`). Strings are kept as bytes so that a table entry in bad UTF-8 that is never
-/// used cannot fail the whole file.
-mod pb {
+/// used cannot fail the whole file. Public so that generators of test and benchmark inputs
+/// (`bench/fleet`) write exactly what the importer reads (`prost::Message::encode_to_vec`).
+pub mod pb {
     /// `perftools.profiles.Profile`.
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Profile {
