@@ -245,42 +245,43 @@ fn inputs_together_over_the_run_limit_are_refused() {
         "c1.out",
         "c2.out",
     ];
-    let with_flag: Vec<&str> = args
-        .iter()
-        .copied()
-        .chain(["--max-input-bytes", limit.as_str()])
-        .collect();
     let needles = [
         "c2.out: reading it would take this run past its",
         &format!("{limit}-byte input limit"),
     ];
-    crate::common::fails_one_line(d, &with_flag, &needles);
+    limit_holds(
+        d,
+        &args,
+        ("--max-input-bytes", "SEDIMENT_MAX_INPUT_BYTES"),
+        &limit,
+        &needles,
+    );
+}
+
+/// `args` (writing `p.sprof` in `d`) fails in one line holding `needles` with `FLAG LIMIT`,
+/// fails the same with the environment variable `ENV=LIMIT`, writes nothing either way, and
+/// succeeds without both (the default limit).
+fn limit_holds(d: &Path, args: &[&str], (flag, env): (&str, &str), limit: &str, needles: &[&str]) {
+    let with_flag: Vec<&str> = args.iter().copied().chain([flag, limit]).collect();
+    crate::common::fails_one_line(d, &with_flag, needles);
     assert!(!d.join("p.sprof").exists());
-    // The same limit from the environment; without it, the default lets them through.
-    let out = Command::new(sediment_bin())
-        .args(args)
-        .current_dir(d)
-        .env("SEDIMENT_MAX_INPUT_BYTES", &limit)
-        .output()
-        .unwrap();
+    let run = |value: Option<&str>| {
+        let mut cmd = Command::new(sediment_bin());
+        cmd.args(args).current_dir(d).env_remove(env);
+        if let Some(v) = value {
+            cmd.env(env, v);
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(Some(limit));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains(needles[0]) && err.contains(needles[1]),
-        "{err}"
-    );
+    assert!(!out.status.success(), "{env}={limit}: {err}");
+    assert!(needles.iter().all(|n| err.contains(n)), "{err}");
     assert!(!d.join("p.sprof").exists());
-    let out = Command::new(sediment_bin())
-        .args(args)
-        .current_dir(d)
-        .env_remove("SEDIMENT_MAX_INPUT_BYTES")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run(None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(d.join("p.sprof").exists());
 }
 
 // Issue 34: memory is bounded for the whole run, not per input file. A callgrind file of many
@@ -313,34 +314,15 @@ fn import_past_the_memory_limit_is_one_line_and_writes_nothing() {
         "p.sprof",
         "big.out",
     ];
-    let with_flag: Vec<&str> = args
-        .iter()
-        .copied()
-        .chain(["--max-memory", limit.as_str()])
-        .collect();
     let needles = [
         "big.out: importing it takes this run past its memory limit of",
         limit.as_str(),
     ];
-    crate::common::fails_one_line(d, &with_flag, &needles);
-    assert!(!d.join("p.sprof").exists());
-    let out = Command::new(sediment_bin())
-        .args(args)
-        .current_dir(d)
-        .env("SEDIMENT_MAX_MEMORY", &limit)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(err.contains(needles[0]), "{err}");
-    assert!(!d.join("p.sprof").exists());
-    let out = Command::new(sediment_bin())
-        .args(args)
-        .current_dir(d)
-        .env_remove("SEDIMENT_MAX_MEMORY")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(d.join("p.sprof").exists());
+    limit_holds(
+        d,
+        &args,
+        ("--max-memory", "SEDIMENT_MAX_MEMORY"),
+        &limit,
+        &needles,
+    );
 }
