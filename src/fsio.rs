@@ -588,26 +588,14 @@ pub fn read_profile_meta(path: &Path) -> Result<sediment_profile::Meta> {
             break;
         }
     }
-    let text = String::from_utf8(head).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: not UTF-8 text (invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+    let text = utf8(path, head)?;
     sediment_profile::Profile::meta_from_text(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// Parses the bytes of the profile at `path`; errors name the file.
 fn parse_profile(path: &Path, bytes: Vec<u8>) -> Result<sediment_profile::Profile> {
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: not UTF-8 text (invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+    let text = utf8(path, bytes)?;
     sediment_profile::Profile::from_text(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

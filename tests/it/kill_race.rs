@@ -172,6 +172,29 @@ fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
+/// Sends SIGTERM to `child` (a sediment run), reaps it, and waits up to 8 s for `procs` (its
+/// descendants seen before) to end; returns its status and, for each still alive, its
+/// `/proc/PID/<what>` (`comm` or `cmdline`).
+fn terminate(
+    child: &mut std::process::Child,
+    procs: &[u32],
+    what: &str,
+) -> (std::process::ExitStatus, Vec<String>) {
+    // SAFETY: kill(2) of our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let start = Instant::now();
+    while procs.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = procs
+        .iter()
+        .filter(|&&p| alive(p))
+        .map(|p| std::fs::read_to_string(format!("/proc/{p}/{what}")).unwrap_or_default())
+        .collect();
+    (status, left)
+}
+
 /// True while `pid` runs (not gone, not a zombie).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
@@ -212,18 +235,7 @@ fn killed_record_leaves_no_profiler_or_workload() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    // SAFETY: kill(2) of our own child, not yet reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    let start = Instant::now();
-    while procs.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(8) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let left: Vec<String> = procs
-        .iter()
-        .filter(|&&p| alive(p))
-        .map(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default())
-        .collect();
+    let (status, left) = terminate(&mut child, &procs, "comm");
     assert!(left.is_empty(), "still running after {status}: {left:?}");
     assert_eq!(leftovers(&d.join("tmp"), &[]), Vec::<String>::new());
     assert!(!d.join("out.sprof").exists());
@@ -276,18 +288,7 @@ fn killed_callgrind_record(output: &[&str]) {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    // SAFETY: kill(2) of our own child, not yet reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    let start = Instant::now();
-    while procs.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(8) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let left: Vec<String> = procs
-        .iter()
-        .filter(|&&p| alive(p))
-        .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
-        .collect();
+    let (status, left) = terminate(&mut child, &procs, "cmdline");
     for &p in procs.iter().filter(|&&p| alive(p)) {
         // Whatever is left would outlive the test: end it.
         // SAFETY: kill(2) of a process this test saw descend from its child.

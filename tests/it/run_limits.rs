@@ -113,26 +113,8 @@ fn regress_callgrind_object_spelled_many_ways_is_read_once() {
         text.push_str(&format!("ob={ob}\nfl=prog.c\nfn=main\n{} 5\n", i + 1));
     }
     std::fs::write(d.join("p.cg"), &text).unwrap();
-    let limit = (text.len() as u64 + 2 * lib_len).to_string();
-    let out = sediment(
-        d,
-        &[
-            "import",
-            "--format",
-            "callgrind",
-            "--max-input-bytes",
-            &limit,
-            "-o",
-            "out/p.sprof",
-            "p.cg",
-        ],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert_eq!(names(&d.join("out")), ["p.sprof"], "{err}");
-    let p = std::fs::read_to_string(d.join("out/p.sprof")).unwrap();
     // Every spelling's cost is in the one profile: 60 cost lines of 5.
-    assert!(p.lines().any(|l| l == "meta total 300"), "{p}");
+    imports_to_one_profile(d, "callgrind", "p.cg", text.len() as u64 + 2 * lib_len, 300);
 }
 
 // Regression (issue 34): a 2 KB perf-script file with 20 spellings of one dso took 20 s and
@@ -154,25 +136,38 @@ fn regress_perf_script_dso_spelled_many_ways_is_one_profile() {
         })
         .collect();
     std::fs::write(d.join("p.ps"), &text).unwrap();
-    let limit = (text.len() as u64 + 2 * lib_len).to_string();
+    imports_to_one_profile(
+        d,
+        "perf-script",
+        "p.ps",
+        text.len() as u64 + 2 * lib_len,
+        20,
+    );
+}
+
+/// Imports `input` (in `format`) in `d` under a read limit of `limit` bytes: it succeeds and
+/// writes exactly one profile, whose `meta total` is `total`.
+fn imports_to_one_profile(d: &Path, format: &str, input: &str, limit: u64, total: u64) {
+    let limit = limit.to_string();
     let out = sediment(
         d,
         &[
             "import",
             "--format",
-            "perf-script",
+            format,
             "--max-input-bytes",
             &limit,
             "-o",
             "out/p.sprof",
-            "p.ps",
+            input,
         ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(names(&d.join("out")), ["p.sprof"], "{err}");
     let p = std::fs::read_to_string(d.join("out/p.sprof")).unwrap();
-    assert!(p.lines().any(|l| l == "meta total 20"), "{p}");
+    let want = format!("meta total {total}");
+    assert!(p.lines().any(|l| l == want), "{p}");
 }
 
 // Regression (issue 34): `/proc/self/mem` named as an object is a "regular" file whose every
