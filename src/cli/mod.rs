@@ -23,6 +23,7 @@ pub mod sim;
 pub mod stat;
 pub mod structs;
 pub mod tune;
+pub mod verify;
 pub mod vocab;
 
 use clap::{Parser, Subcommand};
@@ -80,6 +81,10 @@ pub enum Command {
     Ld(ldwrap::LdArgs),
     /// Print the compiler-driver flags that make a linker use an ordering file.
     LinkFlags(link::FlagsArgs),
+    /// Check how much of an order (an order file, or a profile's) linked binaries hold, and
+    /// exit non-zero below a threshold; with `--prof-dir`, which outputs of a build tree each
+    /// profile of a directory would order.
+    Verify(verify::Args),
     /// Run two binaries under valgrind and compare instructions, I-cache, iTLB and page use.
     Compare(compare::Args),
     /// Merge several profiles of one executable, each with a weight.
@@ -121,6 +126,7 @@ pub fn main() {
         Command::Wrappers(a) => ldwrap::run_wrappers(a),
         Command::Ld(a) => ldwrap::run_ld(a),
         Command::LinkFlags(a) => link::run_flags(a),
+        Command::Verify(a) => verify::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Stat(a) => stat::run(a),

@@ -50,12 +50,14 @@
 pub mod call_graph;
 pub mod cmdline;
 pub mod emit;
+pub mod held;
 pub mod placement;
 pub mod resolve;
 pub mod safe;
 pub mod verify;
 
 pub use emit::{check_output, emit, flags, lto_sections, BfdFlavor, Emitted, PieMode};
+pub use held::{held, Found, Held};
 pub use resolve::{resolve, resolve_lto, Resolution, Step, SymRef};
 pub use verify::{check_order, OrderCheck};
 
