@@ -6,7 +6,7 @@
 //! The intended order is an order file, or the order the linker shims would compute from a
 //! profile (`--algorithm`, default `c3`, as `SEDIMENT_ALGORITHM`), whose self weights then
 //! weigh the missing entries. Each binary's function symbols are read and measured by the
-//! `verify` stage ([`crate::pipeline::verify::held`], [`sediment_link::held`]): entries found
+//! `verify` stage ([`crate::pipeline::verify::held`], [`sediment_link::held()`]): entries found
 //! (LTO and clone renames recognised and counted), found in order (longest in-order
 //! subsequence), the normalised Kendall tau distance, the missing entries (counted, their share
 //! of the weight, the first named). The check fails when fewer than `--min-in-order` of the
@@ -65,7 +65,7 @@ pub struct Args {
     pub min_in_order: f64,
     /// Least share (0 to 1) of the order that must be found in the binary: of the profile's
     /// weight with --profile or --prof-dir, of the entries with --order; below it the exit
-    /// status is 1. Default 0: missing functions (inlined, discarded) are reported only.
+    /// status is 1. At 0, missing functions (inlined, discarded) are only reported.
     #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = vocab::parse_share)]
     pub min_found: f64,
     /// Print the report as JSON instead of text.

@@ -92,7 +92,7 @@ impl Intended {
 }
 
 /// The `verify` stage of `sediment verify`: reads `binary`'s function symbols and measures how
-/// much of `intended` they hold ([`sediment_link::held`]). A binary without a symbol table
+/// much of `intended` they hold ([`sediment_link::held()`]). A binary without a symbol table
 /// (stripped: only dynamic symbols) is an error naming it: its layout cannot be told.
 pub fn held(binary: &Path, intended: &Intended) -> anyhow::Result<sediment_link::Held> {
     let _t = timings::stage("verify");
