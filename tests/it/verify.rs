@@ -368,6 +368,48 @@ fn gcc_clones_and_lto_renames_recognised() {
     }
 }
 
+// clang's ThinLTO promotes a static another module imports to `NAME.llvm.HASH`: found under
+// that name, counted as renamed (as many as the ELF shows).
+#[test]
+fn thinlto_promotion_recognised() {
+    require!("clang", "ld.lld");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("c1.c"),
+        "__attribute__((noinline)) static int hidden(int x) { return x * 11 + 3; }\nint entry(int x) { return hidden(x) + 1; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("c2.c"),
+        "#include <stdio.h>\nint entry(int);\nint main(int argc, char **argv) { (void)argv; printf(\"%d\\n\", entry(argc)); return 0; }\n",
+    )
+    .unwrap();
+    sh(
+        dir,
+        "clang",
+        &[
+            "-O2",
+            "-flto=thin",
+            "-fuse-ld=lld",
+            "c1.c",
+            "c2.c",
+            "-o",
+            "thin",
+        ],
+    );
+    let bases = ["hidden", "entry", "main"];
+    let names: Vec<String> = bases.iter().map(|s| s.to_string()).collect();
+    write_order(dir, "order.txt", &names);
+    let want = renamed_in(dir, "thin", &bases);
+    assert!(want > 0, "no promotion: {:?}", text_symbols(dir, "thin"));
+    let (_, json, _) = verify_json(dir, &["thin", "--order", "order.txt"]);
+    let b = &json["binaries"][0];
+    assert_eq!(b["renamed"]["count"], want, "{json}");
+    assert_eq!(b["renamed"]["by_suffix"]["llvm"], want, "{json}");
+    assert_eq!(b["found"], bases.len(), "{json}");
+}
+
 // A stripped binary: one line saying it has no symbol table, exit 1, nothing on stdout.
 #[test]
 fn stripped_binary_is_one_line() {
