@@ -14,12 +14,12 @@
 //!
 //! The pre-build check ([`crate::pipeline::verify::applies`]) lists, for each profile of the
 //! directory, the outputs of the build trees the shims would order with it (same base name)
-//! and the share of its weight their functions define, and the profiles that apply to nothing
-//! the build makes. It fails on unreadable input, and with `--min-found` on an output below it.
+//! and the share of its weight their functions define, the profiles that apply to nothing
+//! the build makes, and the linked outputs no profile applies to. It fails on unreadable input, and with `--min-found` on an output below it.
 
 use crate::cli::vocab;
 use crate::fsio;
-use crate::pipeline::verify::{self as stage, Applies, Intended};
+use crate::pipeline::verify::{self as stage, Intended, Prebuild};
 use anyhow::{anyhow, bail, Result};
 use sediment_link::Held;
 use sediment_order::Algorithm;
@@ -56,7 +56,7 @@ pub struct Args {
     pub algorithm: Algorithm,
     /// Pre-build check: the profile directory a package build links with (`DIR/NAME.sprof`
     /// orders the outputs named NAME); reports which outputs of the build trees each profile
-    /// applies to and how much of its weight they define.
+    /// applies to and how much of its weight they define, and the outputs without a profile.
     #[arg(long, value_name = "DIR")]
     pub prof_dir: Option<PathBuf>,
     /// Least share (0 to 1) of the found entries that must be in the intended order (the
@@ -303,12 +303,13 @@ fn json_report(
 
 /// Runs the pre-build check (`--prof-dir DIR TREE...`).
 fn run_prebuild(args: &Args, dir: &std::path::Path) -> Result<()> {
-    let all = stage::applies(dir, &args.binaries)?;
+    let pre = stage::applies(dir, &args.binaries)?;
     let text = if args.json {
-        prebuild_json(args, dir, &all)?
+        prebuild_json(args, dir, &pre)?
     } else {
-        prebuild_text(args, &all)
+        prebuild_text(args, &pre)
     };
+    let all = &pre.profiles;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     let below: Vec<String> = all
         .iter()
@@ -336,8 +337,10 @@ fn run_prebuild(args: &Args, dir: &std::path::Path) -> Result<()> {
 }
 
 /// The pre-build table: one row per (profile, output), a row with no output for a profile
-/// that applies to nothing, and a summary line.
-fn prebuild_text(args: &Args, all: &[Applies]) -> String {
+/// that applies to nothing, and two summary lines (the second naming the first few outputs
+/// without a profile).
+fn prebuild_text(args: &Args, pre: &Prebuild) -> String {
+    let all = &pre.profiles;
     let mut rows: Vec<[String; 4]> = vec![[
         "profile".into(),
         "output".into(),
@@ -399,6 +402,21 @@ fn prebuild_text(args: &Args, all: &[Applies]) -> String {
         all.len(),
         all.len() - nothing
     );
+    let u = &pre.unprofiled;
+    if !u.is_empty() {
+        let names: Vec<String> = u
+            .iter()
+            .take(NAMED)
+            .map(|p| p.display().to_string())
+            .collect();
+        let _ = writeln!(
+            s,
+            "{} linked outputs without a profile: {}{}",
+            u.len(),
+            names.join(", "),
+            if u.len() > names.len() { ", ..." } else { "" }
+        );
+    }
     s
 }
 
@@ -426,10 +444,17 @@ struct JsonPrebuild {
     prof_dir: String,
     min_found: f64,
     profiles: Vec<JsonProfileUse>,
+    unprofiled: Vec<String>,
 }
 
-fn prebuild_json(args: &Args, dir: &std::path::Path, all: &[Applies]) -> Result<String> {
+fn prebuild_json(args: &Args, dir: &std::path::Path, pre: &Prebuild) -> Result<String> {
+    let all = &pre.profiles;
     let report = JsonPrebuild {
+        unprofiled: pre
+            .unprofiled
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
         prof_dir: dir.display().to_string(),
         min_found: args.min_found,
         profiles: all

@@ -139,13 +139,23 @@ pub struct Applied {
     pub share: sediment_profile::Share,
 }
 
+/// What [`applies`] found.
+#[derive(Debug, Clone)]
+pub struct Prebuild {
+    /// Every profile of the directory, in name order, with the outputs it applies to.
+    pub profiles: Vec<Applies>,
+    /// The linked outputs of the trees no profile applies to, in path order.
+    pub unprofiled: Vec<std::path::PathBuf>,
+}
+
 /// The pre-build check of `sediment verify --prof-dir`: for every profile `DIR/NAME.sprof`, the
 /// linked outputs named `NAME` in `trees` (directories searched recursively without following
 /// symbolic links, or files), which is how the linker shims pick a link's profile (by the base
-/// name of its `-o`), with the share of the profile's weight their functions define. A
-/// profile applying to no output is listed with none. A profile that cannot be read, or a tree
+/// name of its `-o`), with the share of the profile's weight their functions define; and the
+/// linked outputs no profile applies to. A profile applying to no output is listed with none.
+/// Separate debug files (`*.debug`) are not outputs. A profile that cannot be read, or a tree
 /// that cannot be, is an error naming it.
-pub fn applies(prof_dir: &Path, trees: &[std::path::PathBuf]) -> anyhow::Result<Vec<Applies>> {
+pub fn applies(prof_dir: &Path, trees: &[std::path::PathBuf]) -> anyhow::Result<Prebuild> {
     use anyhow::Context as _;
     use std::collections::BTreeMap;
     use std::ffi::OsString;
@@ -171,9 +181,9 @@ pub fn applies(prof_dir: &Path, trees: &[std::path::PathBuf]) -> anyhow::Result<
         let meta = std::fs::symlink_metadata(tree)
             .with_context(|| format!("{}: cannot read", tree.display()))?;
         if meta.is_dir() {
-            walk(tree, &profiles, &mut found)?;
+            walk(tree, &mut found)?;
         } else if let Some(name) = tree.file_name() {
-            if profiles.contains_key(name) && is_linked_elf(tree) {
+            if is_output(name) && is_linked_elf(tree) {
                 found
                     .entry(name.to_os_string())
                     .or_default()
@@ -204,13 +214,23 @@ pub fn applies(prof_dir: &Path, trees: &[std::path::PathBuf]) -> anyhow::Result<
             outputs,
         });
     }
-    Ok(out)
+    let mut unprofiled: Vec<std::path::PathBuf> = found.into_values().flatten().collect();
+    unprofiled.sort();
+    unprofiled.dedup();
+    Ok(Prebuild {
+        profiles: out,
+        unprofiled,
+    })
 }
 
-/// Collects under `dir` the regular files named like a profile that are linked ELF files.
+/// Whether a file of this name may be a link's output: not a separate debug file.
+fn is_output(name: &std::ffi::OsStr) -> bool {
+    !name.as_encoded_bytes().ends_with(b".debug")
+}
+
+/// Collects under `dir` the regular files that are linked ELF files, by name.
 fn walk(
     dir: &Path,
-    profiles: &std::collections::BTreeMap<std::ffi::OsString, std::path::PathBuf>,
     found: &mut std::collections::BTreeMap<std::ffi::OsString, Vec<std::path::PathBuf>>,
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
@@ -223,8 +243,8 @@ fn walk(
             .with_context(|| format!("{}: cannot read", e.path().display()))?;
         let name = e.file_name();
         if kind.is_dir() {
-            walk(&e.path(), profiles, found)?;
-        } else if kind.is_file() && profiles.contains_key(&name) && is_linked_elf(&e.path()) {
+            walk(&e.path(), found)?;
+        } else if kind.is_file() && is_output(&name) && is_linked_elf(&e.path()) {
             found.entry(name).or_default().push(e.path());
         }
     }

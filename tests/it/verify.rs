@@ -432,8 +432,9 @@ fn stripped_binary_is_one_line() {
 }
 
 // The pre-build check: a profile applying to an output of the tree (found in a subdirectory,
-// beside a script of the same name that is not ELF) with its matched share, and a profile for
-// something the build does not make, listed as matching nothing; exit 0. `--min-found` above
+// beside a script of the same name that is not ELF) with its matched share, a profile for
+// something the build does not make, listed as matching nothing, and the output no profile
+// applies to; exit 0. `--min-found` above
 // an output's share fails.
 #[test]
 fn prebuild_check_lists_profiles_that_match_nothing() {
@@ -448,6 +449,12 @@ fn prebuild_check_lists_profiles_that_match_nothing() {
     cc.extend(srcs.iter().map(String::as_str));
     sh(&tree, "gcc", &cc);
     std::fs::write(tree.join("src/prog"), "#!/bin/sh\nexec .libs/prog \"$@\"\n").unwrap();
+    // Another program the build makes, with no profile; an object beside it is no output.
+    std::fs::create_dir(tree.join("tools")).unwrap();
+    sh(&tree, "gcc", &["-O2", "-c", "main.c", "-o", "tools/main.o"]);
+    let mut cc = vec!["-O2", "main.c", "-o", "tools/helper"];
+    cc.extend(srcs.iter().map(String::as_str));
+    sh(&tree, "gcc", &cc);
     let profs = dir.join("profiles");
     std::fs::create_dir(&profs).unwrap();
     // prog: 3 of 4 functions' weight present.
@@ -484,6 +491,10 @@ fn prebuild_check_lists_profiles_that_match_nothing() {
         "{text}"
     );
     assert!(text.contains("1 match nothing the build makes"), "{text}");
+    assert!(
+        text.contains("1 linked outputs without a profile: build/tools/helper\n"),
+        "{text}"
+    );
     let (ok, json, _) = verify_json(dir, &["--prof-dir", "profiles", "build"]);
     assert!(ok);
     let profiles = json["profiles"].as_array().unwrap();
