@@ -522,3 +522,62 @@ fn prebuild_check_lists_profiles_that_match_nothing() {
         &["prog.sprof", "--min-found"],
     );
 }
+
+// The packager's route: a profile recorded with `record --prof-dir`, the program relinked
+// through the linker shims with each linker, then checked against that profile: every entry
+// found and in order (the C runtime's start-up code counted apart), exit 0; the recorded
+// default build fails the same check.
+#[test]
+fn shim_links_hold_their_profile() {
+    require!("gcc", "valgrind", "ld.lld", "ld.gold", "ld.bfd");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write_sources(dir);
+    let srcs: Vec<String> = (0..FILES).map(|n| format!("u{n}.c")).collect();
+    let build = |extra: &[&str]| {
+        let mut cc = vec!["-O2", "-ffunction-sections"];
+        cc.extend_from_slice(extra);
+        cc.push("main.c");
+        cc.extend(srcs.iter().map(String::as_str));
+        cc.extend(["-o", "prog"]);
+        sh(dir, "gcc", &cc);
+    };
+    build(&[]);
+    let rec = sediment(
+        dir,
+        &[
+            "record",
+            "--via",
+            "callgrind",
+            "--prof-dir",
+            "profs",
+            "--",
+            "./prog",
+        ],
+    );
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    // The recorded build itself does not hold the profile's order (its sources define each
+    // chain callee first, C3 places callers first).
+    let (ok, json, _) = verify_json(dir, &["prog", "-p", "profs/prog.sprof"]);
+    assert!(!ok, "the default link passed: {json}");
+    let shims = sediment(dir, &["wrappers", "--prof-dir", "profs", "shims"]);
+    assert!(
+        shims.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shims.stderr)
+    );
+    let b = String::from_utf8(shims.stdout).unwrap();
+    for linker in ["lld", "gold", "bfd"] {
+        build(&[b.trim(), &format!("-fuse-ld={linker}")]);
+        let (ok, json, err) = verify_json(dir, &["prog", "-p", "profs/prog.sprof"]);
+        let r = &json["binaries"][0];
+        assert!(ok, "{linker}: {err}\n{json}");
+        assert!(r["entries"].as_u64().unwrap() > 0, "{json}");
+        assert_eq!(r["found"], r["entries"], "{linker}: {json}");
+        assert_eq!(r["in_order"], r["found"], "{linker}: {json}");
+    }
+}
