@@ -435,6 +435,39 @@ mod tests {
         assert_eq!((h.found, h.renamed_total()), (2, 2));
     }
 
+    proptest::proptest! {
+        // Any layout of distinct functions: the order of their addresses is held whole
+        // (distance 0), its reverse keeps one (distance 1, with two or more), and any order's
+        // measures stay in range, with the merge-sort count equal to the quadratic one.
+        #[test]
+        fn measures_stay_in_range(addrs in proptest::collection::btree_set(0u64..10_000, 0..60),
+                                  seed in 0u64..1000) {
+            let names: Vec<String> = (0..addrs.len()).map(|i| format!("f{i}")).collect();
+            let out: Vec<(&str, u64)> = names.iter().map(String::as_str).zip(addrs.iter().copied()).collect();
+            let layout: Vec<&str> = names.iter().map(String::as_str).collect();
+            let h = held(&layout, None, &out);
+            proptest::prop_assert_eq!((h.found, h.in_order, h.discordant_pairs), (names.len(), names.len(), 0));
+            let reversed: Vec<&str> = layout.iter().rev().copied().collect();
+            let h = held(&reversed, None, &out);
+            proptest::prop_assert_eq!(h.in_order, names.len().min(1));
+            if names.len() >= 2 {
+                proptest::prop_assert_eq!(h.distance(), 1.0);
+            }
+            // Some other order: swaps driven by the seed.
+            let mut shuffled = layout.clone();
+            let n = shuffled.len();
+            for i in 0..n {
+                let j = ((i as u64 * 7919 + seed) % n as u64) as usize;
+                shuffled.swap(i, j);
+            }
+            let h = held(&shuffled, None, &out);
+            proptest::prop_assert!(h.in_order <= h.found && h.found == n);
+            proptest::prop_assert!((0.0..=1.0).contains(&h.distance()));
+            let at: Vec<u64> = shuffled.iter().map(|s| out.iter().find(|(m, _)| m == s).unwrap().1).collect();
+            proptest::prop_assert_eq!(h.discordant_pairs, naive(&at));
+        }
+    }
+
     #[test]
     fn stripping() {
         assert_eq!(strip_all("f.constprop.0.2"), "f");
