@@ -340,7 +340,7 @@ fn renamed_in(dir: &Path, exe: &str, bases: &[&str]) -> usize {
 // naming the plain names finds them, and counts as many renames as the ELF shows.
 #[test]
 fn gcc_clones_and_lto_renames_recognised() {
-    require!("gcc");
+    require!("gcc", "nm");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("a.c"), CLONES_A).unwrap();
@@ -372,7 +372,7 @@ fn gcc_clones_and_lto_renames_recognised() {
 // that name, counted as renamed (as many as the ELF shows).
 #[test]
 fn thinlto_promotion_recognised() {
-    require!("clang", "ld.lld");
+    require!("clang", "ld.lld", "nm");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(
@@ -580,4 +580,42 @@ fn shim_links_hold_their_profile() {
         assert_eq!(r["found"], r["entries"], "{linker}: {json}");
         assert_eq!(r["in_order"], r["found"], "{linker}: {json}");
     }
+}
+
+// Bad input, no tool needed: a binary that is not ELF, a corrupt order file, a corrupt profile
+// of the profile directory, a profile directory that is not there: one line naming the file,
+// exit 1, nothing on standard output.
+#[test]
+fn bad_input_is_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("notelf"), "just text\n").unwrap();
+    write_order(dir, "order.txt", &against_default());
+    std::fs::write(dir.join("bad.order"), "sediment-order 1\nf x y z\n").unwrap();
+    for (args, needles) in [
+        (
+            &["verify", "notelf", "--order", "order.txt"][..],
+            &["notelf"][..],
+        ),
+        (
+            &["verify", "notelf", "--order", "bad.order"][..],
+            &["bad.order"][..],
+        ),
+        (
+            &["verify", "missing", "--order", "order.txt"][..],
+            &["missing"][..],
+        ),
+        (&["verify", "--prof-dir", "nodir", "."][..], &["nodir"][..]),
+    ] {
+        let out = fails_one_line(dir, args, needles);
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    std::fs::create_dir(dir.join("profs")).unwrap();
+    std::fs::write(dir.join("profs/notelf.sprof"), "sediment-profile 1\nfn 0\n").unwrap();
+    let out = fails_one_line(
+        dir,
+        &["verify", "--prof-dir", "profs", "."],
+        &["notelf.sprof"],
+    );
+    assert!(out.stdout.is_empty());
 }
