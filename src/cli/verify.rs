@@ -167,7 +167,11 @@ fn text_report(args: &Args, intended: &Intended, checked: &[(&PathBuf, Held)]) -
                 .missing
                 .iter()
                 .take(NAMED)
-                .map(|&i| args.demangle.show(&intended.names[i]).into_owned())
+                .map(|&i| {
+                    args.demangle
+                        .show(&intended.keys[i].to_string())
+                        .into_owned()
+                })
                 .collect();
             let weight = h.missing_weight_share().map_or(String::new(), |w| {
                 format!(", {} of the profile's weight", percent(w))
@@ -236,7 +240,14 @@ struct JsonMissing {
     count: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     weight_share: Option<f64>,
-    first: Vec<String>,
+    first: Vec<JsonFunction>,
+}
+
+/// A function: its symbol name and, for a static, its source file.
+#[derive(Serialize)]
+struct JsonFunction {
+    name: String,
+    file: Option<String>,
 }
 
 /// Entries found under another name, in all and by outermost suffix.
@@ -285,7 +296,10 @@ fn json_report(
                         .missing
                         .iter()
                         .take(NAMED)
-                        .map(|&i| intended.names[i].clone())
+                        .map(|&i| JsonFunction {
+                            name: intended.keys[i].name.clone(),
+                            file: intended.keys[i].file.clone(),
+                        })
                         .collect(),
                 },
                 renamed: JsonRenamed {

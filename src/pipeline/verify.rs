@@ -47,12 +47,12 @@ pub fn verify(output: &Path, order: &[String]) -> Verified {
     Verified::Checked(sediment_link::check_order(&names, &functions))
 }
 
-/// The order `sediment verify` holds an output to: function names, first placed first, and,
-/// from a profile, each one's self weight (parallel to `names`).
+/// The order `sediment verify` holds an output to: functions, first placed first, and, from a
+/// profile, each one's self weight (parallel to `keys`).
 #[derive(Debug, Clone, Default)]
 pub struct Intended {
-    /// The order's function names.
-    pub names: Vec<String>,
+    /// The order's functions (name, and the source file of a static).
+    pub keys: Vec<sediment_profile::FuncKey>,
     /// The profile's self weight of each name; `None` for an order file.
     pub weights: Option<Vec<u64>>,
 }
@@ -61,7 +61,7 @@ impl Intended {
     /// The order of an order file (`sediment order`'s output): names only.
     pub fn from_order(order: &sediment_profile::FunctionOrder) -> Intended {
         Intended {
-            names: order.functions.iter().map(|k| k.name.clone()).collect(),
+            keys: order.functions.clone(),
             weights: None,
         }
     }
@@ -85,7 +85,7 @@ impl Intended {
             })
             .collect();
         Ok(Intended {
-            names: order.functions.iter().map(|k| k.name.clone()).collect(),
+            keys: order.functions,
             weights: Some(weights),
         })
     }
@@ -103,14 +103,18 @@ pub fn held(binary: &Path, intended: &Intended) -> anyhow::Result<sediment_link:
             binary.display()
         );
     }
-    let functions: Vec<(&str, u64)> = b
+    let functions: Vec<(sediment_link::held::Named<'_>, u64)> = b
         .functions
         .iter()
-        .map(|f| (f.key.name.as_str(), f.address))
+        .map(|f| ((f.key.name.as_str(), f.key.file.as_deref()), f.address))
         .collect();
-    let names: Vec<&str> = intended.names.iter().map(String::as_str).collect();
+    let order: Vec<sediment_link::held::Named<'_>> = intended
+        .keys
+        .iter()
+        .map(|k| (k.name.as_str(), k.file.as_deref()))
+        .collect();
     Ok(sediment_link::held(
-        &names,
+        &order,
         intended.weights.as_deref(),
         &functions,
     ))

@@ -230,7 +230,7 @@ fn profile_missing_share() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|v| v.as_str().unwrap().to_string())
+        .map(|v| v["name"].as_str().unwrap().to_string())
         .collect();
     first.sort();
     assert_eq!(first, ["ghost_one", "ghost_two"]);
@@ -618,4 +618,71 @@ fn bad_input_is_one_line() {
         &["notelf.sprof"],
     );
     assert!(out.stdout.is_empty());
+}
+
+// Same-named statics of two files, ordered apart: GNU ld's script names each file, so the link
+// holds the order whole, and verify finds each static at its own address (by its file).
+#[test]
+fn same_named_statics_are_found_by_file() {
+    require!("gcc", "ld.bfd");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for (f, k) in [("s1", 3), ("s2", 5)] {
+        std::fs::write(
+            dir.join(format!("{f}.c")),
+            format!("__attribute__((noinline)) static int mix(int x) {{ return x * {k} + 1; }}\nint {f}(int x) {{ return mix(x) + 2; }}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        dir.join("m.c"),
+        "#include <stdio.h>\nint s1(int); int s2(int);\nint main(int c, char **v) { (void)v; printf(\"%d\\n\", s1(c) + s2(c)); return 0; }\n",
+    )
+    .unwrap();
+    sh(
+        dir,
+        "gcc",
+        &["-O2", "-ffunction-sections", "-c", "s1.c", "s2.c", "m.c"],
+    );
+    // Each static just before the other file's function: apart, and against the default.
+    let order = FunctionOrder {
+        functions: vec![
+            FuncKey::global("s2"),
+            FuncKey::local("mix", "s1.c"),
+            FuncKey::global("s1"),
+            FuncKey::local("mix", "s2.c"),
+        ],
+        ..Default::default()
+    };
+    std::fs::write(dir.join("order.txt"), order.to_text()).unwrap();
+    let out = sediment(
+        dir,
+        &[
+            "link",
+            "--linker",
+            "bfd",
+            "--order",
+            "order.txt",
+            "-o",
+            "bfd.input",
+            "s1.o",
+            "s2.o",
+            "m.o",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let flags = sediment(dir, &["link-flags", "--linker", "bfd", "bfd.input"]);
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    let mut cc: Vec<&str> = flags.split_whitespace().collect();
+    cc.extend(["s1.o", "s2.o", "m.o", "-o", "prog"]);
+    sh(dir, "gcc", &cc);
+    let (ok, json, err) = verify_json(dir, &["prog", "--order", "order.txt"]);
+    let b = &json["binaries"][0];
+    assert!(ok, "{err}\n{json}");
+    assert_eq!(b["found"], 4, "{json}");
+    assert_eq!(b["in_order"], 4, "{json}");
 }

@@ -9,7 +9,11 @@
 //!
 //! 1. **Finding** an entry, by the first rule that finds a function of the output (at the
 //!    lowest address among several):
-//!    - [`Found::Exact`]: a function of the entry's name.
+//!    - [`Found::Exact`]: for a static (an entry with a source file), the static of that name
+//!      whose `STT_FILE` is that file, so that the same-named statics of several files (a
+//!      `helper` in each) are each found where they are; else a function of the entry's name.
+//!      After LTO the statics' file is no longer the source's (`ld-temp.o` for lld), and the
+//!      name alone finds them.
 //!    - [`Found::Lto`]: a function whose name is the entry's with the suffix LTO gives a static
 //!      it renames ([`crate::verify::lto_base`]: `.lto_priv.N`, `.llvm.N`, plain `.N`).
 //!    - [`Found::Clone`]: a function whose name equals the entry's once compiler clone and LTO
@@ -137,21 +141,25 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-/// Measures how much of `order` (function names, first placed first) the output whose
-/// functions are `functions` (names and addresses, any order) holds. `weights`, when given, is
-/// each entry's weight (the profile's self weight), parallel to `order`.
-pub fn held(order: &[&str], weights: Option<&[u64]>, functions: &[(&str, u64)]) -> Held {
+/// A function's name and, for a static, the base name of its source file (`None` for a
+/// global, or where the file is not known).
+pub type Named<'a> = (&'a str, Option<&'a str>);
+
+/// Measures how much of `order` (functions, first placed first) the output whose functions
+/// are `functions` (each with its address, in any order) holds. `weights`, when given, is each
+/// entry's weight (the profile's self weight), parallel to `order`.
+pub fn held(order: &[Named<'_>], weights: Option<&[u64]>, functions: &[(Named<'_>, u64)]) -> Held {
     let finder = Finder::new(functions);
     let mut addresses = Vec::new();
     let mut renamed: BTreeMap<String, usize> = BTreeMap::new();
     let mut missing = Vec::new();
     let mut runtime = 0;
-    for (i, name) in order.iter().enumerate() {
-        if sediment_profile::C_RUNTIME.contains(name) {
+    for (i, &(name, file)) in order.iter().enumerate() {
+        if sediment_profile::C_RUNTIME.contains(&name) {
             runtime += 1;
             continue;
         }
-        match finder.find(name) {
+        match finder.find(name, file) {
             Some((address, how, symbol)) => {
                 addresses.push(address);
                 if how != Found::Exact {
@@ -185,6 +193,8 @@ pub fn held(order: &[&str], weights: Option<&[u64]>, functions: &[(&str, u64)]) 
 
 /// The output's functions indexed three ways, one per [`Found`] rule.
 struct Finder<'a> {
+    /// By (name, file) of the statics.
+    keyed: HashMap<(&'a str, &'a str), u64>,
     exact: HashMap<&'a str, (u64, &'a str)>,
     lto: HashMap<&'a str, (u64, &'a str)>,
     /// By base with every suffix stripped: (is a cold part, address, name), least first.
@@ -192,13 +202,18 @@ struct Finder<'a> {
 }
 
 impl<'a> Finder<'a> {
-    fn new(functions: &[(&'a str, u64)]) -> Finder<'a> {
+    fn new(functions: &[(Named<'a>, u64)]) -> Finder<'a> {
+        let mut keyed: HashMap<(&str, &str), u64> = HashMap::new();
         let mut exact: HashMap<&str, (u64, &str)> = HashMap::new();
         let mut lto: HashMap<&str, (u64, &str)> = HashMap::new();
         let mut clone: HashMap<&str, (bool, u64, &str)> = HashMap::new();
         // Ties (two names at one address) go to the name that sorts first, so the result does
         // not depend on the symbol table's order.
-        for &(name, address) in functions {
+        for &((name, file), address) in functions {
+            if let Some(file) = file {
+                let e = keyed.entry((name, file)).or_insert(address);
+                *e = (*e).min(address);
+            }
             let e = exact.entry(name).or_insert((address, name));
             *e = (*e).min((address, name));
             let base = crate::verify::lto_base(name);
@@ -217,11 +232,19 @@ impl<'a> Finder<'a> {
                 *e = (*e).min(v);
             }
         }
-        Finder { exact, lto, clone }
+        Finder {
+            keyed,
+            exact,
+            lto,
+            clone,
+        }
     }
 
     /// Where `name` is, how it was found and under which name of the output.
-    fn find(&self, name: &str) -> Option<(u64, Found, &'a str)> {
+    fn find(&self, name: &str, file: Option<&str>) -> Option<(u64, Found, &'a str)> {
+        if let Some(&a) = file.and_then(|f| self.keyed.get(&(name, f))) {
+            return Some((a, Found::Exact, ""));
+        }
         if let Some(&(a, s)) = self.exact.get(name) {
             return Some((a, Found::Exact, s));
         }
@@ -301,6 +324,48 @@ pub fn discordant_pairs(values: &[u64]) -> u64 {
 mod tests {
     use super::*;
 
+    /// [`held`] with every entry and function a global.
+    fn held_names(order: &[&str], weights: Option<&[u64]>, out: &[(&str, u64)]) -> Held {
+        let order: Vec<Named<'_>> = order.iter().map(|&n| (n, None)).collect();
+        let out: Vec<(Named<'_>, u64)> = out.iter().map(|&(n, a)| ((n, None), a)).collect();
+        held(&order, weights, &out)
+    }
+
+    // Same-named statics of several files are each found at their own address, so a link that
+    // places them apart, as the order says, holds the order; by name alone they would all
+    // sit at the lowest one. An entry without a file, or a file the output lacks (after LTO),
+    // falls back to the name.
+    #[test]
+    fn same_named_statics_by_file() {
+        let out = [
+            (("mix", Some("u1.c")), 0x100),
+            (("a", None), 0x200),
+            (("mix", Some("u2.c")), 0x300),
+            (("b", None), 0x400),
+        ];
+        let order = [
+            ("mix", Some("u1.c")),
+            ("a", None),
+            ("mix", Some("u2.c")),
+            ("b", None),
+        ];
+        let h = held(&order, None, &out);
+        assert_eq!((h.found, h.in_order, h.discordant_pairs), (4, 4, 0));
+        let order = [
+            ("a", None),
+            ("mix", Some("u2.c")),
+            ("b", None),
+            ("mix", Some("ld-temp.o")),
+        ];
+        let h = held(&order, None, &out);
+        assert_eq!(
+            (h.found, h.in_order),
+            (4, 3),
+            "the last mix falls back to 0x100"
+        );
+        assert_eq!(h.renamed_total(), 0);
+    }
+
     /// Pairs out of order, counted the slow way.
     fn naive(v: &[u64]) -> u64 {
         let mut c = 0;
@@ -345,14 +410,14 @@ mod tests {
     // distance 1.
     #[test]
     fn in_order_and_reversed() {
-        let h = held(&["main", "a", "b", "c"], None, &out());
+        let h = held_names(&["main", "a", "b", "c"], None, &out());
         assert_eq!(
             (h.found, h.in_order, h.discordant_pairs, h.pairs),
             (4, 4, 0, 6)
         );
         assert_eq!(h.distance(), 0.0);
         assert!(h.passes(0.9, 1.0));
-        let h = held(&["c", "b", "a", "main"], None, &out());
+        let h = held_names(&["c", "b", "a", "main"], None, &out());
         assert_eq!((h.found, h.in_order), (4, 1));
         assert_eq!(h.distance(), 1.0);
         assert!(!h.passes(0.9, 0.0));
@@ -361,7 +426,7 @@ mod tests {
     // One hot function left behind costs one entry of the in-order share and 3 of 6 pairs.
     #[test]
     fn one_left_behind() {
-        let h = held(&["c", "main", "a", "b"], None, &out());
+        let h = held_names(&["c", "main", "a", "b"], None, &out());
         assert_eq!((h.in_order, h.discordant_pairs), (3, 3));
         assert_eq!(h.in_order_share(), 0.75);
         assert_eq!(h.distance(), 0.5);
@@ -371,7 +436,7 @@ mod tests {
     #[test]
     fn missing_weight() {
         let order = ["main", "gone", "_start", "a", "lost"];
-        let h = held(&order, Some(&[50, 30, 5, 10, 5]), &out());
+        let h = held_names(&order, Some(&[50, 30, 5, 10, 5]), &out());
         assert_eq!((h.total, h.runtime, h.found), (5, 1, 2));
         assert_eq!(h.missing, vec![1, 4]);
         assert_eq!(h.weight, Some((100, 35)));
@@ -380,17 +445,17 @@ mod tests {
         assert!(h.passes(0.9, 0.6));
         assert!(!h.passes(0.9, 0.7));
         // Without weights, the found share counts entries.
-        let h = held(&order, None, &out());
+        let h = held_names(&order, None, &out());
         assert_eq!(h.found_share(), 0.5);
     }
 
     // Nothing found fails whatever the thresholds; only C runtime entries pass.
     #[test]
     fn nothing_found() {
-        let h = held(&["x", "y"], None, &out());
+        let h = held_names(&["x", "y"], None, &out());
         assert_eq!((h.found, h.in_order), (0, 0));
         assert!(!h.passes(0.0, 0.0));
-        assert!(held(&["_start"], None, &out()).passes(0.9, 0.9));
+        assert!(held_names(&["_start"], None, &out()).passes(0.9, 0.9));
     }
 
     // LTO and clone renames are found and counted by their outermost suffix; an exact name
@@ -411,7 +476,7 @@ mod tests {
             ("v.isra.0.lto_priv.1", 0x90),
         ];
         let order = ["s", "t", "f", "g", "h", "k", "u", "e", "v", "w"];
-        let h = held(&order, None, &out);
+        let h = held_names(&order, None, &out);
         assert_eq!(h.found, 9);
         assert_eq!(h.missing, vec![9]);
         let want: BTreeMap<String, usize> = [
@@ -431,7 +496,7 @@ mod tests {
         // h found at its body (0x50), not its cold part (0x08): in order with the rest.
         assert_eq!(h.in_order, 9);
         // An entry that is a clone of an older build finds the plain body, or another clone.
-        let h = held(&["f.constprop.3", "e.isra.1"], None, &out);
+        let h = held_names(&["f.constprop.3", "e.isra.1"], None, &out);
         assert_eq!((h.found, h.renamed_total()), (2, 2));
     }
 
@@ -445,10 +510,10 @@ mod tests {
             let names: Vec<String> = (0..addrs.len()).map(|i| format!("f{i}")).collect();
             let out: Vec<(&str, u64)> = names.iter().map(String::as_str).zip(addrs.iter().copied()).collect();
             let layout: Vec<&str> = names.iter().map(String::as_str).collect();
-            let h = held(&layout, None, &out);
+            let h = held_names(&layout, None, &out);
             proptest::prop_assert_eq!((h.found, h.in_order, h.discordant_pairs), (names.len(), names.len(), 0));
             let reversed: Vec<&str> = layout.iter().rev().copied().collect();
-            let h = held(&reversed, None, &out);
+            let h = held_names(&reversed, None, &out);
             proptest::prop_assert_eq!(h.in_order, names.len().min(1));
             if names.len() >= 2 {
                 proptest::prop_assert_eq!(h.distance(), 1.0);
@@ -460,7 +525,7 @@ mod tests {
                 let j = ((i as u64 * 7919 + seed) % n as u64) as usize;
                 shuffled.swap(i, j);
             }
-            let h = held(&shuffled, None, &out);
+            let h = held_names(&shuffled, None, &out);
             proptest::prop_assert!(h.in_order <= h.found && h.found == n);
             proptest::prop_assert!((0.0..=1.0).contains(&h.distance()));
             let at: Vec<u64> = shuffled.iter().map(|s| out.iter().find(|(m, _)| m == s).unwrap().1).collect();
