@@ -84,6 +84,14 @@ pub enum Command {
     /// Check how much of an order (an order file, or a profile's) linked binaries hold, and
     /// exit non-zero below a threshold; with `--prof-dir`, which outputs of a build tree each
     /// profile of a directory would order.
+    ///
+    /// For each binary: the order's entries found (also under the names LTO and GCC's clones
+    /// give them: `.lto_priv.N`, `.llvm.N`, `.constprop.N`, `.isra.N`, `.part.N`, `.cold`,
+    /// counted), how many of those are in the intended order (the longest in-order
+    /// subsequence), the normalised Kendall tau distance (the share of pairs of found entries
+    /// placed the other way round: 0 as intended, about 0.5 unrelated, 1 reversed), and the
+    /// missing entries (counted, the first named, and with a profile their share of its
+    /// weight). The C runtime's start-up code (`_start`, `frame_dummy`, ...) is left out.
     Verify(verify::Args),
     /// Run two binaries under valgrind and compare instructions, I-cache, iTLB and page use.
     Compare(compare::Args),
