@@ -40,4 +40,5 @@ mod sim;
 mod stat;
 mod structs;
 mod tune;
+mod verify;
 mod vocabulary;
