@@ -80,8 +80,9 @@ use crate::pipeline::link::{self as link_stage, Bfd, SplitInputs};
 use crate::pipeline::verify::{verify, Verified};
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_link::cmdline::{
-    has_plugin, is_shared, output_of, pie_mode, why_not_after_lto, why_not_ordered,
+    has_plugin, output_of, script_mode_args, why_not_after_lto, why_not_ordered,
 };
+use sediment_link::response::{Expansion, MAX_EXPANSIONS};
 use sediment_link::{BfdFlavor, Linker};
 use sediment_order::{Algorithm, CallGraph};
 use std::ffi::OsString;
@@ -205,16 +206,40 @@ fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
 /// Runs `sediment ld`: plans the ordering, runs the real linker, checks an LTO link's output,
 /// exits with the linker's status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
-    let plan = plan(&args)?;
-    let extra: Vec<OsString> = plan.as_ref().map(|p| p.extra.clone()).unwrap_or_default();
-    let status = Command::new(&args.real)
-        .args(&args.args)
-        .args(&extra)
+    let line = match link_stage::expand_response_files(&args.args) {
+        Expansion::Plain => None,
+        Expansion::Expanded(line) => Some(line),
+        Expansion::TooDeep(first) => {
+            eprintln!(
+                "sediment ld: not ordered: the response file {} expands more than {MAX_EXPANSIONS} response files (does one name itself?)",
+                Path::new(&first).display()
+            );
+            return run_unchanged(&args);
+        }
+    };
+    let plan = plan(&args.real, line.as_deref().unwrap_or(&args.args))?;
+    let Some(p) = &plan else {
+        return run_unchanged(&args);
+    };
+    let mut command = Command::new(&args.real);
+    match &line {
+        // The linker gets the expanded line and the options in one response file of its own,
+        // as long command lines are meant to be passed.
+        Some(line) => {
+            let all: Vec<OsString> = line.iter().chain(&p.extra).cloned().collect();
+            command.arg(link_stage::write_response_file(p._dir.path(), &all)?)
+        }
+        None => command.args(&args.args).args(&p.extra),
+    };
+    let status = command
         .status()
         .with_context(|| format!("{}: cannot run the linker", args.real.display()))?;
-    if status.success() {
-        if let Some(check) = plan.as_ref().and_then(|p| p.after_lto.as_ref()) {
-            check_after_lto(check)?;
+    if let Some(p) = &plan {
+        match &p.after {
+            After::Nothing => {}
+            After::Lto(check) if status.success() => check_after_lto(check)?,
+            After::Lto(_) => {}
+            After::Script(line) => report_script(line, status.success()),
         }
     }
     drop(plan);
@@ -222,12 +247,62 @@ pub fn run_ld(args: LdArgs) -> Result<()> {
     std::process::exit(status.code().unwrap_or(1));
 }
 
+/// Runs the real linker with exactly the arguments it was given and exits with its status.
+fn run_unchanged(args: &LdArgs) -> Result<()> {
+    let status = Command::new(&args.real)
+        .args(&args.args)
+        .status()
+        .with_context(|| format!("{}: cannot run the linker", args.real.display()))?;
+    std::process::exit(status.code().unwrap_or(1));
+}
+
 /// What to add to the link: the options, and the directory holding the file they name.
 struct Plan {
     extra: Vec<OsString>,
-    /// Set for a link with LTO inputs: the output is checked once the linker has succeeded.
-    after_lto: Option<AfterLto>,
+    /// What is printed or checked once the linker has run.
+    after: After,
     _dir: tempfile::TempDir,
+}
+
+/// What [`run_ld`] does once the linker has run.
+enum After {
+    /// Nothing: the summary line was printed before the link.
+    Nothing,
+    /// A link with LTO inputs: the output is checked once the linker has succeeded.
+    Lto(AfterLto),
+    /// A link through a full GNU ld script (ld before 2.43): the summary line is printed after
+    /// the link, with what the output shows.
+    Script(AfterScript),
+}
+
+/// The summary line of a full-script link, and what checking its output needs.
+struct AfterScript {
+    output: PathBuf,
+    /// The summary line without its end (`sediment ld: OUT: ordered N of M ... from P`).
+    line: String,
+    /// The order's function names, hottest first.
+    names: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// Prints a full-script link's summary line, ending in what the output shows when the link
+/// succeeded: how many of the placed functions are in the output in the intended order (GNU ld
+/// takes a full script for a whole link mode, so the order is confirmed in the result), then
+/// its warnings.
+fn report_script(a: &AfterScript, linked: bool) {
+    let end = if !linked {
+        String::new()
+    } else {
+        match verify(&a.output, &a.names) {
+            Verified::Checked(c) => format!(
+                "; in the output: {} of the {} found in order",
+                c.in_order, c.found
+            ),
+            Verified::Unchecked(why) => format!("; not checked: {why}"),
+        }
+    };
+    eprintln!("{}{end}", a.line);
+    print_warnings(&a.output, &a.warnings);
 }
 
 /// What [`check_after_lto`] needs: the output, the profile, the order's function names, and
@@ -288,8 +363,9 @@ fn print_warnings(output: &Path, warnings: &[String]) {
     }
 }
 
-/// Decides whether and how to order this link; `None` is the safe default (link unchanged).
-fn plan(args: &LdArgs) -> Result<Option<Plan>> {
+/// Decides whether and how to order the link of `line` (the command line, its response files
+/// expanded) by the linker `real`; `None` is the safe default (link unchanged).
+fn plan(real: &Path, line: &[OsString]) -> Result<Option<Plan>> {
     let verbose = std::env::var_os("SEDIMENT_VERBOSE").is_some();
     let skip = |why: &str| {
         if verbose {
@@ -300,7 +376,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     let Some((variable, prof_dir)) = crate::cli::vocab::prof_dir_from_env() else {
         return skip("no SEDIMENT_PROF_DIR or PROF_DIR");
     };
-    let Some(output) = output_of(&args.args) else {
+    let Some(output) = output_of(line) else {
         return skip("no -o on the command line");
     };
     let Some(base) = Path::new(&output).file_name() else {
@@ -337,14 +413,14 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
             return skip(&format!("no profile {}", profile_path.display()));
         }
     };
-    if let Some(why) = why_not_ordered(&args.args) {
+    if let Some(why) = why_not_ordered(line) {
         eprintln!(
             "sediment ld: {}: not ordered: {why}",
             Path::new(&output).display()
         );
         return Ok(None);
     }
-    let linker = link_stage::detect_linker(&args.real)?;
+    let linker = link_stage::detect_linker(real)?;
     if linker == Linker::Mold {
         eprintln!(
             "sediment ld: {}: not ordered: mold cannot order functions (docs/design/linkers.md)",
@@ -353,15 +429,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         return Ok(None);
     }
     let bfd = if linker == Linker::Bfd {
-        let flavor = link_stage::bfd_flavor(&args.real.to_string_lossy(), pie_mode(&args.args))?;
-        if is_shared(&args.args) && matches!(flavor, BfdFlavor::FullScript { .. }) {
-            eprintln!(
-                "sediment ld: {}: not ordered: GNU ld before 2.43 needs a full script, which Sediment writes for executables only",
-                Path::new(&output).display()
-            );
-            return Ok(None);
-        }
-        flavor
+        link_stage::bfd_flavor(&real.to_string_lossy(), &script_mode_args(line))?
     } else {
         BfdFlavor::OrderingFile
     };
@@ -371,9 +439,8 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
     let graph = CallGraph::from_profile(&profile);
     let order = crate::pipeline::order::order(&profile, &profile_path, &graph, algorithm)?;
-    let inputs = link_stage::link_inputs(&args.args, Path::new(&args.real), linker)?;
-    let SplitInputs { objects, lto } =
-        link_stage::split_lto(&inputs, linker, has_plugin(&args.args))?;
+    let inputs = link_stage::link_inputs(line, Path::new(real), linker)?;
+    let SplitInputs { objects, lto } = link_stage::split_lto(&inputs, linker, has_plugin(line))?;
     if !lto.is_empty() {
         let collect_gcc_options = std::env::var_os("COLLECT_GCC_OPTIONS");
         if let Some(why) = why_not_after_lto(&lto, collect_gcc_options.as_deref()) {
@@ -404,7 +471,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         };
         return Ok(Some(Plan {
             extra,
-            after_lto: Some(after_lto),
+            after: After::Lto(after_lto),
             _dir: dir,
         }));
     }
@@ -421,7 +488,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         // The objects the profile was checked against are the ones that could be read: with an
         // input missing, "the profile does not match" would blame the wrong file, and the
         // link fails on that input anyway.
-        link_stage::Error::Resolve(e) => match link_stage::unreadable_inputs(&args.args).first() {
+        link_stage::Error::Resolve(e) => match link_stage::unreadable_inputs(line).first() {
             Some((path, why)) => anyhow!(
                 "{}: input of the link of {}: {why}; nothing linked",
                 path.display(),
@@ -432,7 +499,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         e => anyhow::Error::new(e),
     })?;
     let (extra, dir) = link_stage::write_for_linker(linker, &bfd, &linked.emitted.text)?;
-    eprintln!(
+    let line = format!(
         "sediment ld: {}: ordered {} of {} profiled functions ({algorithm_name}, {linker}, {} warnings) from {}",
         Path::new(&output).display(),
         linked.emitted.written,
@@ -440,10 +507,23 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         linked.emitted.warnings.len(),
         profile_path.display()
     );
+    if matches!(bfd, BfdFlavor::FullScript { .. }) {
+        return Ok(Some(Plan {
+            extra,
+            after: After::Script(AfterScript {
+                output: PathBuf::from(&output),
+                line,
+                names: order.functions.iter().map(|k| k.name.clone()).collect(),
+                warnings: linked.emitted.warnings,
+            }),
+            _dir: dir,
+        }));
+    }
+    eprintln!("{line}");
     print_warnings(Path::new(&output), &linked.emitted.warnings);
     Ok(Some(Plan {
         extra,
-        after_lto: None,
+        after: After::Nothing,
         _dir: dir,
     }))
 }
