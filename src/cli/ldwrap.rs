@@ -13,10 +13,13 @@
 //! At each link `sediment ld`:
 //! 1. finds the output (`-o FILE`) and the profile for it: `$SEDIMENT_PROF_DIR` (or
 //!    `$PROF_DIR`) `/<output base name>.sprof`, the naming `sediment record --prof-dir` writes;
-//! 2. **safe default**: no profile directory, no profile for this output, a response file
-//!    (`@file`), an ordering option already on the command line, or mold -> the real linker
-//!    runs with exactly the arguments it was given, so a package without profiles links
-//!    byte-identically to a build without the wrappers;
+//! 2. **safe default**: no profile directory, no profile for this output, an ordering option
+//!    already on the command line, or mold -> the real linker runs with exactly the arguments
+//!    it was given, so a package without profiles links byte-identically to a build without
+//!    the wrappers. Response files (`@file`, which CMake, Ninja and Meson use for long lines,
+//!    and the compiler driver then too) are read first ([`sediment_link::response`], GNU's
+//!    quoting, nested files expanded); an ordered link passes the real linker one response
+//!    file of its own with the whole line and the ordering option;
 //! 3. otherwise orders the profile (`$SEDIMENT_ALGORITHM`, default `c3`), resolves the order
 //!    against the ELF relocatable objects and archives on the command line (every argument
 //!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
@@ -29,6 +32,11 @@
 //!    linker's input holds, of how many profiled functions, and the warnings' count; each
 //!    warning follows on its own line (`sediment ld: OUT: warning: ...`; each is one counted
 //!    line naming the first few entries it is about), so the build log shows them.
+//!    GNU ld before 2.43 takes a full `-T` script, made from its own default script for the
+//!    link's mode (`ld --verbose` with the command line's `-shared`/`-pie`/`-no-pie`, `-z` and
+//!    `-m` options: [`sediment_link::cmdline::script_mode_args`]), so executables and shared
+//!    libraries alike; the summary line then comes after the link and ends with what the
+//!    output's symbols show ([`crate::pipeline::verify`]).
 //!
 //! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
 //! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
@@ -63,7 +71,7 @@
 //! A corrupt profile is an error (one line naming the file, exit 1, nothing linked), not a
 //! silent fallback: a packager who ships profiles wants to know one is broken. It is read and
 //! parsed before the reasons to link unordered are looked at, so it fails every route, a link
-//! that would not have been ordered anyway (`-r`, `-T`, `@file`, mold) included. So is anything
+//! that would not have been ordered anyway (`-r`, `-T`, mold) included. So is anything
 //! else where the profile belongs (a directory, a symbolic link to nothing), and a profile
 //! directory that is not a directory: only a name that does not exist is "no profile". A
 //! profile that matches none of the objects is an error naming the profile, unless an input on
@@ -390,7 +398,7 @@ fn plan(real: &Path, line: &[OsString]) -> Result<Option<Plan>> {
     // directory, a dangling link, a file that cannot be read) is a broken setup, and linking
     // unordered would hide it, like a corrupt profile. The profile is read and parsed before
     // any reason to skip ordering is looked at, so a broken one fails every link of its
-    // output, ordered or not (`-r`, `-T`, `@file`, mold, an old GNU ld). It is opened once,
+    // output, ordered or not (`-r`, `-T`, mold). It is opened once,
     // without blocking (a FIFO there never hangs the link): [`fsio::read_profile_slot`].
     let profile = match fsio::read_profile_slot(&profile_path)? {
         fsio::ProfileSlot::Profile(p) => p,

@@ -94,3 +94,174 @@ fn regress_gnu_ld_orders_shared_libraries_and_pie_with_their_own_script() {
         .unwrap();
     assert!(run.status.success(), "{run:?}");
 }
+
+/// A linker that records how it was called (its argument count, and a copy of the response
+/// file when it got one) and runs the real one: `sediment wrappers` with it first on `PATH`
+/// makes it the shims' real `ld`. Returns the `-B` flag of those shims.
+fn recording_wrappers(p: &Project) -> String {
+    let rec = p.path().join("rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    let ld = rec.join("ld");
+    std::fs::write(
+        &ld,
+        "#!/bin/sh\n[ \"$1\" = --version ] || { echo $# > \"$REC_DIR/count\"; case \"$1\" in @*) cp \"${1#@}\" \"$REC_DIR/args\";; esac; }\nexec /usr/bin/ld \"$@\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&ld, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", rec.display(), std::env::var("PATH").unwrap());
+    let out = std::process::Command::new(crate::common::sediment_bin())
+        .current_dir(p.path())
+        .env("PATH", path)
+        .args(["wrappers", "--prof-dir", "prof", "rec-ld"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+// Regression (issue 33): a response file (`@FILE`) on the linker's command line skipped
+// ordering. The compiler driver given `@objs.rsp` hands the linker `@/tmp/ccXXXX` of its own;
+// the shim reads it (GNU quoting), orders the link, and passes the linker one response file
+// of its own holding the whole line and the ordering option, not an over-long command line.
+#[test]
+fn regress_response_files_from_the_driver_are_ordered() {
+    require!("gcc", "ld.bfd", "ld.lld");
+    let p = Project::new();
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{out:?}");
+    ok(cc(
+        &p,
+        "gcc",
+        &["-O1", "-ffunction-sections", "-c", "prog.c", "-o", "prog.o"],
+    ));
+    // Quoted and escaped arguments, and a nested response file.
+    std::fs::write(p.path().join("objs.rsp"), "'prog.o' @more.rsp\n").unwrap();
+    std::fs::write(
+        p.path().join("more.rsp"),
+        "\"-Wl,-z,relro\" -Wl\\,-z\\,now\n",
+    )
+    .unwrap();
+    let b = p.wrappers();
+    for linker in ["bfd", "lld"] {
+        let fuse = format!("-fuse-ld={linker}");
+        let lines = succeeded_with(&cc(&p, "gcc", &[&fuse, &b, "-o", "alpha", "@objs.rsp"]));
+        assert!(
+            lines[0].starts_with("sediment ld: alpha: ordered 4 of 4 profiled functions"),
+            "{linker}: {lines:#?}"
+        );
+        assert!(p.is_ordered(&p.path().join("alpha")), "{linker}: ordered");
+    }
+    // What the real linker got: one argument, a response file with the ordering option.
+    let b = recording_wrappers(&p);
+    let out = std::process::Command::new("gcc")
+        .current_dir(p.path())
+        .env("REC_DIR", p.path())
+        .args([&b, "-o", "alpha", "@objs.rsp"])
+        .output()
+        .unwrap();
+    succeeded_with(&out);
+    let count = std::fs::read_to_string(p.path().join("count")).unwrap();
+    assert_eq!(count.trim(), "1", "the linker's arguments");
+    let args = std::fs::read_to_string(p.path().join("args")).unwrap();
+    let lines: Vec<&str> = args.lines().collect();
+    assert!(lines.contains(&"prog.o") && lines.contains(&"-T"), "{args}");
+    assert!(lines.windows(2).any(|w| w == ["-z", "now"]), "{args}");
+    assert!(
+        p.is_ordered(&p.path().join("alpha")),
+        "recorded link ordered"
+    );
+}
+
+// CMake passes the objects of a link in a response file when asked, as big projects have it:
+// with Ninja through CMAKE_NINJA_FORCE_RESPONSE_FILE, with Makefiles through
+// CMAKE_C_USE_RESPONSE_FILE_FOR_OBJECTS. Either link is ordered.
+#[test]
+fn cmake_response_files_are_ordered() {
+    require!("cmake", "ninja", "make", "gcc");
+    let p = Project::new();
+    std::fs::write(
+        p.path().join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.13)\nproject(p C)\nadd_executable(alpha prog.c)\n",
+    )
+    .unwrap();
+    let b = p.wrappers();
+    for (generator, ask, build) in [
+        ("Ninja", "-DCMAKE_NINJA_FORCE_RESPONSE_FILE=1", "ninja"),
+        (
+            "Unix Makefiles",
+            "-DCMAKE_C_USE_RESPONSE_FILE_FOR_OBJECTS=1",
+            "make",
+        ),
+    ] {
+        let dir = format!("build-{build}");
+        crate::packaging::run(
+            std::process::Command::new("cmake")
+                .current_dir(p.path())
+                .args(["-S", ".", "-B", &dir, "-G", generator, ask])
+                .arg("-DCMAKE_C_FLAGS=-O1 -ffunction-sections")
+                .arg(format!("-DCMAKE_EXE_LINKER_FLAGS={b}")),
+        );
+        let verbose = if build == "ninja" { "-v" } else { "VERBOSE=1" };
+        let out = std::process::Command::new(build)
+            .current_dir(p.path().join(&dir))
+            .arg(verbose)
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+        assert!(
+            log.lines()
+                .any(|l| l.contains(" -o alpha") && l.contains(" @")),
+            "premise: {generator} linked with a response file: {log}"
+        );
+        assert!(
+            log.contains("sediment ld: alpha: ordered 4 of 4 profiled functions"),
+            "{generator}: {log}"
+        );
+        assert!(
+            p.is_ordered(&p.path().join(&dir).join("alpha")),
+            "{generator}"
+        );
+    }
+}
+
+// Meson writes response files for every link when its threshold is 0 (MESON_RSP_THRESHOLD, the
+// length above which it uses them); the link is ordered.
+#[test]
+fn meson_response_files_are_ordered() {
+    require!("meson", "ninja", "gcc");
+    let p = Project::new();
+    std::fs::write(
+        p.path().join("meson.build"),
+        "project('p', 'c')\nexecutable('alpha', 'prog.c')\n",
+    )
+    .unwrap();
+    let b = p.wrappers();
+    crate::packaging::run(
+        std::process::Command::new("meson")
+            .current_dir(p.path())
+            .env("MESON_RSP_THRESHOLD", "0")
+            .args(["setup", "build", "--buildtype=plain"])
+            .arg("-Dc_args=['-O1','-ffunction-sections']")
+            .arg(format!("-Dc_link_args=['{b}']")),
+    );
+    let out = std::process::Command::new("ninja")
+        .current_dir(p.path())
+        .env("MESON_RSP_THRESHOLD", "0")
+        .args(["-C", "build", "-v"])
+        .output()
+        .unwrap();
+    let err =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("cc @alpha.rsp"),
+        "premise: linked with a response file: {err}"
+    );
+    assert!(
+        err.contains("sediment ld: alpha: ordered 4 of 4 profiled functions"),
+        "{err}"
+    );
+    assert!(p.is_ordered(&p.path().join("build/alpha")));
+}

@@ -15,7 +15,7 @@
 //!   whose file cannot be read stays a literal argument, which the linker then reports as an
 //!   input it cannot find.
 //!
-//! [`write`] writes arguments back in a form those rules read unchanged: every white-space,
+//! [`write()`] writes arguments back in a form those rules read unchanged: every white-space,
 //! quote and backslash character escaped with a backslash, an empty argument as `''`.
 //!
 //! A file that names itself (directly or not) would expand for ever: expansion stops after
