@@ -68,6 +68,14 @@
 //! whose link-time options lack `-ffunction-sections` cannot be ordered: it links unchanged,
 //! with one line saying so.
 //!
+//! **Stale profiles.** A profile recorded from an older version of the program may name
+//! functions the link no longer has. When less than the least share of its weight
+//! ([`DEFAULT_MIN_LINK_SHARE`], `$SEDIMENT_MIN_SHARE`, `wrappers --min-share`; `main` and the C
+//! start-up code not counted: [`sediment_profile::binary_share`]) is in the functions of the
+//! link's objects, the link runs unchanged with one line giving the share: an order guessed
+//! from code that has changed is not applied. With LTO inputs the functions exist only after
+//! the link, so that check is the one after it (none found fails the link).
+//!
 //! A corrupt profile is an error (one line naming the file, exit 1, nothing linked), not a
 //! silent fallback: a packager who ships profiles wants to know one is broken. It is read and
 //! parsed before the reasons to link unordered are looked at, so it fails every route, a link
@@ -83,6 +91,7 @@
 //! line, as the driver hands it over, is plain. Also turned down: writing the order file next
 //! to the output (build systems glob their build directories at install time).
 
+use crate::cli::vocab;
 use crate::fsio;
 use crate::pipeline::link::{self as link_stage, Bfd, SplitInputs};
 use crate::pipeline::verify::{verify, Verified};
@@ -93,6 +102,7 @@ use sediment_link::cmdline::{
 use sediment_link::response::{Expansion, MAX_EXPANSIONS};
 use sediment_link::{BfdFlavor, Linker};
 use sediment_order::{Algorithm, CallGraph};
+use sediment_profile::FuncKey;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -108,7 +118,25 @@ pub struct WrappersArgs {
     /// Profile directory baked into the shims (else `$SEDIMENT_PROF_DIR`/`$PROF_DIR` at link time).
     #[arg(long, value_name = "DIR")]
     pub prof_dir: Option<PathBuf>,
+    /// Least share (0 to 1) of a profile's weight that must be in the functions of the link it
+    /// is for, baked into the shims (else `$SEDIMENT_MIN_SHARE` at link time, default 0.5);
+    /// below it the link is left unordered as one of a stale profile.
+    #[arg(long, value_name = "SHARE", value_parser = vocab::parse_share)]
+    pub min_share: Option<f64>,
 }
+
+/// Least share of a profile's weight that must be in the link's functions for the link to be
+/// ordered, unless `$SEDIMENT_MIN_SHARE` or `wrappers --min-share` say otherwise. A profile of
+/// the build it is used with finds all of its weight there (it was recorded from that
+/// build), another version of the program most of it; when more than half of the weight
+/// names functions the link does not have, the profile describes another program or a much
+/// older version, and its order is a guess about code that has changed: linking unordered is
+/// never worse than that (Go's promise for a stale PGO profile). `main` and the C start-up
+/// code are not counted ([`sediment_profile::binary_share`]).
+pub const DEFAULT_MIN_LINK_SHARE: f64 = 0.5;
+
+/// The environment variable of the least share ([`DEFAULT_MIN_LINK_SHARE`]).
+const MIN_SHARE_ENV: &str = "SEDIMENT_MIN_SHARE";
 
 /// Arguments of `sediment ld`.
 #[derive(clap::Args)]
@@ -153,6 +181,11 @@ pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
             script.push_str(&format!(
                 "SEDIMENT_PROF_DIR={}\nexport SEDIMENT_PROF_DIR\n",
                 sh_quote(p)
+            ));
+        }
+        if let Some(share) = args.min_share {
+            script.push_str(&format!(
+                "{MIN_SHARE_ENV}={share}\nexport {MIN_SHARE_ENV}\n"
             ));
         }
         script.push_str(&format!(
@@ -428,6 +461,11 @@ fn plan(real: &Path, line: &[OsString]) -> Result<Option<Plan>> {
         );
         return Ok(None);
     }
+    let min_share = match std::env::var_os(MIN_SHARE_ENV) {
+        None => DEFAULT_MIN_LINK_SHARE,
+        Some(v) => vocab::parse_share(&v.to_string_lossy())
+            .map_err(|e| anyhow!("${MIN_SHARE_ENV}: {e}; nothing linked"))?,
+    };
     let linker = link_stage::detect_linker(real)?;
     if linker == Linker::Mold {
         eprintln!(
@@ -506,6 +544,26 @@ fn plan(real: &Path, line: &[OsString]) -> Result<Option<Plan>> {
         },
         e => anyhow::Error::new(e),
     })?;
+    let targets: Vec<FuncKey> = objects
+        .iter()
+        .flat_map(|o| &o.functions)
+        .map(|f| FuncKey {
+            name: f.name.clone(),
+            file: f.file.clone(),
+        })
+        .collect();
+    let share = sediment_profile::binary_share(&profile, &targets);
+    if min_share > 0.0 && !share.is_enough(min_share) {
+        eprintln!(
+            "sediment ld: {}: not ordered: {:.1}% of the profile's weight is in functions of this link{}, below the least share {}% (${MIN_SHARE_ENV}); a stale profile? {}",
+            Path::new(&output).display(),
+            share.fraction() * 100.0,
+            if share.generic_left_out { " (not counting main and the C start-up code)" } else { "" },
+            min_share * 100.0,
+            profile_path.display()
+        );
+        return Ok(None);
+    }
     let (extra, dir) = link_stage::write_for_linker(linker, &bfd, &linked.emitted.text)?;
     let line = format!(
         "sediment ld: {}: ordered {} of {} profiled functions ({algorithm_name}, {linker}, {} warnings) from {}",

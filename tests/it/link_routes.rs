@@ -265,3 +265,121 @@ fn meson_response_files_are_ordered() {
     );
     assert!(p.is_ordered(&p.path().join("build/alpha")));
 }
+
+/// A profile of `alpha` whose weight is `matched` on the program's own hot functions and
+/// `gone` on functions no longer in it (an older version's), spread over four names.
+fn stale_profile(p: &Project, matched: u64, gone: u64) {
+    let mut pb = sediment_profile::ProfileBuilder::new(sediment_profile::Meta {
+        binary: "alpha".into(),
+        source: "test".into(),
+        ..sediment_profile::Meta::default()
+    });
+    let g = sediment_profile::FuncKey::global;
+    pb.add_self(&g("f6"), matched / 2);
+    pb.add_self(&g("f2"), matched - matched / 2);
+    for i in 0..4 {
+        pb.add_self(
+            &sediment_profile::FuncKey::global(format!("old{i}")),
+            gone / 4,
+        );
+    }
+    pb.add_self(&g("main"), 10_000);
+    std::fs::write(p.path().join("prof/alpha.sprof"), pb.build().to_text()).unwrap();
+}
+
+/// `gcc -O1 -ffunction-sections -fuse-ld=LINKER B -o OUT prog.c` with `env` set.
+fn link_prog(p: &Project, linker: &str, b: &str, out: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let mut cmd = std::process::Command::new("gcc");
+    cmd.current_dir(p.path()).envs(env.iter().copied());
+    let fuse = format!("-fuse-ld={linker}");
+    let res = cmd
+        .args(["-O1", "-ffunction-sections", &fuse, b, "-o", out, "prog.c"])
+        .output()
+        .unwrap();
+    succeeded_with(&res)
+}
+
+// A stale profile (issue 33): when less than the least share of the profile's weight (0.5 by
+// default; `main` and the C start-up code not counted) is in the link's functions, the link is
+// left unordered, byte-identical to a link without the shims, with one line giving the share.
+// At or above it the link is ordered. `SEDIMENT_MIN_SHARE` and `wrappers --min-share` set it.
+#[test]
+fn stale_profile_links_unordered_below_the_least_share() {
+    require!("gcc", "ld.lld");
+    let p = Project::new();
+    let b = p.wrappers();
+    for linker in ["lld", "bfd"] {
+        // 30% of the weight (main's not counted) in the program's functions: unordered.
+        stale_profile(&p, 300, 700);
+        let lines = link_prog(&p, linker, &b, "alpha", &[]);
+        assert_eq!(
+            lines,
+            [format!(
+                "sediment ld: alpha: not ordered: 30.0% of the profile's weight is in functions of this link (not counting main and the C start-up code), below the least share 50% ($SEDIMENT_MIN_SHARE); a stale profile? {}",
+                p.path().join("prof/alpha.sprof").display()
+            )],
+            "{linker}"
+        );
+        let plain = format!("-fuse-ld={linker}");
+        crate::packaging::run(
+            std::process::Command::new("gcc")
+                .current_dir(p.path())
+                .args([
+                    "-O1",
+                    "-ffunction-sections",
+                    &plain,
+                    "-o",
+                    "alpha.plain",
+                    "prog.c",
+                ]),
+        );
+        assert!(p.same_bytes("alpha", "alpha.plain"), "{linker}: unordered");
+        // A lower least share through the environment: ordered.
+        let lines = link_prog(&p, linker, &b, "alpha", &[("SEDIMENT_MIN_SHARE", "0.25")]);
+        assert!(
+            lines[0].starts_with("sediment ld: alpha: ordered 3 of 7 profiled functions"),
+            "{linker}: {lines:#?}"
+        );
+        assert!(!p.same_bytes("alpha", "alpha.plain"), "{linker}: ordered");
+        // 60%: ordered with the default.
+        stale_profile(&p, 600, 400);
+        let lines = link_prog(&p, linker, &b, "alpha", &[]);
+        assert!(
+            lines[0].starts_with("sediment ld: alpha: ordered 3 of 7 profiled functions"),
+            "{linker}: {lines:#?}"
+        );
+    }
+    // Baked into the shims by `wrappers --min-share`.
+    let out = crate::common::sediment(
+        p.path(),
+        &[
+            "wrappers",
+            "--prof-dir",
+            "prof",
+            "--min-share",
+            "0.7",
+            "strict-ld",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let strict = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let lines = link_prog(&p, "lld", &strict, "alpha", &[]);
+    assert!(
+        lines[0].starts_with("sediment ld: alpha: not ordered: 60.0% of the profile's weight")
+            && lines[0].contains("below the least share 70%"),
+        "{lines:#?}"
+    );
+    // A value that is not a share fails the link with one line naming the variable.
+    let out = std::process::Command::new("gcc")
+        .current_dir(p.path())
+        .env("SEDIMENT_MIN_SHARE", "half")
+        .args(["-O1", "-ffunction-sections", &b, "-o", "alpha", "prog.c"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("$SEDIMENT_MIN_SHARE: 'half' is not a share between 0 and 1; nothing linked"),
+        "{err}"
+    );
+}
