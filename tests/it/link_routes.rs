@@ -383,3 +383,187 @@ fn stale_profile_links_unordered_below_the_least_share() {
         "{err}"
     );
 }
+
+/// A configure script of the autoconf kind: `CC`, `CFLAGS` and `LDFLAGS` from the environment
+/// or the command line (`VAR=value`), written into a Makefile after the project's own flags
+/// (`-O2 -g`, an rpath), as PostgreSQL's `Makefile.global` does.
+const CONFIGURE: &str = r#"#!/bin/sh
+for a in "$@"; do
+  case "$a" in CC=*|CFLAGS=*|LDFLAGS=*) eval "${a%%=*}=\${a#*=}" ;; esac
+done
+: "${CC:=cc}"
+cat > Makefile <<EOF
+CC = $CC
+CFLAGS = -O2 -g $CFLAGS
+LDFLAGS = -Wl,-rpath,/opt/proj/lib $LDFLAGS
+all: alpha
+alpha: prog.c
+	\$(CC) \$(CFLAGS) -o \$@ prog.c \$(LDFLAGS)
+EOF
+"#;
+
+/// What of the project's own flags is in `DIR/alpha`: its rpath (`readelf -d`), and the options
+/// gcc recorded in the debug information (`DW_AT_producer` of prog.c, there with `-g` only).
+fn own_flags(dir: &std::path::Path) -> (bool, String) {
+    let readelf = |args: &[&str]| {
+        let out = std::process::Command::new("readelf")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let rpath = readelf(&["-d", "alpha"]).contains("/opt/proj/lib");
+    let info = readelf(&["--debug-dump=info", "alpha"]);
+    let producer = info
+        .lines()
+        .find(|l| l.contains("DW_AT_producer"))
+        .unwrap_or("")
+        .to_string();
+    (rpath, producer)
+}
+
+/// `./configure ARGS` then `make MAKE_ARGS`, the output removed first.
+fn configure_make(p: &Project, args: &[&str], make_args: &[&str]) {
+    let _ = std::fs::remove_file(p.path().join("alpha"));
+    crate::packaging::run(
+        std::process::Command::new("sh")
+            .current_dir(p.path())
+            .arg("./configure")
+            .args(args),
+    );
+    crate::packaging::run(
+        std::process::Command::new("make")
+            .current_dir(p.path())
+            .arg("-s")
+            .args(make_args),
+    );
+}
+
+// Regression (issue 33): the guide's `make CFLAGS+=... LDFLAGS+=...` replaced the flags the
+// project's configure had put in those variables (PostgreSQL lost `-O2 -g`, its `-L` paths and
+// rpath). The routes that append keep them, and order the link: the flags given to configure,
+// and Debian's `DEB_*_MAINT_APPEND` through `dpkg-buildflags`.
+#[test]
+fn regress_append_routes_keep_the_projects_own_flags() {
+    require!("gcc", "make", "readelf", "dpkg-buildflags");
+    let p = Project::new();
+    std::fs::write(p.path().join("configure"), CONFIGURE).unwrap();
+    let b = p.wrappers();
+    let ldflags = format!("-ffunction-sections {b}");
+
+    // Premise: on the make command line, `+=` replaces the Makefile's value.
+    configure_make(
+        &p,
+        &[],
+        &[
+            "CFLAGS+=-ffunction-sections",
+            &format!("LDFLAGS+={ldflags}"),
+        ],
+    );
+    let (rpath, producer) = own_flags(p.path());
+    assert!(!rpath && !producer.contains("-O2"), "premise: {producer}");
+
+    // The flags given to configure are appended to the project's.
+    configure_make(
+        &p,
+        &["CFLAGS=-ffunction-sections", &format!("LDFLAGS={ldflags}")],
+        &[],
+    );
+    let (rpath, producer) = own_flags(p.path());
+    assert!(rpath, "configure: the project's rpath is kept");
+    assert!(
+        producer.contains("-O2") && producer.contains("-ffunction-sections"),
+        "configure: {producer}"
+    );
+    assert!(p.is_ordered(&p.path().join("alpha")), "configure: ordered");
+
+    // Debian: what dpkg-buildflags gives with the MAINT_APPEND variables, passed to configure.
+    let get = |what: &str| {
+        let out = std::process::Command::new("dpkg-buildflags")
+            .current_dir(p.path())
+            .env("DEB_CFLAGS_MAINT_APPEND", "-ffunction-sections")
+            .env("DEB_LDFLAGS_MAINT_APPEND", &ldflags)
+            .args(["--get", what])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let (cflags, deb_ldflags) = (get("CFLAGS"), get("LDFLAGS"));
+    assert!(
+        deb_ldflags.contains("-Wl,-z,relro") && deb_ldflags.ends_with(&b),
+        "dpkg-buildflags appends: {deb_ldflags}"
+    );
+    configure_make(
+        &p,
+        &[
+            &format!("CFLAGS={cflags}"),
+            &format!("LDFLAGS={deb_ldflags}"),
+        ],
+        &[],
+    );
+    let (rpath, producer) = own_flags(p.path());
+    assert!(rpath, "dpkg-buildflags: the project's rpath is kept");
+    assert!(
+        producer.contains("-fstack-protector-strong") && producer.contains("-ffunction-sections"),
+        "dpkg-buildflags: {producer}"
+    );
+    assert!(
+        p.is_ordered(&p.path().join("alpha")),
+        "dpkg-buildflags: ordered"
+    );
+
+    // RPM: the macros appended to %build_ldflags and %build_cflags (Debian's rpm has no
+    // redhat-rpm-config: %build_cflags is `-O2 -g` and %build_ldflags unset, so the spec gives
+    // it a distribution's start).
+    if !crate::common::have_tool("rpmbuild") {
+        return;
+    }
+    let top = p.path().join("rpm");
+    let sources = top.join("SOURCES");
+    std::fs::create_dir_all(sources.join("sediment-profiles")).unwrap();
+    for f in ["prog.c", "configure"] {
+        std::fs::copy(p.path().join(f), sources.join(f)).unwrap();
+    }
+    std::fs::copy(
+        p.path().join("prof/alpha.sprof"),
+        sources.join("sediment-profiles/alpha.sprof"),
+    )
+    .unwrap();
+    let spec = top.join("t.spec");
+    std::fs::write(
+        &spec,
+        "Name: appendtest\nVersion: 1\nRelease: 1\nSummary: t\nLicense: MIT\n%description\nt\n%build\n\
+         %{!?build_cflags:%global build_cflags -O2 -g}\n\
+         %{!?build_ldflags:%global build_ldflags -Wl,-z,relro}\n\
+         %sediment_setup\n\
+         %global build_cflags %{build_cflags} %{sediment_cflags}\n\
+         %global build_ldflags %{build_ldflags} %{sediment_ldflags}\n\
+         cp %{_sourcedir}/prog.c %{_sourcedir}/configure .\n\
+         sh ./configure CFLAGS=\"%{build_cflags}\" LDFLAGS=\"%{build_ldflags}\"\n\
+         make -s\n",
+    )
+    .unwrap();
+    let macros =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("integrations/rpm/macros.sediment");
+    crate::packaging::run(
+        std::process::Command::new("rpmbuild")
+            .current_dir(p.path())
+            .env("PATH", crate::packaging::path_with_sediment())
+            .arg("--load")
+            .arg(&macros)
+            .arg("--define")
+            .arg(format!("_topdir {}", top.display()))
+            .args(["--nodeps", "-bc"])
+            .arg(&spec),
+    );
+    let build = top.join("BUILD");
+    let (rpath, producer) = own_flags(&build);
+    assert!(rpath, "rpm: the project's rpath is kept");
+    assert!(
+        producer.contains("-O2") && producer.contains("-ffunction-sections"),
+        "rpm: {producer}"
+    );
+    assert!(p.is_ordered(&build.join("alpha")), "rpm: ordered");
+}
