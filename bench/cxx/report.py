@@ -29,7 +29,8 @@ def rows(path, labels, blocks_path):
     """The rows of a workload: the function-level variants from PATH, `sediment-blocks` (last
     label) from the second column of BLOCKS_PATH (a compare of the default and the block flow)."""
     cols = json.load(open(path, encoding="utf-8"))["shifted"]["columns"]
-    cols += json.load(open(blocks_path, encoding="utf-8"))["shifted"]["columns"][1:]
+    if labels[-1] == "sediment-blocks":
+        cols += json.load(open(blocks_path, encoding="utf-8"))["shifted"]["columns"][1:]
     if len(cols) != len(labels):
         raise SystemExit(f"report.py: {len(cols)} columns in {path}, expected {len(labels)}")
     out = {}
