@@ -101,7 +101,7 @@ def main():
     times = dict(line.split("\t") for line in open(os.path.join(w, "steps", "times.tsv"), encoding="utf-8").read().splitlines())
     shifts = int(a.shifts)
     out = ["<!-- BEGIN cxx -->", "## `cxx`: cppcheck 2.10 (C++, Debian's source package)", "",
-           f"Command: `bench/cxx/run` (whole run {a.elapsed} s; the two clang builds "
+           f"Command: `bench/cxx/run` (whole run {a.elapsed}; the two clang builds "
            f"{times.get('build-labels', '?')} s and {times.get('build-list', '?')} s of it, reused when "
            "their flags and list file are unchanged). Objects: `clang++-16 -O2 -DNDEBUG -g1 -gdwarf-4 "
            "-ffunction-sections -fbasic-block-sections=labels` (71 objects: lib/ through the match "
@@ -118,9 +118,11 @@ def main():
            "from BOLT's own instrumented training run; BOLT 16 has no cdsort); `bolt-full` (the same profile, "
            "`-reorder-blocks=ext-tsp -reorder-functions=hfsort+ -split-functions -split-all-cold`); "
            "`bolt-full-nolbr` (bolt-full from `sediment export --format fdata`, no_lbr samples of the "
-           "callgrind profile); `sediment-c3`; "
-           f"`sediment-{a.best}` (the algorithm `sediment order --compare --simulate` recommends on the "
-           "training run; the same as c3 when it recommends c3, then listed once); `sediment-blocks` "
+           "callgrind profile); `sediment-c3`" + (
+               f"; `sediment-{a.best}` (Sediment's best function order: the algorithm `sediment order "
+               "--compare --simulate` recommends from its replay of the training run)" if a.best != "c3" else
+               " (also Sediment's best function order: the algorithm `sediment order --compare --simulate` "
+               "recommends from its replay of the training run)") + "; `sediment-blocks` "
            "(`sediment blocks plan --hot-coverage 0.999` on the labels build, the translation units "
            "defining a listed function rebuilt with `-fbasic-block-sections=list=`, lld with the plan's order).",
            "",
