@@ -161,7 +161,7 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
                     );
                 }
             };
-            let (status, capped) =
+            let (status, capped, _) =
                 supervise(cmd, "valgrind", req.duration, libc::SIGTERM, &mut progress)?;
             let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
                 .context("cannot list the recording directory")?
@@ -249,7 +249,7 @@ fn run_profiler(
     stop: libc::c_int,
     tick: &mut dyn FnMut(Duration),
 ) -> Result<(std::process::ExitStatus, bool)> {
-    let (status, capped) = supervise(cmd, tool, duration, stop, tick)?;
+    let (status, capped, _) = supervise(cmd, tool, duration, stop, tick)?;
     if !out_file.exists() {
         bail!("{tool} failed ({status}) on {program} and wrote no recording");
     }
@@ -258,7 +258,8 @@ fn run_profiler(
 
 /// Starts the profiler `cmd` and waits for it, calling `tick` with the time elapsed about
 /// every 50 ms. After `duration` (when given) the profiler and every process it started get
-/// the signal `stop`, once; the result says whether that happened (the recording was capped).
+/// the signal `stop`, once; the result says whether that happened (the recording was capped),
+/// and gives the profiler's process ID.
 /// The profiler is killed by the kernel when Sediment dies, and sent `SIGTERM` (which `perf
 /// record` passes on to its workload) when Sediment gets `SIGTERM` or `SIGINT`
 /// (`crate::cleanup`), unless a [`crate::cleanup::StopOnSignal`] is armed: then the first
@@ -269,7 +270,7 @@ fn supervise(
     duration: Option<Duration>,
     stop: libc::c_int,
     tick: &mut dyn FnMut(Duration),
-) -> Result<(std::process::ExitStatus, bool)> {
+) -> Result<(std::process::ExitStatus, bool, u32)> {
     sediment_valgrind::die_with_parent(&mut cmd);
     let on_signal = crate::cleanup::StopOnSignal::armed();
     let (mut child, tracked) = crate::cleanup::track_child(|| cmd.spawn())
@@ -304,7 +305,7 @@ fn supervise(
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    Ok((status, capped))
+    Ok((status, capped, child.id()))
 }
 
 /// A count in the units a person reads at a glance (`1.23 G`).
@@ -439,7 +440,8 @@ pub fn attach(req: &Attach) -> Result<Imported> {
         .stderr(std::fs::File::create(&log).context("cannot create perf's log file")?);
     // The first Ctrl-C stops the recording, which is then imported and written.
     let _stop = crate::cleanup::StopOnSignal::arm();
-    let (status, stopped) = supervise(cmd, "perf record", req.duration, libc::SIGINT, &mut |_| {})?;
+    let (status, stopped, perf_pid) =
+        supervise(cmd, "perf record", req.duration, libc::SIGINT, &mut |_| {})?;
     use std::os::unix::process::ExitStatusExt as _;
     // perf ends as killed by SIGINT after writing; on the user's Ctrl-C it got one itself.
     let by_stop = stopped || matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM));
@@ -459,11 +461,27 @@ pub fn attach(req: &Attach) -> Result<Imported> {
     let options = import::Options {
         mode: Some(req.mode.unwrap_or_default()),
         skip_stripped: req.whole,
+        exclude_pids: not_targets(&req.targets, perf_pid, std::process::id()),
         ..import::Options::default()
     };
     let mut imported = import::import(import::Format::Perf, &[data], &options)?;
     imported.main = main;
     Ok(imported)
+}
+
+/// The processes a recording of `targets` sees that are not targets, with how the warning names
+/// them: a whole-machine recording samples the `perf record` doing it (`perf`, writing the
+/// data) and this process (`me`, waiting for it), and would otherwise write profiles of perf and
+/// its libraries. Their samples are counted and left out by the importer. `perf record -p`
+/// samples only the processes named.
+fn not_targets(targets: &Targets, perf: u32, me: u32) -> Vec<(i32, String)> {
+    match targets {
+        Targets::Pids(_) => Vec::new(),
+        Targets::All => vec![
+            (perf as i32, format!("perf record, PID {perf}")),
+            (me as i32, format!("sediment, PID {me}")),
+        ],
+    }
 }
 
 /// How the targets are named in messages.
@@ -535,6 +553,20 @@ fn has_perf_capability() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A whole-machine recording leaves out perf and Sediment themselves; attaching to PIDs
+    // sees only them.
+    #[test]
+    fn whole_machine_leaves_out_the_recorder() {
+        assert_eq!(
+            not_targets(&Targets::All, 42, 7),
+            vec![
+                (42, "perf record, PID 42".to_string()),
+                (7, "sediment, PID 7".to_string())
+            ]
+        );
+        assert!(not_targets(&Targets::Pids(vec![42]), 42, 7).is_empty());
+    }
 
     // One line per refusal, naming the setting and the command that changes it; nothing when
     // perf would accept.

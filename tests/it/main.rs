@@ -35,6 +35,7 @@ mod pgo;
 mod prof_dir;
 mod reference;
 mod run_limits;
+mod rust;
 mod shim_load;
 mod sim;
 mod stat;

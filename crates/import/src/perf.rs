@@ -142,6 +142,8 @@ pub struct Stats {
     pub kernel_samples: u64,
     /// Kernel samples of the idle task (pid 0): a whole-machine recording's idle CPUs.
     pub idle_samples: u64,
+    /// Samples of the processes the caller excluded ([`read_excluding`]), user or kernel.
+    pub excluded_samples: u64,
     /// User samples whose IP was in no known file mapping (JIT code, `[vdso]`, anonymous memory).
     pub unmapped_samples: u64,
     /// `unmapped_samples` by kind of mapping (the labels of the report: `[vdso]`, `anonymous
@@ -314,16 +316,30 @@ pub fn read(
     mode: Mode,
     resolver: &mut dyn BinaryResolver,
 ) -> Result<PerfImport, Error> {
-    read_limited(path, data, mode, resolver, MAX_MAPPINGS)
+    read_limited(path, data, mode, resolver, MAX_MAPPINGS, &[])
 }
 
-/// [`read`] with the cap on mappings held as a parameter (tests use a small one).
+/// [`read`], leaving out the samples of the processes `exclude_pids` (a whole-machine recording's
+/// own profiler, which is no target): they are counted in [`Stats::excluded_samples`] and
+/// attributed to no binary.
+pub fn read_excluding(
+    path: &str,
+    data: &[u8],
+    mode: Mode,
+    resolver: &mut dyn BinaryResolver,
+    exclude_pids: &[i32],
+) -> Result<PerfImport, Error> {
+    read_limited(path, data, mode, resolver, MAX_MAPPINGS, exclude_pids)
+}
+
+/// [`read_excluding`] with the cap on mappings held as a parameter (tests use a small one).
 fn read_limited(
     path: &str,
     data: &[u8],
     mode: Mode,
     resolver: &mut dyn BinaryResolver,
     max_mappings: usize,
+    exclude_pids: &[i32],
 ) -> Result<PerfImport, Error> {
     let layout = check_layout(path, data)?;
     let corrupt = |(offset, message)| Error::Corrupt {
@@ -339,7 +355,7 @@ fn read_limited(
         perf_branch::check_samples(data, section, attrs, layout.big).map_err(corrupt)?;
     }
     let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        collect(path, data, &layout, attrs, max_mappings)
+        collect(path, data, &layout, attrs, max_mappings, exclude_pids)
     }))
     .map_err(|_| Error::Corrupt {
         path: path.to_string(),
@@ -555,6 +571,7 @@ fn collect(
     layout: &Layout,
     attrs: Option<Attrs>,
     max_mappings: usize,
+    exclude_pids: &[i32],
 ) -> Result<Collected, Error> {
     let corrupt = |message: String| Error::Corrupt {
         path: path.to_string(),
@@ -677,6 +694,10 @@ fn collect(
             EventRecord::Sample(s) => {
                 out.stats.samples += 1;
                 let pid = s.pid.unwrap_or(-1);
+                if exclude_pids.contains(&pid) {
+                    out.stats.excluded_samples += 1;
+                    continue;
+                }
                 let attr = attrs.get(attr_index).copied().unwrap_or_default();
                 let stack = perf_branch::branch_stack(&record.data.as_slice(), &attr, layout.big)
                     .map_err(|(_, m)| corrupt(m))?;
@@ -1176,11 +1197,11 @@ mod tests {
         let mut none = |_: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> { Ok(None) };
         // 200 forks of a process with 104 mappings share one table: within a cap of 1000.
         let data = forked(100, 200, false);
-        let r = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000).unwrap();
+        let r = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000, &[]).unwrap();
         assert_eq!(r.stats.samples, 41);
         // A mapping in each child copies the table: over the cap, a one-line error.
         let data = forked(100, 200, true);
-        let e = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000)
+        let e = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000, &[])
             .err()
             .unwrap()
             .to_string();
