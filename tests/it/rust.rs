@@ -174,6 +174,7 @@ fn cargo_route_orders_the_crate_and_std() {
     write_crate(d);
     let exe = cargo_build(d, &[]);
     let before = binary(&exe);
+    std::fs::copy(&exe, d.join("app.default")).unwrap();
     record(d, &exe, "app.sprof");
     let out = sediment(d, &["order", "-p", "app.sprof", "-o", "app.order"]);
     assert!(
@@ -217,6 +218,18 @@ fn cargo_route_orders_the_crate_and_std() {
     std::fs::write(d.join("src/main.rs"), MAIN_RS).unwrap();
     let exe = cargo_build(d, &[]);
     let after = binary(&exe);
+    // `sediment verify`, the guide's check, holds it; the default link does not.
+    let v = sediment(
+        d,
+        &["verify", exe.to_str().unwrap(), "--order", "app.order"],
+    );
+    let text = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
+    assert!(text.contains("(100.0%)"), "{text}");
     let addr = |b: &Binary| -> HashMap<String, u64> {
         b.functions
             .iter()
@@ -241,6 +254,12 @@ fn cargo_route_orders_the_crate_and_std() {
         .filter(|w| matches!((was.get(&w[0]), was.get(&w[1])), (Some(a), Some(b)) if a < b))
         .count();
     assert!(default_in_order + 1 < order.len(), "{order:?}");
+    let v = sediment(d, &["verify", "app.default", "--order", "app.order"]);
+    assert!(
+        !v.status.success(),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
 }
 
 // A rebuild with another feature set renames every function of the crate (its legacy symbol
