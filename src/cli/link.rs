@@ -44,7 +44,7 @@ pub struct Args {
     /// Write the order's entries found in none of the OBJECTs by name, in their place, instead
     /// of dropping them: for code whose objects are not at hand (the final crate of a cargo
     /// build, compiled to temporary objects; give the `.rlib` archives of the dependencies and
-    /// the standard library as OBJECTs). Check the linked output's order afterwards.
+    /// the standard library as OBJECTs). Check the linked output with `sediment verify`.
     #[arg(long)]
     unseen_by_name: bool,
     #[command(flatten)]
