@@ -11,6 +11,7 @@ mod align;
 mod attach;
 mod bench;
 mod blocks;
+mod bundle;
 mod callgrind;
 mod compare;
 mod cxx;
