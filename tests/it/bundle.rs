@@ -258,3 +258,41 @@ fn inbox_merge_refuses_a_file_that_is_not_a_bundle() {
 fn read_profile(path: &Path) -> Profile {
     Profile::from_text(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+// A recorded command that fails writes no bundle and exits non-zero with one line;
+// `--keep-partial` keeps what was recorded (issue 33: record must not pass off a failed run).
+#[test]
+fn record_bundle_of_a_failing_command_writes_nothing() {
+    require!("gcc", "perf");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("a.c"),
+        "volatile long s;\nint main(void) { for (long i = 0; i < 200000000; i++) s += i; return 3; }\n",
+    )
+    .unwrap();
+    run(d, "gcc", &["-O1", "-o", "a", "a.c"]);
+    crate::common::fails_one_line(
+        d,
+        &["record", "--bundle", "x.sbundle", "--", "./a"],
+        &["./a failed under perf record", "--keep-partial"],
+    );
+    assert!(!d.join("x.sbundle").exists());
+    let out = sediment(
+        d,
+        &[
+            "record",
+            "--bundle",
+            "x.sbundle",
+            "--keep-partial",
+            "--",
+            "./a",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(members(&d.join("x.sbundle")).len() >= 2);
+}
