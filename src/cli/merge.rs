@@ -35,6 +35,8 @@ pub struct Args {
     pub prof_dir: Option<PathBuf>,
     /// Inbox mode: the current build's binaries, which bundles of other builds are matched to.
     pub binaries: Vec<PathBuf>,
+    /// Inbox mode: least share of another build's profile that must land on `--binary`.
+    pub min_share: f64,
     /// The inputs with their weights, in command-line order.
     pub inputs: Vec<(f64, PathBuf)>,
     /// A `-w` that no profile followed (an error: it would silently do nothing).
@@ -98,6 +100,10 @@ impl clap::FromArgMatches for Args {
                 .get_many::<PathBuf>("binary")
                 .map(|v| v.cloned().collect())
                 .unwrap_or_default(),
+            min_share: m
+                .get_one::<f64>("min-share")
+                .copied()
+                .unwrap_or(sediment_profile::DEFAULT_MIN_SHARE),
             inputs,
             dangling_weight,
             force: m.get_flag("force"),
@@ -177,6 +183,14 @@ impl clap::Args for Args {
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
                 .help("More profiles, like -p"),
+        )
+        .arg(
+            Arg::new("min-share")
+                .long("min-share")
+                .value_name("SHARE")
+                .requires("binary")
+                .value_parser(super::vocab::parse_share)
+                .help(format!("With --binary: least share (0 to 1) of a profile of another build's weight, not counting `main` and the C runtime's start-up code, that must land on the binary's functions; below it the profile is refused (default {})", sediment_profile::DEFAULT_MIN_SHARE)),
         )
         .arg(
             Arg::new("force")
@@ -279,7 +293,7 @@ fn run_inbox(args: &Args, dir: &std::path::Path) -> Result<()> {
         inputs: &inputs,
         binaries: &args.binaries,
         fleet: args.fleet,
-        min_share: sediment_profile::DEFAULT_MIN_SHARE,
+        min_share: args.min_share,
     })?;
     if result.profiles.is_empty() {
         bail!("merge: no profile of these bundles is for the current build; nothing written");

@@ -253,6 +253,21 @@ fn inbox_merge_refuses_a_file_that_is_not_a_bundle() {
         &["inbox/x.sbundle: not a Sediment bundle"],
     );
     assert!(!d.join("out").exists());
+    let out = sediment(
+        d,
+        &[
+            "merge",
+            "--prof-dir",
+            "out",
+            "--binary",
+            "a",
+            "--min-share",
+            "2",
+            "inbox",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'2' is not a share"));
 }
 
 fn read_profile(path: &Path) -> Profile {
