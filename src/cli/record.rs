@@ -248,8 +248,10 @@ fn filter_and_strip(
             .map(|b| sediment_profile::escape(b))
             .collect();
         eprintln!(
-            "sediment: {} binaries outside --under/--keep-binaries were not written ({}{})",
+            "sediment: {} binar{} outside --under/--keep-binaries {} not written ({}{})",
             dropped.len(),
+            if dropped.len() == 1 { "y" } else { "ies" },
+            if dropped.len() == 1 { "was" } else { "were" },
             names.join(", "),
             if dropped.len() > 3 { ", ..." } else { "" }
         );
@@ -347,9 +349,14 @@ fn write(
                 eprintln!("sediment: warning: {}", sediment_profile::quote_whole(w));
             }
             eprintln!(
-                "sediment: wrote {} ({} binaries, {} {} in {:.1} s)",
+                "sediment: wrote {} ({} binar{}, {} {} in {:.1} s)",
                 sediment_profile::quote_whole(&path.display().to_string()),
                 manifest.profiles.len(),
+                if manifest.profiles.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                },
                 total,
                 manifest.event.as_deref().unwrap_or("weight"),
                 manifest.duration_ms as f64 / 1000.0
