@@ -41,4 +41,5 @@ mod sim;
 mod stat;
 mod structs;
 mod tune;
+mod verify;
 mod vocabulary;
