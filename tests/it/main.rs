@@ -23,6 +23,7 @@ mod kill_race;
 mod lbr;
 mod ld_reliability;
 mod link;
+mod link_routes;
 mod matching;
 mod measure;
 mod merge;

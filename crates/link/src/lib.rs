@@ -35,7 +35,8 @@
 //! 4. [`cmdline`] reads the linker's own command line, as a compiler driver passes it (the
 //!    linker shims of `sediment wrappers`): the output, the inputs, whether the build already
 //!    orders or scripts the link, LTO plugins, and the option that makes each linker read the
-//!    emitted file.
+//!    emitted file; [`response`] reads and writes the response files (`@FILE`) such a command
+//!    line may hold.
 //!
 //! 5. [`call_graph`] writes a profile's call edges as lld's `--call-graph-ordering-file`, for
 //!    lld's own C3 (`sediment export --format lld-call-graph`).
@@ -55,6 +56,7 @@ pub mod emit;
 pub mod held;
 pub mod placement;
 pub mod resolve;
+pub mod response;
 pub mod safe;
 pub mod verify;
 
