@@ -30,6 +30,11 @@
 //!    warning follows on its own line (`sediment ld: OUT: warning: ...`; each is one counted
 //!    line naming the first few entries it is about), so the build log shows them.
 //!
+//! **Cross links.** A cross compiler driver given the same `-B` reaches these shims too; the
+//! emulation it passes (`-m aarch64linux`) makes the shim run that target's GNU ld or gold
+//! (`aarch64-linux-gnu-ld`) instead of the host's, and lld as it is
+//! ([`crate::pipeline::target`], docs/guide/packaging.md, "Every architecture from one profile").
+//!
 //! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
 //! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
 //! ([`crate::pipeline::verify::verify`]).
@@ -205,6 +210,15 @@ fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
 /// Runs `sediment ld`: plans the ordering, runs the real linker, checks an LTO link's output,
 /// exits with the linker's status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
+    // A cross link runs its target's linker, not the host's ([`crate::pipeline::target`]).
+    let chosen = crate::pipeline::target::linker(&args.real, &args.args);
+    if let Some(line) = &chosen.missing {
+        eprintln!("sediment ld: {line}");
+    }
+    let args = LdArgs {
+        real: chosen.path,
+        ..args
+    };
     let plan = plan(&args)?;
     let extra: Vec<OsString> = plan.as_ref().map(|p| p.extra.clone()).unwrap_or_default();
     let status = Command::new(&args.real)
