@@ -1,6 +1,7 @@
 //! One profile, every architecture: a program profiled on x86-64 (callgrind, through
 //! `sediment record`), then cross-built for aarch64 and s390x (big-endian) with Debian's cross
-//! compilers through the linker shims of `sediment wrappers` (`-B`), with GNU ld, gold and lld.
+//! compilers through the linker shims of `sediment wrappers` (`-B`), with GNU ld (the driver's
+//! default, and `-fuse-ld=bfd`), gold and lld.
 //! The shims must run the target's linker (`aarch64-linux-gnu-ld`, lld as it is), order the
 //! link from the x86-64 profile with the x86-64-only function counted as not found, and the
 //! programs must run under qemu-user with the native build's output. The matched share of each
@@ -47,6 +48,18 @@ const OWN: [&str; 14] = [
 
 /// The cross targets: architecture (Debian's triple prefix and qemu's name).
 const ARCHES: [&str; 2] = ["aarch64", "s390x"];
+
+/// The linkers a build asks for: `ld` is the driver's default (no `-fuse-ld`), the others by
+/// `-fuse-ld=` (the shims `ld`, `ld.bfd`, `ld.gold`, `ld.lld`).
+const LINKERS: [&str; 4] = ["ld", "bfd", "gold", "lld"];
+
+/// The driver option that picks `linker` of [`LINKERS`].
+fn fuse_ld(linker: &str) -> Vec<String> {
+    match linker {
+        "ld" => Vec::new(),
+        _ => vec![format!("-fuse-ld={linker}")],
+    }
+}
 
 /// The project: the program, its native build and output, the x86-64 profile in `prof/`, the
 /// order `sediment order` computes from it, and the shims.
@@ -238,14 +251,14 @@ fn one_x86_64_profile_orders_aarch64_and_s390x_links() {
             in_order < found,
             "{arch}: premise: the default layout is out of order"
         );
-        for linker in ["bfd", "gold", "lld"] {
+        for linker in LINKERS {
             let out_dir = p.path().join(format!("{arch}-{linker}"));
             std::fs::create_dir(&out_dir).unwrap();
             let app = out_dir.join("app");
             let out = Command::new(&cc)
                 .current_dir(p.path())
                 .args(["-O2", "-ffunction-sections"])
-                .arg(format!("-fuse-ld={linker}"))
+                .args(fuse_ld(linker))
                 .arg(&b)
                 .arg("-o")
                 .arg(&app)
@@ -259,8 +272,9 @@ fn one_x86_64_profile_orders_aarch64_and_s390x_links() {
                 .iter()
                 .find(|l| l.contains(": ordered "))
                 .unwrap_or_else(|| panic!("{arch} {linker}: no summary line: {err}"));
+            let kind = if linker == "ld" { "bfd" } else { linker };
             assert!(
-                summary.contains(&format!("(c3, {linker}, ")),
+                summary.contains(&format!("(c3, {kind}, ")),
                 "{arch} {linker}: {summary}"
             );
             // The one function x86-64 alone has is counted, in one line, and named.
@@ -295,8 +309,8 @@ fn one_x86_64_profile_orders_aarch64_and_s390x_links() {
                 "{arch} {linker}: x86_mix's weight is not matched: {share}"
             );
             report.push(format!(
-                "{arch} {linker}: {summary}; {found} of {} profiled own functions in order; matched share {share:.4}",
-                p.order.len()
+                "{arch} {linker}: {summary}; {in_order} of the order's {} functions this architecture has in order; matched share {share:.4}",
+                hot.len()
             ));
         }
     }
@@ -309,10 +323,11 @@ fn one_x86_64_profile_orders_aarch64_and_s390x_links() {
 // Regression: `aarch64-linux-gnu-gcc -B<shims>/` reached the shim `ld`, which ran the host's
 // /usr/bin/ld ("unrecognised emulation mode: aarch64linux"), so a cross build through the
 // shims failed outright. Now the shim runs the target's linker: without a profile the output
-// is byte-identical to a build without the shims, for each architecture and linker.
+// is byte-identical to a build without the shims, for each architecture, GNU linker and
+// driver (gcc's cross driver, and clang with `--target`).
 #[test]
 fn regress_cross_links_through_the_shims_run_the_targets_linker() {
-    require!("aarch64-linux-gnu-gcc", "s390x-linux-gnu-gcc", "ld.lld");
+    require!("aarch64-linux-gnu-gcc", "s390x-linux-gnu-gcc", "clang");
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     std::fs::write(p.join("prog.c"), PROG).unwrap();
@@ -320,35 +335,36 @@ fn regress_cross_links_through_the_shims_run_the_targets_linker() {
     assert!(out.status.success(), "{}", stderr(&out));
     let b = String::from_utf8(out.stdout).unwrap().trim().to_string();
     for arch in ARCHES {
-        let cc = format!("{arch}-linux-gnu-gcc");
-        for linker in ["bfd", "gold"] {
+        let gcc = format!("{arch}-linux-gnu-gcc");
+        let target = format!("--target={arch}-linux-gnu");
+        let builds = [
+            (gcc.as_str(), vec![], "ld"),
+            (&gcc, vec![], "bfd"),
+            (&gcc, vec![], "gold"),
+            ("clang", vec![target.as_str(), "-w"], "ld"),
+        ];
+        for (driver, flags, linker) in builds {
             let build = |name: &str, extra: &[&str]| {
-                Command::new(&cc)
+                Command::new(driver)
                     .current_dir(p)
+                    .args(&flags)
                     .args(["-O2", "-ffunction-sections"])
-                    .arg(format!("-fuse-ld={linker}"))
+                    .args(fuse_ld(linker))
                     .args(extra)
                     .args(["-o", name, "prog.c"])
                     .output()
                     .unwrap()
             };
+            let what = format!("{arch}, {driver}, {linker}");
             let shimmed = build("shimmed", &[&b]);
-            assert!(
-                shimmed.status.success(),
-                "{arch} {linker}: {}",
-                stderr(&shimmed)
-            );
-            assert!(stderr(&shimmed).is_empty(), "{}", stderr(&shimmed));
+            assert!(shimmed.status.success(), "{what}: {}", stderr(&shimmed));
+            assert!(stderr(&shimmed).is_empty(), "{what}: {}", stderr(&shimmed));
             let plain = build("plain", &[]);
-            assert!(
-                plain.status.success(),
-                "{arch} {linker}: {}",
-                stderr(&plain)
-            );
+            assert!(plain.status.success(), "{what}: {}", stderr(&plain));
             assert_eq!(
                 std::fs::read(p.join("shimmed")).unwrap(),
                 std::fs::read(p.join("plain")).unwrap(),
-                "{arch} {linker}: a link without a profile is untouched"
+                "{what}: a link without a profile is untouched"
             );
         }
     }
