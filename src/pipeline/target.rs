@@ -8,9 +8,10 @@
 //! `aarch64-linux-gnu-ld` instead: the program Debian's `binutils-aarch64-linux-gnu` installs,
 //! the same linker the driver finds in its tool directory (`/usr/aarch64-linux-gnu/bin/ld`).
 //! Everything after (which linker it is, its default script and search path, the ordering
-//! input) is then that linker's.
+//! input) is then that linker's. A foreign emulation the given linker has itself (`elf_i386`
+//! for `gcc -m32` on x86-64) keeps it: it is asked once (`ld -V`) before any other is looked for.
 
-use sediment_link::target::{linker_for, Program, Target};
+use sediment_link::target::{linker_for, supported_emulations, Program, Target};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -27,8 +28,9 @@ pub struct Chosen {
 }
 
 /// The linker for a link of `args` through the shim standing for `real`: `real` itself, unless
-/// the link is for another target and `real` is GNU ld or gold
-/// ([`sediment_link::target::linker_for`]); then the first of the target's programs on `PATH`.
+/// the link is for another target, `real` is GNU ld or gold
+/// ([`sediment_link::target::linker_for`]) and does not list the target's emulation in its
+/// `-V`; then the first of the target's programs on `PATH`.
 pub fn linker(real: &Path, args: &[OsString]) -> Chosen {
     let given = Chosen {
         path: real.to_path_buf(),
@@ -43,6 +45,9 @@ pub fn linker(real: &Path, args: &[OsString]) -> Chosen {
         Program::Given => return given,
         Program::Cross { target, programs } => (target, programs),
     };
+    if links_itself(real, target.emulation) {
+        return given;
+    }
     match programs.iter().find_map(|p| on_path(p)) {
         Some(path) => Chosen {
             path,
@@ -61,6 +66,17 @@ pub fn linker(real: &Path, args: &[OsString]) -> Chosen {
             ..given
         },
     }
+}
+
+/// Whether the linker `real` lists `emulation` among its own (`real -V`); a linker that cannot
+/// be run lists none.
+fn links_itself(real: &Path, emulation: &str) -> bool {
+    std::process::Command::new(real)
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| {
+            supported_emulations(&String::from_utf8_lossy(&o.stdout)).contains(&emulation)
+        })
 }
 
 /// The first regular file named `name` in a directory of `$PATH`.

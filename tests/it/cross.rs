@@ -409,3 +409,28 @@ fn a_missing_cross_linker_is_named() {
         "the linker's own message follows: {err}"
     );
 }
+
+// A foreign emulation the host's linker has itself (`elf_i386` on x86-64, for `gcc -m32`)
+// keeps the host's linker, silently: a multilib link stays what it was.
+#[test]
+fn a_multilib_link_keeps_the_hosts_linker() {
+    require!("gcc", "ld");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::write(p.join("f.c"), "int f(void) { return 42; }\n").unwrap();
+    ok(Command::new("gcc")
+        .current_dir(p)
+        .args(["-m32", "-c", "f.c", "-o", "f.o"]));
+    let out = Command::new(crate::common::sediment_bin())
+        .current_dir(p)
+        .env_remove("SEDIMENT_PROF_DIR")
+        .env_remove("PROF_DIR")
+        .args(["ld", "--real", "/usr/bin/ld", "--"])
+        .args(["-m", "elf_i386", "-e", "f", "-o", "f", "f.o"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    let b = Binary::parse("f", &std::fs::read(p.join("f")).unwrap()).unwrap();
+    assert_eq!(b.arch, "x86");
+}

@@ -20,15 +20,21 @@
 //!    in the table keep the given linker, which reports what it cannot do itself; lld (and
 //!    mold) keep it too, since one lld links every target it was built for; GNU ld and gold
 //!    for another target become the target-prefixed program of the same flavour, the caller
-//!    taking the first of [`Program::programs`] found on `PATH`.
+//!    taking the first of [`Program::programs`] found on `PATH`;
+//! 4. unless the given linker links that target itself: the host's GNU ld has emulations of
+//!    other architectures built in (`elf_i386` on x86-64, for `gcc -m32`; `armelf_linux_eabi`
+//!    on aarch64), and a multilib link must stay what it was, search path included. So for a
+//!    foreign emulation the caller asks the given linker (`ld -V`, [`supported_emulations`])
+//!    before looking for another.
 //!
 //! Turned down: asking the driver (`$COLLECT_GCC -print-prog-name=ld`). Only gcc sets
 //! `COLLECT_GCC`, the answer costs a driver run on every link, and with the shims' `-B` among
 //! the driver's options it can name the shim itself. Also turned down: asking the given linker
-//! which emulations it supports (`ld -V`) on every link: the host's targets are known without
-//! running anything, and a link the table does not know goes to the given linker as before.
+//! (`ld -V`) on every link: the host's own targets are known without running anything, so
+//! only a link for another architecture costs that one run.
 //!
-//! Pure: the caller searches `PATH` and passes the host's architecture and byte order.
+//! Pure: the caller searches `PATH`, runs `ld -V` and passes the host's architecture and byte
+//! order.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -99,6 +105,25 @@ const fn t(
         big_endian,
         triples,
     }
+}
+
+/// The emulations a GNU linker lists in its `-V` output: the indented lines under
+/// `Supported emulations:` (GNU ld 2.40 and gold 1.16 both print that heading, gold after its
+/// `Supported targets:`).
+pub fn supported_emulations(v_output: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in v_output.lines() {
+        let word = line.trim();
+        if word.ends_with(':') {
+            inside = word == "Supported emulations:";
+        } else if inside && line.starts_with(char::is_whitespace) && !word.is_empty() {
+            out.push(word);
+        } else {
+            inside = false;
+        }
+    }
+    out
 }
 
 /// The emulation the command line asks for: the value of the last `-m EMU` or `-mEMU` (GNU ld
@@ -270,6 +295,19 @@ mod tests {
         assert_eq!(be.programs(), ["powerpc64-linux-gnu-ld"]);
         let le = linker_for("ld", &args(&["-m", "elf64lppc"]), "powerpc64", false);
         assert_eq!(le, Program::Given);
+    }
+
+    // GNU ld's and gold's `-V`: the emulations, not gold's BFD target names.
+    #[test]
+    fn emulations_from_dash_v() {
+        let bfd = "GNU ld (GNU Binutils for Debian) 2.40\n  Supported emulations:\n   elf_x86_64\n   elf32_x86_64\n   elf_i386\n";
+        assert_eq!(
+            supported_emulations(bfd),
+            ["elf_x86_64", "elf32_x86_64", "elf_i386"]
+        );
+        let gold = "GNU gold (GNU Binutils for Debian 2.40) 1.16\n  Supported targets:\n   elf64-x86-64\n   elf32-i386\n  Supported emulations:\n   elf_x86_64\n   elf_i386\n";
+        assert_eq!(supported_emulations(gold), ["elf_x86_64", "elf_i386"]);
+        assert!(supported_emulations("LLD 14.0.6\n").is_empty());
     }
 
     // Every emulation is listed once, with at least one triple.
