@@ -30,11 +30,6 @@
 //!    warning follows on its own line (`sediment ld: OUT: warning: ...`; each is one counted
 //!    line naming the first few entries it is about), so the build log shows them.
 //!
-//! **Cross links.** A cross compiler driver given the same `-B` reaches these shims too; the
-//! emulation it passes (`-m aarch64linux`) makes the shim run that target's GNU ld or gold
-//! (`aarch64-linux-gnu-ld`) instead of the host's, and lld as it is
-//! ([`crate::pipeline::target`], docs/guide/packaging.md, "Every architecture from one profile").
-//!
 //! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
 //! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
 //! ([`crate::pipeline::verify::verify`]).
@@ -210,15 +205,6 @@ fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
 /// Runs `sediment ld`: plans the ordering, runs the real linker, checks an LTO link's output,
 /// exits with the linker's status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
-    // A cross link runs its target's linker, not the host's ([`crate::pipeline::target`]).
-    let chosen = crate::pipeline::target::linker(&args.real, &args.args);
-    if let Some(line) = &chosen.missing {
-        eprintln!("sediment ld: {line}");
-    }
-    let args = LdArgs {
-        real: chosen.path,
-        ..args
-    };
     let plan = plan(&args)?;
     let extra: Vec<OsString> = plan.as_ref().map(|p| p.extra.clone()).unwrap_or_default();
     let status = Command::new(&args.real)
@@ -469,6 +455,23 @@ fn find_in_path(name: &str, skip: &Path) -> Option<PathBuf> {
         .filter(|d| d.canonicalize().ok().as_deref() != Some(skip))
         .map(|d| d.join(name))
         .find(|p| p.is_file())
+}
+
+/// **Cross links**: `args` with the linker the link needs. A cross compiler driver given the
+/// same `-B` reaches these shims too; the emulation it passes (`-m aarch64linux`) makes the
+/// shim run that target's GNU ld or gold (`aarch64-linux-gnu-ld`) instead of the host's, and
+/// lld as it is ([`crate::pipeline::target`]; docs/guide/packaging.md, "Every architecture
+/// from one profile"). When the target's linker is not on `PATH`, one line says so and the
+/// given linker runs.
+pub fn for_target(args: LdArgs) -> LdArgs {
+    let chosen = crate::pipeline::target::linker(&args.real, &args.args);
+    if let Some(line) = &chosen.missing {
+        eprintln!("sediment ld: {line}");
+    }
+    LdArgs {
+        real: chosen.path,
+        ..args
+    }
 }
 
 /// `p` as one single-quoted shell word.
