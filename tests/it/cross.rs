@@ -327,23 +327,28 @@ fn one_x86_64_profile_orders_aarch64_and_s390x_links() {
 // /usr/bin/ld ("unrecognised emulation mode: aarch64linux"), so a cross build through the
 // shims failed outright. Now the shim runs the target's linker: without a profile the output
 // is byte-identical to a build without the shims, for each architecture, GNU linker and
-// driver (gcc's cross driver, and clang with `--target`).
+// driver (gcc's cross driver, given its options directly or in a response file, and clang
+// with `--target`).
 #[test]
 fn regress_cross_links_through_the_shims_run_the_targets_linker() {
     require!("aarch64-linux-gnu-gcc", "s390x-linux-gnu-gcc", "clang");
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     std::fs::write(p.join("prog.c"), PROG).unwrap();
+    std::fs::write(p.join("flags.rsp"), "-O2\n-ffunction-sections\n").unwrap();
     let out = sediment(p, &["wrappers", "shims"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let b = String::from_utf8(out.stdout).unwrap().trim().to_string();
     for arch in ARCHES {
         let gcc = format!("{arch}-linux-gnu-gcc");
         let target = format!("--target={arch}-linux-gnu");
+        // A driver given a response file hands the linker one (`@/tmp/ccXXXX`), with the
+        // emulation inside.
         let builds = [
             (gcc.as_str(), vec![], "ld"),
             (&gcc, vec![], "bfd"),
             (&gcc, vec![], "gold"),
+            (&gcc, vec!["@flags.rsp"], "ld"),
             ("clang", vec![target.as_str(), "-w"], "ld"),
         ];
         for (driver, flags, linker) in builds {
@@ -358,7 +363,7 @@ fn regress_cross_links_through_the_shims_run_the_targets_linker() {
                     .output()
                     .unwrap()
             };
-            let what = format!("{arch}, {driver}, {linker}");
+            let what = format!("{arch}, {driver} {flags:?}, {linker}");
             let shimmed = build("shimmed", &[&b]);
             assert!(shimmed.status.success(), "{what}: {}", stderr(&shimmed));
             assert!(stderr(&shimmed).is_empty(), "{what}: {}", stderr(&shimmed));
