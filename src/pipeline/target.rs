@@ -11,14 +11,10 @@
 //! input) is then that linker's. A foreign emulation the given linker has itself (`elf_i386`
 //! for `gcc -m32` on x86-64) keeps it: it is asked once (`ld -V`) before any other is looked for.
 
+use sediment_link::response::Expansion;
 use sediment_link::target::{emulation, linker_for, supported_emulations, Program, Target};
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-
-/// Response files read for the emulation of one link, nested ones included (a file naming
-/// itself stops there).
-const MAX_RESPONSE_FILES: usize = 32;
 
 /// The linker to run, and the line to print when the one the link needs was not found.
 pub struct Chosen {
@@ -46,12 +42,19 @@ pub fn linker(real: &Path, args: &[OsString]) -> Chosen {
         return given;
     };
     let host_big_endian = cfg!(target_endian = "big");
+    // A driver given a response file (CMake and Ninja write them for long lines) hands the
+    // linker one, with the emulation inside: read it as the linker will
+    // ([`super::link::expand_response_files`]).
     let expanded;
-    let args = if emulation(args).is_none() && args.iter().any(|a| a.as_bytes().starts_with(b"@")) {
-        expanded = response_words(args);
-        &expanded
-    } else {
-        args
+    let args = match emulation(args) {
+        None => match super::link::expand_response_files(args) {
+            Expansion::Expanded(line) => {
+                expanded = line;
+                &expanded
+            }
+            Expansion::Plain | Expansion::TooDeep(_) => args,
+        },
+        Some(_) => args,
     };
     let (target, programs) = match linker_for(name, args, std::env::consts::ARCH, host_big_endian) {
         Program::Given => return given,
@@ -78,40 +81,6 @@ pub fn linker(real: &Path, args: &[OsString]) -> Chosen {
             ..given
         },
     }
-}
-
-/// `args` with every response file (`@FILE`, a regular file) replaced by its words, nested
-/// ones too: a driver given a response file (CMake and Ninja write them for long command
-/// lines) hands the linker one, and the emulation is inside. Words are split at white space
-/// only, without GNU's quoting rules: they are read for `-m EMULATION`, which needs no quotes;
-/// the linker itself still gets the command line as it was.
-fn response_words(args: &[OsString]) -> Vec<OsString> {
-    let mut out = Vec::new();
-    let mut todo: Vec<OsString> = args.iter().rev().cloned().collect();
-    let mut read = 0;
-    while let Some(a) = todo.pop() {
-        let file = a
-            .as_bytes()
-            .strip_prefix(b"@")
-            .map(|f| Path::new(OsStr::from_bytes(f)));
-        let text = file
-            .filter(|f| {
-                read < MAX_RESPONSE_FILES && std::fs::metadata(f).is_ok_and(|m| m.is_file())
-            })
-            .and_then(|f| std::fs::read(f).ok());
-        match text {
-            Some(text) => {
-                read += 1;
-                let words = text
-                    .split(|b| b.is_ascii_whitespace())
-                    .filter(|w| !w.is_empty())
-                    .map(|w| OsStr::from_bytes(w).to_os_string());
-                todo.extend(words.collect::<Vec<_>>().into_iter().rev());
-            }
-            None => out.push(a),
-        }
-    }
-    out
 }
 
 /// Whether the linker `real` lists `emulation` among its own (`real -V`); a linker that cannot
