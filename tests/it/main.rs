@@ -13,6 +13,7 @@ mod bench;
 mod blocks;
 mod callgrind;
 mod compare;
+mod cross;
 mod cxx;
 mod demangle;
 mod diff;
