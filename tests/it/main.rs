@@ -14,6 +14,7 @@ mod blocks;
 mod bundle;
 mod callgrind;
 mod compare;
+mod cross;
 mod cxx;
 mod demangle;
 mod diff;

@@ -470,4 +470,55 @@ mod tests {
             "a.o: a relocatable object (.o), not a linked executable or shared library"
         );
     }
+
+    // Linked aarch64 and s390x (big-endian) executables: their architecture, the program's
+    // functions at their addresses in their executable segment, statics keyed with their file.
+    #[test]
+    fn cross_architecture_binaries() {
+        let fixtures = [
+            (
+                "aarch64",
+                &include_bytes!("../../../tests/fixtures/cross/calls-aarch64")[..],
+            ),
+            (
+                "s390x",
+                &include_bytes!("../../../tests/fixtures/cross/calls-s390x")[..],
+            ),
+        ];
+        for (arch, data) in fixtures {
+            let b = Binary::parse(arch, data).unwrap();
+            assert_eq!(b.arch, arch);
+            assert!(!b.from_dynsym, "{arch}");
+            let code = b.segments.iter().find(|s| s.is_executable()).unwrap();
+            let own = [
+                "apply",
+                "callback",
+                "elsewhere",
+                "helper",
+                "main",
+                "tail",
+                "twice",
+            ];
+            let found: Vec<&Symbol> = b
+                .functions
+                .iter()
+                .filter(|f| own.contains(&f.key.name.as_str()))
+                .collect();
+            assert_eq!(found.len(), own.len(), "{arch}: {found:?}");
+            for f in found {
+                assert!(
+                    f.size > 0
+                        && f.address >= code.vaddr
+                        && f.address + f.size <= code.vaddr + code.mem_size,
+                    "{arch}: {f:?} outside {code:?}"
+                );
+                let local = ["callback", "helper"].contains(&f.key.name.as_str());
+                assert_eq!(f.key.file.as_deref(), local.then_some("calls.c"), "{f:?}");
+                assert_eq!(
+                    b.function_at(f.address + f.size - 1).map(|g| &g.key),
+                    Some(&f.key)
+                );
+            }
+        }
+    }
 }
