@@ -16,6 +16,7 @@ pub mod measure;
 pub mod merge;
 pub mod order;
 pub mod record;
+pub mod relink;
 pub mod timings;
 pub mod tune;
 pub mod verify;
