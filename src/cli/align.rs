@@ -16,6 +16,12 @@
 //!   (`sediment_sim::align::choose`), under a size budget (`--max-growth`, percent of the code);
 //!   written to FILE (an order file's format: one function per line) and checked by the
 //!   simulator in a second run: as linked, every function on the boundary, the chosen ones.
+//! - **Build** (`--build -o DIR --binary BIN OBJECTS... -- ARGS`): the sweep's table, then the
+//!   same alignments built for real: the objects relinked unchanged (`as linked`) and with every
+//!   executable section aligned to 1, 2, ..., 512 bytes (`crate::pipeline::relink::aligned_copies`,
+//!   the objects as `-falign-functions=A` would have compiled them), linked by `--cc` with the
+//!   `--link-arg`s into `DIR/align-NNNN`, and each measured once by the measure stage of
+//!   `sediment compare` (`crate::pipeline::measure::compare`), one row per build.
 //! - **Apply** (`--apply FILE -o DIR OBJECTS...`): copies of the objects in DIR with the
 //!   chosen functions' input sections aligned to the boundary (`sediment_elf::realign`), for
 //!   any linker; the copies' paths are printed, one per line, in the order given.
@@ -49,7 +55,29 @@ pub struct Args {
     /// aligned; prints the copies' paths.
     #[arg(long, value_name = "FILE", requires = "output")]
     pub apply: Option<PathBuf>,
-    /// Directory for the copies of `--apply`.
+    /// Also build every alignment of the sweep for real from OBJECTS (into `-o DIR`:
+    /// `align-0000` as linked, `align-0001` ... `align-0512`) and measure each, beside the
+    /// predicted table.
+    #[arg(long, requires_all = ["output", "binary"], conflicts_with = "select")]
+    pub build: bool,
+    /// The compiler driver that links the builds of `--build`.
+    #[arg(
+        long,
+        value_name = "PROGRAM",
+        default_value = "gcc",
+        requires = "build"
+    )]
+    pub cc: String,
+    /// An extra argument for every link of `--build`, after the objects (e.g. `--link-arg=-lm`);
+    /// repeatable.
+    #[arg(
+        long = "link-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "build"
+    )]
+    pub link_args: Vec<String>,
+    /// Directory for the copies of `--apply` and the builds of `--build`.
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Boundary the chosen functions start on, in bytes: 64 (a cache line) or 128 (a line
@@ -86,7 +114,7 @@ pub struct Args {
     /// The `valgrind` executable.
     #[arg(long, value_name = "PROGRAM", default_value = "valgrind")]
     pub valgrind: OsString,
-    /// The relocatable objects to copy (`--apply`).
+    /// The relocatable objects to copy (`--apply`) or build from (`--build`).
     #[arg(value_name = "OBJECT")]
     pub objects: Vec<PathBuf>,
     /// Arguments passed to the binary (after `--`).
@@ -105,8 +133,11 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(list) = &args.apply {
         return apply(&args, list);
     }
-    if !args.objects.is_empty() {
-        bail!("object files are only read by --apply");
+    if !args.objects.is_empty() && !args.build {
+        bail!("object files are only read by --apply and --build");
+    }
+    if args.build && args.objects.is_empty() {
+        bail!("--build needs the object files to link");
     }
     let Some(binary) = &args.binary else {
         bail!("--binary is required");
@@ -124,7 +155,12 @@ pub fn run(args: Args) -> Result<()> {
                 .iter()
                 .map(|&a| (a.to_string(), Aligned::All(a)))
                 .collect();
-            report(&args, binary, &plan)?
+            let predicted = report(&args, binary, &plan)?;
+            if args.build {
+                build(&args, predicted)?
+            } else {
+                predicted
+            }
         }
         Some(out) => select(&args, binary, out, plan)?,
     };
@@ -162,6 +198,74 @@ fn report(args: &Args, binary: &std::path::Path, plan: &Plan) -> Result<String> 
         }
         t.push_str(&sweep.format_table());
         t
+    })
+}
+
+/// `--build`: links the objects as they are and at every alignment of the sweep, measures each
+/// build once, and returns the predicted table followed by the built one (JSON: both, as
+/// `{"predicted": ..., "built": ...}`).
+fn build(args: &Args, predicted: String) -> Result<String> {
+    use crate::pipeline::relink;
+    let dir = args.output.as_deref().context("--build needs -o DIR")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let mut labels = vec!["as linked".to_string()];
+    let mut binaries = Vec::new();
+    let link = |inputs: &[PathBuf], name: &str| -> Result<PathBuf> {
+        let inputs: Vec<OsString> = inputs.iter().map(|p| p.as_os_str().to_owned()).collect();
+        let out = dir.join(name);
+        let layout = relink::Layout {
+            cc: &args.cc,
+            inputs: &inputs,
+            link_args: &args.link_args,
+            pad: None,
+            flags: &[],
+        };
+        relink::link_layout(&layout, dir, name, &out)
+            .with_context(|| format!("linking {name} with {}", args.cc))?;
+        Ok(out)
+    };
+    binaries.push(link(&args.objects, "align-0000")?);
+    for &a in SWEEP.iter() {
+        let copies =
+            relink::aligned_copies(&args.objects, a, &dir.join(format!("objects-{a:04}")))?;
+        binaries.push(link(&copies, &format!("align-{a:04}"))?);
+        labels.push(a.to_string());
+    }
+    let mut opts = sediment_measure::onepass::OnePassOptions {
+        cache: None,
+        valgrind: args.valgrind.clone(),
+        ..Default::default()
+    };
+    if let Some(j) = args.jobs {
+        opts.jobs = j.max(1);
+    }
+    let compared = crate::pipeline::measure::compare(&binaries, &args.args, &opts, &|_, _| {})
+        .context("sediment align --build")?;
+    for n in compared.notes.iter().chain(&compared.warnings) {
+        eprintln!("sediment align: {n}");
+    }
+    let mut rows = Vec::with_capacity(binaries.len());
+    for ((label, b), (_, m)) in labels.into_iter().zip(&binaries).zip(compared.columns) {
+        rows.push(Row {
+            label,
+            code_bytes: crate::pipeline::measure::code_bytes(b, args.align)?,
+            shifts: vec![m],
+        });
+    }
+    let built = Sweep { rows };
+    Ok(if args.json {
+        format!(
+            "{{\"predicted\": {}, \"built\": {}}}\n",
+            predicted.trim_end(),
+            built.format_json().trim_end()
+        )
+    } else {
+        format!(
+            "{predicted}\n# built: the objects relinked by {} with every executable section aligned to each row's bytes ({}/align-NNNN), one measured run each\n{}",
+            args.cc,
+            dir.display(),
+            built.format_table()
+        )
     })
 }
 

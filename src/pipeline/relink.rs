@@ -105,6 +105,28 @@ pub fn link_layouts(
     Ok(binaries)
 }
 
+/// Copies of `objects` in `dir` (named `NNNN-NAME`, in the order given) with every executable
+/// section's alignment set to `align`, lowered or raised (`sediment_elf::realign::set_alignment`):
+/// the objects as `-falign-functions=ALIGN` with `-ffunction-sections` would have given them,
+/// without recompiling. Archives are refused (extract their members first).
+pub fn aligned_copies(objects: &[PathBuf], align: u64, dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let mut copies = Vec::with_capacity(objects.len());
+    for (i, path) in objects.iter().enumerate() {
+        let data = fsio::read_bytes(path)?;
+        let shown = path.display().to_string();
+        let (bytes, _) = sediment_elf::realign::set_alignment(&shown, &data, |_| Some(align))?;
+        let name = path.file_name().map_or_else(
+            || format!("object-{i}"),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let copy = dir.join(format!("{i:04}-{name}"));
+        fsio::write_atomic(&copy, &bytes)?;
+        copies.push(copy);
+    }
+    Ok(copies)
+}
+
 /// A link argument with every ordering file it names replaced by a copy in `dir` that puts
 /// the pad first; other arguments are returned unchanged.
 ///
