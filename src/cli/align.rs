@@ -84,6 +84,12 @@ pub struct Args {
     /// pair, as adjacent-line prefetchers fetch).
     #[arg(long, value_name = "BYTES", default_value_t = 64)]
     pub boundary: u64,
+    /// With `--select`: choose capsule boundaries instead: functions to start on a 4 KiB
+    /// boundary (one way of the L1 I-cache, a page), so that growth before one of them moves
+    /// the code after it by whole multiples of 4 KiB and changes no cache set; as many as the
+    /// budget pays for, splitting the run's executed bytes into equal shares.
+    #[arg(long, requires = "select")]
+    pub capsules: bool,
     /// Size budget of `--select`: at most this percentage of the code in padding.
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
     pub max_growth: f64,
@@ -295,7 +301,19 @@ fn select(
     let rec = &recorded.recording;
     let code = sediment_sim::align::code_bytes(rec.starts(), rec.sizes());
     let budget = (code as f64 * args.max_growth / 100.0) as u64;
-    let chosen = sediment_sim::align::choose(&rec.unit_ranges(), args.boundary, args.align, budget);
+    let boundary = if args.capsules {
+        sediment_sim::align::CAPSULE_BOUNDARY
+    } else {
+        args.boundary
+    };
+    if args.align >= boundary {
+        bail!("--align {} must be below the boundary {boundary}", args.align);
+    }
+    let chosen = if args.capsules {
+        sediment_sim::align::capsules(&rec.unit_ranges(), boundary, args.align, budget)
+    } else {
+        sediment_sim::align::choose(&rec.unit_ranges(), boundary, args.align, budget)
+    };
     let mut names: Vec<String> = Vec::new();
     for i in chosen {
         let name = &recorded.names[i];
@@ -318,30 +336,30 @@ fn select(
         .insert("source".into(), "sediment align --select".into());
     order
         .meta
-        .insert("boundary".into(), args.boundary.to_string());
+        .insert("boundary".into(), boundary.to_string());
     crate::fsio::write_atomic(out, order.to_text().as_bytes())?;
     eprintln!(
         "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}",
         names.len(),
-        args.boundary,
+        boundary,
         args.max_growth,
         out.display()
     );
     let mut plan = plan;
-    plan.aligned = vec![
-        (
-            format!("all {}", args.boundary),
-            Aligned::All(args.boundary),
-        ),
-        (
-            format!("chosen {}", args.boundary),
-            Aligned::Chosen {
-                names,
-                align: args.boundary,
-                rest: args.align,
-            },
-        ),
-    ];
+    let chosen = (
+        format!("{} {boundary}", if args.capsules { "capsules" } else { "chosen" }),
+        Aligned::Chosen {
+            names,
+            align: boundary,
+            rest: args.align,
+        },
+    );
+    // Every function on a capsule boundary would be no layout anyone builds.
+    plan.aligned = if args.capsules {
+        vec![chosen]
+    } else {
+        vec![(format!("all {boundary}"), Aligned::All(boundary)), chosen]
+    };
     report(args, binary, &plan)
 }
 

@@ -168,6 +168,56 @@ pub fn choose(
         .collect()
 }
 
+/// Boundary of a capsule: 4 KiB, the span of one way of the simulated L1 I-caches (64 sets of
+/// 64-byte lines, 32K/8-way and 16K/4-way alike) and a page. Code that moves by a multiple of
+/// it keeps every line in its cache set and every line offset.
+pub const CAPSULE_BOUNDARY: u64 = 4096;
+
+/// Capsule boundaries: functions to start on a [`CAPSULE_BOUNDARY`] so that code growing or
+/// shrinking before one of them moves the code after it by whole multiples of the boundary,
+/// which changes no cache set and no line offset: the executed code from one capsule start to
+/// the next keeps its cache behaviour whatever happens before it. Returns unit indices in
+/// address order.
+///
+/// With `n` = `budget / (boundary - rest)` capsules affordable (worst-case padding each), the
+/// first starts at the first executed function and the others where the executed bytes
+/// (ranges as [`choose`] takes them, weighted by count) reach `k / n` of the total, so that
+/// each capsule holds about an equal share of the run's fetches; units are taken in index
+/// order, which must be address order. Empty when the budget affords none or nothing ran.
+pub fn capsules(
+    ranges: &[(u32, u64, u64, u64)],
+    boundary: u64,
+    rest: u64,
+    budget: u64,
+) -> Vec<usize> {
+    if boundary <= rest {
+        return Vec::new();
+    }
+    let n = budget / (boundary - rest);
+    let mut weight: std::collections::BTreeMap<u32, u128> = std::collections::BTreeMap::new();
+    for &(f, _, len, count) in ranges {
+        *weight.entry(f).or_insert(0) += u128::from(len) * u128::from(count);
+    }
+    let total: u128 = weight.values().sum();
+    if n == 0 || total == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut before: u128 = 0;
+    let mut k: u128 = 0;
+    for (&f, &w) in &weight {
+        // The next capsule starts at the first unit whose preceding weight reaches k/n.
+        if k < u128::from(n) && before * u128::from(n) >= k * total {
+            out.push(f as usize);
+            while k < u128::from(n) && before * u128::from(n) >= k * total {
+                k += 1;
+            }
+        }
+        before += w;
+    }
+    out
+}
+
 /// One row of a sweep: a layout, the code size it gives, and its metrics over the shifts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -390,6 +440,19 @@ fn num(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Capsules by hand: units 2, 5, 7 and 9 executed 100, 100, 100 and 100 bytes; a budget for
+    // two capsules (2 * 4080 bytes) starts them at unit 2 (the first executed) and at unit 7
+    // (half the weight before it); for one, only unit 2; for none, nothing.
+    #[test]
+    fn capsules_split_the_executed_weight() {
+        let r = [(2, 0, 10, 10), (5, 0, 50, 2), (7, 4, 100, 1), (9, 0, 1, 100)];
+        assert_eq!(capsules(&r, 4096, 16, 2 * 4080), [2, 7]);
+        assert_eq!(capsules(&r, 4096, 16, 4080), [2]);
+        assert!(capsules(&r, 4096, 16, 4079).is_empty());
+        assert_eq!(capsules(&r, 4096, 16, 4 * 4080), [2, 5, 7, 9]);
+        assert!(capsules(&[], 4096, 16, 1 << 20).is_empty());
+    }
 
     // Functions of 10, 40 and 7 bytes from 0x1000: packed at alignment 1, rounded at 16
     // (0x1000, 0x1010, 0x1040) and 64 (0x1000, 0x1040, 0x1080), so the code grows from 57 to
