@@ -33,6 +33,7 @@
 //! addresses, are matched, so an x86_64 profile is a fair guide to an aarch64 build; the report
 //! header shows both architectures instead.
 
+use crate::cli::vocab;
 use crate::fsio;
 use anyhow::{anyhow, Result};
 use sediment_elf::Binary;
@@ -64,22 +65,14 @@ pub struct Args {
         long,
         value_name = "SHARE",
         default_value_t = DEFAULT_MIN_SHARE,
-        value_parser = parse_share
+        value_parser = vocab::parse_share
     )]
     pub min_share: f64,
     #[command(flatten)]
-    pub demangle: super::vocab::Demangle,
+    pub demangle: vocab::Demangle,
 }
 
 use sediment_profile::{binary_share, DEFAULT_MIN_SHARE};
-
-/// Parses a share between 0 and 1.
-fn parse_share(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{text}' is not a share between 0 and 1")),
-    }
-}
 
 /// Runs `sediment match`.
 pub fn run(args: Args) -> Result<()> {

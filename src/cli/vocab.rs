@@ -63,7 +63,8 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
                        functions, else it links unordered as a stale profile (default: 0.5)
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
 
-/// Parses a share between 0 and 1 (`SHARE` in docs/reference/vocabulary.md).
+/// Parses a `SHARE`, a number from 0 to 1 (docs/reference/vocabulary.md), as every option and
+/// variable spelled `SHARE` takes it.
 pub fn parse_share(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
@@ -126,10 +127,3 @@ pub const RECORD_ENV_HELP: &str = "Environment:
   SEDIMENT_MAX_MEMORY       Bytes the run may hold while it imports the recording (default:
                             three quarters of the machine's memory)";
 
-/// Clap parser for a `SHARE`: a number from 0 to 1 (`verify --min-in-order`, `--min-found`).
-pub fn parse_share(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{text}' is not a share between 0 and 1")),
-    }
-}
