@@ -87,7 +87,8 @@ pub struct Args {
     /// With `--select`: choose capsule boundaries instead: functions to start on a 4 KiB
     /// boundary (one way of the L1 I-cache, a page), so that growth before one of them moves
     /// the code after it by whole multiples of 4 KiB and changes no cache set; as many as the
-    /// budget pays for, splitting the run's executed bytes into equal shares.
+    /// budget pays for, each at the executed function after one of the largest stretches of
+    /// code that did not run.
     #[arg(long, requires = "select")]
     pub capsules: bool,
     /// Size budget of `--select`: at most this percentage of the code in padding.
@@ -307,10 +308,20 @@ fn select(
         args.boundary
     };
     if args.align >= boundary {
-        bail!("--align {} must be below the boundary {boundary}", args.align);
+        bail!(
+            "--align {} must be below the boundary {boundary}",
+            args.align
+        );
     }
     let chosen = if args.capsules {
-        sediment_sim::align::capsules(&rec.unit_ranges(), boundary, args.align, budget)
+        sediment_sim::align::capsules(
+            &rec.unit_ranges(),
+            rec.starts(),
+            rec.sizes(),
+            boundary,
+            args.align,
+            budget,
+        )
     } else {
         sediment_sim::align::choose(&rec.unit_ranges(), boundary, args.align, budget)
     };
@@ -334,9 +345,7 @@ fn select(
     order
         .meta
         .insert("source".into(), "sediment align --select".into());
-    order
-        .meta
-        .insert("boundary".into(), boundary.to_string());
+    order.meta.insert("boundary".into(), boundary.to_string());
     crate::fsio::write_atomic(out, order.to_text().as_bytes())?;
     eprintln!(
         "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}",
@@ -347,7 +356,10 @@ fn select(
     );
     let mut plan = plan;
     let chosen = (
-        format!("{} {boundary}", if args.capsules { "capsules" } else { "chosen" }),
+        format!(
+            "{} {boundary}",
+            if args.capsules { "capsules" } else { "chosen" }
+        ),
         Aligned::Chosen {
             names,
             align: boundary,

@@ -126,4 +126,3 @@ pub const RECORD_ENV_HELP: &str = "Environment:
                             binaries it names together (default: 4 GiB)
   SEDIMENT_MAX_MEMORY       Bytes the run may hold while it imports the recording (default:
                             three quarters of the machine's memory)";
-

@@ -175,17 +175,22 @@ pub const CAPSULE_BOUNDARY: u64 = 4096;
 
 /// Capsule boundaries: functions to start on a [`CAPSULE_BOUNDARY`] so that code growing or
 /// shrinking before one of them moves the code after it by whole multiples of the boundary,
-/// which changes no cache set and no line offset: the executed code from one capsule start to
-/// the next keeps its cache behaviour whatever happens before it. Returns unit indices in
-/// address order.
+/// which changes no cache set and no line offset. Growth in the cold code between two
+/// executed functions changes where the executed code after it sits against the executed code
+/// before it, which is what makes miss counts jump; a capsule starting at the executed function
+/// right after that cold stretch absorbs any growth inside it. Returns unit indices in address
+/// order.
 ///
 /// With `n` = `budget / (boundary - rest)` capsules affordable (worst-case padding each), the
-/// first starts at the first executed function and the others where the executed bytes
-/// (ranges as [`choose`] takes them, weighted by count) reach `k / n` of the total, so that
-/// each capsule holds about an equal share of the run's fetches; units are taken in index
-/// order, which must be address order. Empty when the budget affords none or nothing ran.
+/// capsules start at the executed functions after the `n` largest stretches of code without
+/// executed functions (the one before the first executed function counts from the first
+/// unit's start), the bytes where an unrelated change is most likely to land; ties go to the
+/// earlier stretch. `starts` and `sizes` are every unit's, `ranges` as [`choose`] takes them.
+/// Empty when the budget affords none or nothing ran.
 pub fn capsules(
     ranges: &[(u32, u64, u64, u64)],
+    starts: &[u64],
+    sizes: &[u64],
     boundary: u64,
     rest: u64,
     budget: u64,
@@ -193,28 +198,25 @@ pub fn capsules(
     if boundary <= rest {
         return Vec::new();
     }
-    let n = budget / (boundary - rest);
-    let mut weight: std::collections::BTreeMap<u32, u128> = std::collections::BTreeMap::new();
-    for &(f, _, len, count) in ranges {
-        *weight.entry(f).or_insert(0) += u128::from(len) * u128::from(count);
-    }
-    let total: u128 = weight.values().sum();
-    if n == 0 || total == 0 {
+    let n = (budget / (boundary - rest)) as usize;
+    let executed: std::collections::BTreeSet<usize> = ranges
+        .iter()
+        .filter(|r| r.3 > 0 && (r.0 as usize) < starts.len().min(sizes.len()))
+        .map(|r| r.0 as usize)
+        .collect();
+    let Some(&base) = starts.first() else {
         return Vec::new();
+    };
+    // (cold bytes before it, unit) for every executed unit, address order.
+    let mut gaps: Vec<(u64, usize)> = Vec::with_capacity(executed.len());
+    let mut end = base;
+    for &u in &executed {
+        gaps.push((starts[u].saturating_sub(end), u));
+        end = end.max(starts[u].saturating_add(sizes[u]));
     }
-    let mut out = Vec::new();
-    let mut before: u128 = 0;
-    let mut k: u128 = 0;
-    for (&f, &w) in &weight {
-        // The next capsule starts at the first unit whose preceding weight reaches k/n.
-        if k < u128::from(n) && before * u128::from(n) >= k * total {
-            out.push(f as usize);
-            while k < u128::from(n) && before * u128::from(n) >= k * total {
-                k += 1;
-            }
-        }
-        before += w;
-    }
+    gaps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut out: Vec<usize> = gaps.into_iter().take(n).map(|(_, u)| u).collect();
+    out.sort_unstable();
     out
 }
 
@@ -441,17 +443,22 @@ fn num(v: f64) -> String {
 mod tests {
     use super::*;
 
-    // Capsules by hand: units 2, 5, 7 and 9 executed 100, 100, 100 and 100 bytes; a budget for
-    // two capsules (2 * 4080 bytes) starts them at unit 2 (the first executed) and at unit 7
-    // (half the weight before it); for one, only unit 2; for none, nothing.
+    // Capsules by hand: units of 100 bytes at 0, 100, ..., 900; units 2, 5, 6 and 9 ran.
+    // Cold stretches before them: 200, 200 (300..500), 0, 200: two capsules go to the
+    // earliest of the largest (2 and 5), three to 2, 5 and 9, none without the budget.
     #[test]
-    fn capsules_split_the_executed_weight() {
-        let r = [(2, 0, 10, 10), (5, 0, 50, 2), (7, 4, 100, 1), (9, 0, 1, 100)];
-        assert_eq!(capsules(&r, 4096, 16, 2 * 4080), [2, 7]);
-        assert_eq!(capsules(&r, 4096, 16, 4080), [2]);
-        assert!(capsules(&r, 4096, 16, 4079).is_empty());
-        assert_eq!(capsules(&r, 4096, 16, 4 * 4080), [2, 5, 7, 9]);
-        assert!(capsules(&[], 4096, 16, 1 << 20).is_empty());
+    fn capsules_follow_the_largest_cold_stretches() {
+        let starts: Vec<u64> = (0..10).map(|i| i * 100).collect();
+        let sizes = vec![100; 10];
+        let r = [(2, 0, 10, 10), (5, 0, 50, 2), (6, 4, 10, 1), (9, 0, 1, 100)];
+        assert_eq!(capsules(&r, &starts, &sizes, 4096, 16, 2 * 4080), [2, 5]);
+        assert_eq!(capsules(&r, &starts, &sizes, 4096, 16, 3 * 4080), [2, 5, 9]);
+        assert!(capsules(&r, &starts, &sizes, 4096, 16, 4079).is_empty());
+        assert_eq!(
+            capsules(&r, &starts, &sizes, 4096, 16, 9 * 4080),
+            [2, 5, 6, 9]
+        );
+        assert!(capsules(&[], &starts, &sizes, 4096, 16, 1 << 20).is_empty());
     }
 
     // Functions of 10, 40 and 7 bytes from 0x1000: packed at alignment 1, rounded at 16
