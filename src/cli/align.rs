@@ -88,7 +88,8 @@ pub struct Args {
     /// boundary (one way of the L1 I-cache, a page), so that growth before one of them moves
     /// the code after it by whole multiples of 4 KiB and changes no cache set; as many as the
     /// budget pays for, each at the executed function after one of the largest stretches of
-    /// code that did not run.
+    /// code that did not run; given the program's OBJECTS, at the start of the code of the
+    /// objects that ran most instead (a change in any earlier object is then absorbed).
     #[arg(long, requires = "select")]
     pub capsules: bool,
     /// Size budget of `--select`: at most this percentage of the code in padding.
@@ -140,8 +141,8 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(list) = &args.apply {
         return apply(&args, list);
     }
-    if !args.objects.is_empty() && !args.build {
-        bail!("object files are only read by --apply and --build");
+    if !args.objects.is_empty() && !args.build && !args.capsules {
+        bail!("object files are only read by --apply, --build and --capsules");
     }
     if args.build && args.objects.is_empty() {
         bail!("--build needs the object files to link");
@@ -313,7 +314,10 @@ fn select(
             args.align
         );
     }
-    let chosen = if args.capsules {
+    let chosen = if args.capsules && !args.objects.is_empty() {
+        let groups = object_starts(&args.objects, &recorded)?;
+        sediment_sim::align::capsules_at_objects(&groups, boundary, args.align, budget)
+    } else if args.capsules {
         sediment_sim::align::capsules(
             &rec.unit_ranges(),
             rec.starts(),
@@ -373,6 +377,62 @@ fn select(
         vec![(format!("all {boundary}"), Aligned::All(boundary)), chosen]
     };
     report(args, binary, &plan)
+}
+
+/// Per object, in the order given: the unit starting its code (the lowest-addressed of its
+/// functions in a plain `.text.NAME` section: gcc's `.text.unlikely`, `.text.startup`,
+/// `.text.hot` and `.text.exit` pieces are placed apart by the linker) and the executed bytes of
+/// all its functions in the recorded run. Objects none of whose functions is in the binary are
+/// left out.
+fn object_starts(
+    objects: &[PathBuf],
+    recorded: &crate::pipeline::measure::Recorded,
+) -> Result<Vec<(usize, u128)>> {
+    const APART: [&str; 4] = [".text.unlikely", ".text.startup", ".text.hot", ".text.exit"];
+    let rec = &recorded.recording;
+    let starts = rec.starts();
+    let mut weight = vec![0u128; starts.len()];
+    for (u, _, len, count) in rec.unit_ranges() {
+        if let Some(w) = weight.get_mut(u as usize) {
+            *w += u128::from(len) * u128::from(count);
+        }
+    }
+    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, n) in recorded.names.iter().enumerate() {
+        by_name.entry(n.as_str()).or_default().push(i);
+    }
+    let mut groups = Vec::new();
+    for path in objects {
+        let data = crate::fsio::read_bytes(path)?;
+        let shown = path.display().to_string();
+        let files = sediment_elf::objects::read_objects(&shown, &data)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        for o in &files {
+            let mut first: Option<usize> = None;
+            let mut w = 0u128;
+            for f in &o.functions {
+                let Some(units) = by_name.get(f.name.as_str()) else {
+                    continue;
+                };
+                // A local name may be in several objects: its units all count, as `--select`
+                // aligns every function of a chosen name.
+                w += units.iter().map(|&u| weight[u]).sum::<u128>();
+                // A name of several functions cannot say where this object's code is.
+                if units.len() > 1 || APART.iter().any(|p| f.section.starts_with(p)) {
+                    continue;
+                }
+                for &u in units {
+                    if first.map_or(true, |x| starts[u] < starts[x]) {
+                        first = Some(u);
+                    }
+                }
+            }
+            if let Some(u) = first {
+                groups.push((u, w));
+            }
+        }
+    }
+    Ok(groups)
 }
 
 /// `--apply`: writes the aligned copies of the objects and prints their paths.

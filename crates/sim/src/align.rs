@@ -220,6 +220,31 @@ pub fn capsules(
     out
 }
 
+/// Capsule boundaries at object starts: `groups` holds, per object, the unit that starts its
+/// code (its first function in address order) and the object's executed bytes; the `n`
+/// objects with the most executed bytes (ties: the earlier group) get a capsule at their
+/// start, `n` = `budget / (boundary - rest)`. A change anywhere in the objects before a capsule
+/// then moves that object's code and all after it up to the next capsule by whole multiples of
+/// the boundary. Returns unit indices, sorted.
+pub fn capsules_at_objects(
+    groups: &[(usize, u128)],
+    boundary: u64,
+    rest: u64,
+    budget: u64,
+) -> Vec<usize> {
+    if boundary <= rest {
+        return Vec::new();
+    }
+    let n = (budget / (boundary - rest)) as usize;
+    let mut ranked: Vec<(usize, &(usize, u128))> =
+        groups.iter().enumerate().filter(|(_, g)| g.1 > 0).collect();
+    ranked.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
+    let mut out: Vec<usize> = ranked.into_iter().take(n).map(|(_, g)| g.0).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// One row of a sweep: a layout, the code size it gives, and its metrics over the shifts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -446,6 +471,17 @@ mod tests {
     // Capsules by hand: units of 100 bytes at 0, 100, ..., 900; units 2, 5, 6 and 9 ran.
     // Cold stretches before them: 200, 200 (300..500), 0, 200: two capsules go to the
     // earliest of the largest (2 and 5), three to 2, 5 and 9, none without the budget.
+    // Object capsules: the budget pays for one, two or none; the most executed objects get
+    // them, objects that did not run never.
+    #[test]
+    fn capsules_at_the_most_executed_objects() {
+        let g = [(0, 10), (7, 500), (12, 0), (20, 80)];
+        assert_eq!(capsules_at_objects(&g, 4096, 16, 4080), [7]);
+        assert_eq!(capsules_at_objects(&g, 4096, 16, 2 * 4080), [7, 20]);
+        assert_eq!(capsules_at_objects(&g, 4096, 16, 9 * 4080), [0, 7, 20]);
+        assert!(capsules_at_objects(&g, 4096, 16, 100).is_empty());
+    }
+
     #[test]
     fn capsules_follow_the_largest_cold_stretches() {
         let starts: Vec<u64> = (0..10).map(|i| i * 100).collect();
