@@ -532,6 +532,90 @@ fn has_perf_capability() -> bool {
         .is_some_and(|caps| caps & (1 << 38 | 1 << 21) != 0)
 }
 
+/// Which binaries of a recording written to a profile directory or a bundle are kept
+/// (`record --under DIR`, `--keep-binaries NAMES`): a binary is kept when its recorded path
+/// lies under one of [`Filter::under`] (compared after resolving symbolic links on both
+/// sides, so `./build` matches what perf saw as `/home/u/pkg/build/...`) or its base name is
+/// one of [`Filter::names`]. An empty filter keeps every binary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Directories: a build tree, an install prefix.
+    pub under: Vec<PathBuf>,
+    /// Base names (`postgres`, `libpq.so.5`).
+    pub names: Vec<String>,
+}
+
+impl Filter {
+    /// True when the filter keeps every binary.
+    pub fn is_empty(&self) -> bool {
+        self.under.is_empty() && self.names.is_empty()
+    }
+}
+
+/// Drops from `imported` the profiles of binaries `filter` does not keep, and returns the
+/// dropped binaries' base names, heaviest (self weight) first, ties by name. A directory of
+/// [`Filter::under`] that does not exist is an error naming it (a typo would otherwise drop
+/// everything).
+pub fn filter_binaries(imported: &mut Imported, filter: &Filter) -> Result<Vec<String>> {
+    if filter.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut dirs = Vec::new();
+    for d in &filter.under {
+        let real = std::fs::canonicalize(d)
+            .with_context(|| format!("--under {}: no such directory", d.display()))?;
+        if !real.is_dir() {
+            bail!("--under {}: not a directory", d.display());
+        }
+        dirs.push(real);
+    }
+    let kept = |p: &sediment_profile::Profile| {
+        let name = sediment_profile::base_name(&p.meta.binary);
+        if filter.names.iter().any(|n| n == name) {
+            return true;
+        }
+        let path = Path::new(&p.meta.binary);
+        let real = std::fs::canonicalize(path).ok();
+        dirs.iter()
+            .any(|d| path.starts_with(d) || real.as_deref().is_some_and(|r| r.starts_with(d)))
+    };
+    let (keep, mut dropped): (Vec<_>, Vec<_>) = std::mem::take(&mut imported.profiles)
+        .into_iter()
+        .partition(|p| kept(p));
+    imported.profiles = keep;
+    dropped.sort_by(|a, b| {
+        b.self_total()
+            .cmp(&a.self_total())
+            .then_with(|| a.meta.binary.cmp(&b.meta.binary))
+    });
+    Ok(dropped
+        .into_iter()
+        .map(|p| sediment_profile::base_name(&p.meta.binary).to_string())
+        .collect())
+}
+
+/// The `meta` keys a recording may fill with what the recorder typed or where it lives:
+/// callgrind's `cmd` (the command line).
+const PRIVATE_META: &[&str] = &["cmd"];
+
+/// Keeps of every profile of `imported` only what a build needs to find and match it:
+/// `meta binary` becomes the binary's base name (`/home/u/pkg/build/postgres` ->
+/// `postgres`; the build-id, the architecture and the function names stay), and the keys of
+/// `PRIVATE_META` (the command line) are removed. Used for profile directories and bundles,
+/// which are shipped and sent to others (`record --keep-paths` skips it).
+pub fn drop_private(imported: &mut Imported) {
+    for p in &mut imported.profiles {
+        let name = sediment_profile::base_name(&p.meta.binary).to_string();
+        p.meta.binary = name;
+        for key in PRIVATE_META {
+            p.meta.extra.remove(*key);
+        }
+    }
+    if let Some(main) = &mut imported.main {
+        *main = sediment_profile::base_name(main).to_string();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

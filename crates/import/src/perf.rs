@@ -54,6 +54,11 @@
 //! kept in the process maps under their kind, so that a sample landing there is counted by
 //! kind and never falls through to a binary mapped elsewhere; the call chain stops there.
 //!
+//! Samples in a binary's PLT stubs (`.plt`, `.plt.sec`, `.plt.got`: a call on its way into
+//! another binary) are counted ([`Stats::plt_samples`]) and attributed to no function: no
+//! symbol covers the PLT, and the size-less `_init` that precedes it must not inherit them
+//! (`sediment_elf::Binary::lookup` finds nothing there).
+//!
 //! Each profile comes with its first half's self weights (the attributed samples in time
 //! order, [`PerfImport::first_half`]), for the caller to judge whether the recording was long
 //! enough.
@@ -150,7 +155,11 @@ pub struct Stats {
     /// Binaries that got samples but that the resolver could not provide, with their sample
     /// counts, sorted by path.
     pub missing_binaries: Vec<(String, u64)>,
-    /// Samples in a resolved binary whose address matched no function symbol.
+    /// Samples in a resolved binary's PLT stubs (`.plt`, `.plt.sec`, `.plt.got`): calls on
+    /// their way to another binary's function, counted here and attributed to no function
+    /// (never to `_init`, the size-less symbol before the PLT).
+    pub plt_samples: u64,
+    /// Samples in a resolved binary whose address matched no function symbol (PLT stubs apart).
     pub unsymbolized_samples: u64,
     /// Those samples by binary: `(path, samples)`, most samples first (ties by path).
     pub unsymbolized_by_binary: Vec<(String, u64)>,
@@ -961,8 +970,13 @@ fn attribute(
                     set_size(&mut r.builder, &sym.key, sym.size);
                 }
                 None => {
-                    stats.unsymbolized_samples += 1;
-                    r.unsymbolized += 1;
+                    let (_, off) = s[0];
+                    if r.elf.offset_to_vaddr(off).is_some_and(|a| r.elf.in_plt(a)) {
+                        stats.plt_samples += 1;
+                    } else {
+                        stats.unsymbolized_samples += 1;
+                        r.unsymbolized += 1;
+                    }
                 }
             }
         }
