@@ -524,6 +524,23 @@ fn run_traced(
     ))
 }
 
+/// The code bytes of `binary` as the sweep counts them (`sediment_sim::align::code_bytes` over
+/// its functions and the fillers between them, fillers aligned to `align`): the size a built
+/// layout is compared by.
+pub fn code_bytes(binary: &Path, align: u64) -> Result<u64> {
+    let data = crate::fsio::read_bytes(binary)?;
+    let elf = sediment_elf::Binary::parse(&binary.display().to_string(), &data)?;
+    let exec: Vec<sediment_elf::Segment> = elf
+        .segments
+        .iter()
+        .copied()
+        .filter(|s| s.is_executable())
+        .collect();
+    let units = sediment_link::placement::Units::of(&elf, &exec);
+    let (old, size, _) = sediment_sim::align::with_fillers(units.starts(), units.sizes(), align);
+    Ok(sediment_sim::align::code_bytes(&old, &size))
+}
+
 /// The layouts of [`Plan::aligned`] in link-time addresses.
 struct AlignedLayouts {
     /// Old start and size of every unit: the binary's functions and the fillers between them

@@ -17,6 +17,7 @@ pub mod measure;
 pub mod merge;
 pub mod order;
 pub mod record;
+pub mod relink;
 pub mod target;
 pub mod timings;
 pub mod tune;
