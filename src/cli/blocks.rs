@@ -70,7 +70,7 @@ struct PlanArgs {
     /// Split the hot blocks in two clusters per function: the very hot ones, holding this
     /// share (0 to 1) of the training's executed code bytes, placed before every warm part
     /// (`name.__part.1` symbols). 0: one hot cluster per function.
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_share)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = vocab::parse_share)]
     hot_coverage: f64,
     /// Function-level algorithm ordering the hot parts (as in `sediment order`).
     #[arg(long, value_name = "NAME", default_value = "c3", value_parser = vocab::parse_algorithm)]
@@ -104,13 +104,6 @@ struct CheckArgs {
     /// The binary, under either spelling ([`CheckArgs::with_binary`] sets it).
     #[arg(skip)]
     binary: PathBuf,
-}
-
-fn parse_share(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{text}' is not a share between 0 and 1")),
-    }
 }
 
 /// Runs `sediment blocks`.

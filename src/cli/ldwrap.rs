@@ -13,10 +13,13 @@
 //! At each link `sediment ld`:
 //! 1. finds the output (`-o FILE`) and the profile for it: `$SEDIMENT_PROF_DIR` (or
 //!    `$PROF_DIR`) `/<output base name>.sprof`, the naming `sediment record --prof-dir` writes;
-//! 2. **safe default**: no profile directory, no profile for this output, a response file
-//!    (`@file`), an ordering option already on the command line, or mold -> the real linker
-//!    runs with exactly the arguments it was given, so a package without profiles links
-//!    byte-identically to a build without the wrappers;
+//! 2. **safe default**: no profile directory, no profile for this output, an ordering option
+//!    already on the command line, or mold -> the real linker runs with exactly the arguments
+//!    it was given, so a package without profiles links byte-identically to a build without
+//!    the wrappers. Response files (`@file`, which CMake, Ninja and Meson use for long lines,
+//!    and the compiler driver then too) are read first ([`sediment_link::response`], GNU's
+//!    quoting, nested files expanded); an ordered link passes the real linker one response
+//!    file of its own with the whole line and the ordering option;
 //! 3. otherwise orders the profile (`$SEDIMENT_ALGORITHM`, default `c3`), resolves the order
 //!    against the ELF relocatable objects and archives on the command line (every argument
 //!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
@@ -29,6 +32,11 @@
 //!    linker's input holds, of how many profiled functions, and the warnings' count; each
 //!    warning follows on its own line (`sediment ld: OUT: warning: ...`; each is one counted
 //!    line naming the first few entries it is about), so the build log shows them.
+//!    GNU ld before 2.43 takes a full `-T` script, made from its own default script for the
+//!    link's mode (`ld --verbose` with the command line's `-shared`/`-pie`/`-no-pie`, `-z` and
+//!    `-m` options: [`sediment_link::cmdline::script_mode_args`]), so executables and shared
+//!    libraries alike; the summary line then comes after the link and ends with what the
+//!    output's symbols show ([`crate::pipeline::verify`]).
 //!
 //! The command line is read by [`sediment_link::cmdline`]; resolving and emitting is the `link`
 //! stage ([`crate::pipeline::link::link`]), the check after an LTO link the `verify` stage
@@ -60,10 +68,18 @@
 //! whose link-time options lack `-ffunction-sections` cannot be ordered: it links unchanged,
 //! with one line saying so.
 //!
+//! **Stale profiles.** A profile recorded from an older version of the program may name
+//! functions the link no longer has. When less than the least share of its weight
+//! ([`DEFAULT_MIN_LINK_SHARE`], `$SEDIMENT_MIN_SHARE`, `wrappers --min-share`; `main` and the C
+//! start-up code not counted: [`sediment_profile::binary_share`]) is in the functions of the
+//! link's objects, the link runs unchanged with one line giving the share: an order guessed
+//! from code that has changed is not applied. With LTO inputs the functions exist only after
+//! the link, so that check is the one after it (none found fails the link).
+//!
 //! A corrupt profile is an error (one line naming the file, exit 1, nothing linked), not a
 //! silent fallback: a packager who ships profiles wants to know one is broken. It is read and
 //! parsed before the reasons to link unordered are looked at, so it fails every route, a link
-//! that would not have been ordered anyway (`-r`, `-T`, `@file`, mold) included. So is anything
+//! that would not have been ordered anyway (`-r`, `-T`, mold) included. So is anything
 //! else where the profile belongs (a directory, a symbolic link to nothing), and a profile
 //! directory that is not a directory: only a name that does not exist is "no profile". A
 //! profile that matches none of the objects is an error naming the profile, unless an input on
@@ -75,15 +91,18 @@
 //! line, as the driver hands it over, is plain. Also turned down: writing the order file next
 //! to the output (build systems glob their build directories at install time).
 
+use crate::cli::vocab;
 use crate::fsio;
 use crate::pipeline::link::{self as link_stage, Bfd, SplitInputs};
 use crate::pipeline::verify::{verify, Verified};
 use anyhow::{anyhow, bail, Context, Result};
 use sediment_link::cmdline::{
-    has_plugin, is_shared, output_of, pie_mode, why_not_after_lto, why_not_ordered,
+    has_plugin, output_of, script_mode_args, why_not_after_lto, why_not_ordered,
 };
+use sediment_link::response::{Expansion, MAX_EXPANSIONS};
 use sediment_link::{BfdFlavor, Linker};
 use sediment_order::{Algorithm, CallGraph};
+use sediment_profile::FuncKey;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,7 +118,25 @@ pub struct WrappersArgs {
     /// Profile directory baked into the shims (else `$SEDIMENT_PROF_DIR`/`$PROF_DIR` at link time).
     #[arg(long, value_name = "DIR")]
     pub prof_dir: Option<PathBuf>,
+    /// Least share (0 to 1) of a profile's weight that must be in the functions of the link it
+    /// is for, baked into the shims (else `$SEDIMENT_MIN_SHARE` at link time, default 0.5);
+    /// below it the link is left unordered as one of a stale profile.
+    #[arg(long, value_name = "SHARE", value_parser = vocab::parse_share)]
+    pub min_share: Option<f64>,
 }
+
+/// Least share of a profile's weight that must be in the link's functions for the link to be
+/// ordered, unless `$SEDIMENT_MIN_SHARE` or `wrappers --min-share` say otherwise. A profile of
+/// the build it is used with finds all of its weight there (it was recorded from that
+/// build), another version of the program most of it; when more than half of the weight
+/// names functions the link does not have, the profile describes another program or a much
+/// older version, and its order is a guess about code that has changed: linking unordered is
+/// never worse than that (Go's promise for a stale PGO profile). `main` and the C start-up
+/// code are not counted ([`sediment_profile::binary_share`]).
+pub const DEFAULT_MIN_LINK_SHARE: f64 = 0.5;
+
+/// The environment variable of the least share ([`DEFAULT_MIN_LINK_SHARE`]).
+const MIN_SHARE_ENV: &str = "SEDIMENT_MIN_SHARE";
 
 /// Arguments of `sediment ld`.
 #[derive(clap::Args)]
@@ -144,6 +181,11 @@ pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
             script.push_str(&format!(
                 "SEDIMENT_PROF_DIR={}\nexport SEDIMENT_PROF_DIR\n",
                 sh_quote(p)
+            ));
+        }
+        if let Some(share) = args.min_share {
+            script.push_str(&format!(
+                "{MIN_SHARE_ENV}={share}\nexport {MIN_SHARE_ENV}\n"
             ));
         }
         script.push_str(&format!(
@@ -205,16 +247,40 @@ fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
 /// Runs `sediment ld`: plans the ordering, runs the real linker, checks an LTO link's output,
 /// exits with the linker's status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
-    let plan = plan(&args)?;
-    let extra: Vec<OsString> = plan.as_ref().map(|p| p.extra.clone()).unwrap_or_default();
-    let status = Command::new(&args.real)
-        .args(&args.args)
-        .args(&extra)
+    let line = match link_stage::expand_response_files(&args.args) {
+        Expansion::Plain => None,
+        Expansion::Expanded(line) => Some(line),
+        Expansion::TooDeep(first) => {
+            eprintln!(
+                "sediment ld: not ordered: the response file {} expands more than {MAX_EXPANSIONS} response files (does one name itself?)",
+                Path::new(&first).display()
+            );
+            return run_unchanged(&args);
+        }
+    };
+    let plan = plan(&args.real, line.as_deref().unwrap_or(&args.args))?;
+    let Some(p) = &plan else {
+        return run_unchanged(&args);
+    };
+    let mut command = Command::new(&args.real);
+    match &line {
+        // The linker gets the expanded line and the options in one response file of its own,
+        // as long command lines are meant to be passed.
+        Some(line) => {
+            let all: Vec<OsString> = line.iter().chain(&p.extra).cloned().collect();
+            command.arg(link_stage::write_response_file(p._dir.path(), &all)?)
+        }
+        None => command.args(&args.args).args(&p.extra),
+    };
+    let status = command
         .status()
         .with_context(|| format!("{}: cannot run the linker", args.real.display()))?;
-    if status.success() {
-        if let Some(check) = plan.as_ref().and_then(|p| p.after_lto.as_ref()) {
-            check_after_lto(check)?;
+    if let Some(p) = &plan {
+        match &p.after {
+            After::Nothing => {}
+            After::Lto(check) if status.success() => check_after_lto(check)?,
+            After::Lto(_) => {}
+            After::Script(line) => report_script(line, status.success()),
         }
     }
     drop(plan);
@@ -222,12 +288,62 @@ pub fn run_ld(args: LdArgs) -> Result<()> {
     std::process::exit(status.code().unwrap_or(1));
 }
 
+/// Runs the real linker with exactly the arguments it was given and exits with its status.
+fn run_unchanged(args: &LdArgs) -> Result<()> {
+    let status = Command::new(&args.real)
+        .args(&args.args)
+        .status()
+        .with_context(|| format!("{}: cannot run the linker", args.real.display()))?;
+    std::process::exit(status.code().unwrap_or(1));
+}
+
 /// What to add to the link: the options, and the directory holding the file they name.
 struct Plan {
     extra: Vec<OsString>,
-    /// Set for a link with LTO inputs: the output is checked once the linker has succeeded.
-    after_lto: Option<AfterLto>,
+    /// What is printed or checked once the linker has run.
+    after: After,
     _dir: tempfile::TempDir,
+}
+
+/// What [`run_ld`] does once the linker has run.
+enum After {
+    /// Nothing: the summary line was printed before the link.
+    Nothing,
+    /// A link with LTO inputs: the output is checked once the linker has succeeded.
+    Lto(AfterLto),
+    /// A link through a full GNU ld script (ld before 2.43): the summary line is printed after
+    /// the link, with what the output shows.
+    Script(AfterScript),
+}
+
+/// The summary line of a full-script link, and what checking its output needs.
+struct AfterScript {
+    output: PathBuf,
+    /// The summary line without its end (`sediment ld: OUT: ordered N of M ... from P`).
+    line: String,
+    /// The order's function names, hottest first.
+    names: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// Prints a full-script link's summary line, ending in what the output shows when the link
+/// succeeded: how many of the placed functions are in the output in the intended order (GNU ld
+/// takes a full script for a whole link mode, so the order is confirmed in the result), then
+/// its warnings.
+fn report_script(a: &AfterScript, linked: bool) {
+    let end = if !linked {
+        String::new()
+    } else {
+        match verify(&a.output, &a.names) {
+            Verified::Checked(c) => format!(
+                "; in the output: {} of the {} found in order",
+                c.in_order, c.found
+            ),
+            Verified::Unchecked(why) => format!("; not checked: {why}"),
+        }
+    };
+    eprintln!("{}{end}", a.line);
+    print_warnings(&a.output, &a.warnings);
 }
 
 /// What [`check_after_lto`] needs: the output, the profile, the order's function names, and
@@ -288,8 +404,9 @@ fn print_warnings(output: &Path, warnings: &[String]) {
     }
 }
 
-/// Decides whether and how to order this link; `None` is the safe default (link unchanged).
-fn plan(args: &LdArgs) -> Result<Option<Plan>> {
+/// Decides whether and how to order the link of `line` (the command line, its response files
+/// expanded) by the linker `real`; `None` is the safe default (link unchanged).
+fn plan(real: &Path, line: &[OsString]) -> Result<Option<Plan>> {
     let verbose = std::env::var_os("SEDIMENT_VERBOSE").is_some();
     let skip = |why: &str| {
         if verbose {
@@ -300,7 +417,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     let Some((variable, prof_dir)) = crate::cli::vocab::prof_dir_from_env() else {
         return skip("no SEDIMENT_PROF_DIR or PROF_DIR");
     };
-    let Some(output) = output_of(&args.args) else {
+    let Some(output) = output_of(line) else {
         return skip("no -o on the command line");
     };
     let Some(base) = Path::new(&output).file_name() else {
@@ -314,7 +431,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
     // directory, a dangling link, a file that cannot be read) is a broken setup, and linking
     // unordered would hide it, like a corrupt profile. The profile is read and parsed before
     // any reason to skip ordering is looked at, so a broken one fails every link of its
-    // output, ordered or not (`-r`, `-T`, `@file`, mold, an old GNU ld). It is opened once,
+    // output, ordered or not (`-r`, `-T`, mold). It is opened once,
     // without blocking (a FIFO there never hangs the link): [`fsio::read_profile_slot`].
     let profile = match fsio::read_profile_slot(&profile_path)? {
         fsio::ProfileSlot::Profile(p) => p,
@@ -337,14 +454,19 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
             return skip(&format!("no profile {}", profile_path.display()));
         }
     };
-    if let Some(why) = why_not_ordered(&args.args) {
+    if let Some(why) = why_not_ordered(line) {
         eprintln!(
             "sediment ld: {}: not ordered: {why}",
             Path::new(&output).display()
         );
         return Ok(None);
     }
-    let linker = link_stage::detect_linker(&args.real)?;
+    let min_share = match std::env::var_os(MIN_SHARE_ENV) {
+        None => DEFAULT_MIN_LINK_SHARE,
+        Some(v) => vocab::parse_share(&v.to_string_lossy())
+            .map_err(|e| anyhow!("${MIN_SHARE_ENV}: {e}; nothing linked"))?,
+    };
+    let linker = link_stage::detect_linker(real)?;
     if linker == Linker::Mold {
         eprintln!(
             "sediment ld: {}: not ordered: mold cannot order functions (docs/design/linkers.md)",
@@ -353,15 +475,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         return Ok(None);
     }
     let bfd = if linker == Linker::Bfd {
-        let flavor = link_stage::bfd_flavor(&args.real.to_string_lossy(), pie_mode(&args.args))?;
-        if is_shared(&args.args) && matches!(flavor, BfdFlavor::FullScript { .. }) {
-            eprintln!(
-                "sediment ld: {}: not ordered: GNU ld before 2.43 needs a full script, which Sediment writes for executables only",
-                Path::new(&output).display()
-            );
-            return Ok(None);
-        }
-        flavor
+        link_stage::bfd_flavor(&real.to_string_lossy(), &script_mode_args(line))?
     } else {
         BfdFlavor::OrderingFile
     };
@@ -371,9 +485,8 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         Algorithm::from_name(&algorithm_name).map_err(|e| anyhow!("SEDIMENT_ALGORITHM: {e}"))?;
     let graph = CallGraph::from_profile(&profile);
     let order = crate::pipeline::order::order(&profile, &profile_path, &graph, algorithm)?;
-    let inputs = link_stage::link_inputs(&args.args, Path::new(&args.real), linker)?;
-    let SplitInputs { objects, lto } =
-        link_stage::split_lto(&inputs, linker, has_plugin(&args.args))?;
+    let inputs = link_stage::link_inputs(line, Path::new(real), linker)?;
+    let SplitInputs { objects, lto } = link_stage::split_lto(&inputs, linker, has_plugin(line))?;
     if !lto.is_empty() {
         let collect_gcc_options = std::env::var_os("COLLECT_GCC_OPTIONS");
         if let Some(why) = why_not_after_lto(&lto, collect_gcc_options.as_deref()) {
@@ -404,7 +517,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         };
         return Ok(Some(Plan {
             extra,
-            after_lto: Some(after_lto),
+            after: After::Lto(after_lto),
             _dir: dir,
         }));
     }
@@ -421,7 +534,7 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         // The objects the profile was checked against are the ones that could be read: with an
         // input missing, "the profile does not match" would blame the wrong file, and the
         // link fails on that input anyway.
-        link_stage::Error::Resolve(e) => match link_stage::unreadable_inputs(&args.args).first() {
+        link_stage::Error::Resolve(e) => match link_stage::unreadable_inputs(line).first() {
             Some((path, why)) => anyhow!(
                 "{}: input of the link of {}: {why}; nothing linked",
                 path.display(),
@@ -431,8 +544,28 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         },
         e => anyhow::Error::new(e),
     })?;
+    let targets: Vec<FuncKey> = objects
+        .iter()
+        .flat_map(|o| &o.functions)
+        .map(|f| FuncKey {
+            name: f.name.clone(),
+            file: f.file.clone(),
+        })
+        .collect();
+    let share = sediment_profile::binary_share(&profile, &targets);
+    if min_share > 0.0 && !share.is_enough(min_share) {
+        eprintln!(
+            "sediment ld: {}: not ordered: {:.1}% of the profile's weight is in functions of this link{}, below the least share {}% (${MIN_SHARE_ENV}); a stale profile? {}",
+            Path::new(&output).display(),
+            share.fraction() * 100.0,
+            if share.generic_left_out { " (not counting main and the C start-up code)" } else { "" },
+            min_share * 100.0,
+            profile_path.display()
+        );
+        return Ok(None);
+    }
     let (extra, dir) = link_stage::write_for_linker(linker, &bfd, &linked.emitted.text)?;
-    eprintln!(
+    let line = format!(
         "sediment ld: {}: ordered {} of {} profiled functions ({algorithm_name}, {linker}, {} warnings) from {}",
         Path::new(&output).display(),
         linked.emitted.written,
@@ -440,10 +573,23 @@ fn plan(args: &LdArgs) -> Result<Option<Plan>> {
         linked.emitted.warnings.len(),
         profile_path.display()
     );
+    if matches!(bfd, BfdFlavor::FullScript { .. }) {
+        return Ok(Some(Plan {
+            extra,
+            after: After::Script(AfterScript {
+                output: PathBuf::from(&output),
+                line,
+                names: order.functions.iter().map(|k| k.name.clone()).collect(),
+                warnings: linked.emitted.warnings,
+            }),
+            _dir: dir,
+        }));
+    }
+    eprintln!("{line}");
     print_warnings(Path::new(&output), &linked.emitted.warnings);
     Ok(Some(Plan {
         extra,
-        after_lto: None,
+        after: After::Nothing,
         _dir: dir,
     }))
 }
@@ -455,6 +601,23 @@ fn find_in_path(name: &str, skip: &Path) -> Option<PathBuf> {
         .filter(|d| d.canonicalize().ok().as_deref() != Some(skip))
         .map(|d| d.join(name))
         .find(|p| p.is_file())
+}
+
+/// **Cross links**: `args` with the linker the link needs. A cross compiler driver given the
+/// same `-B` reaches these shims too; the emulation it passes (`-m aarch64linux`) makes the
+/// shim run that target's GNU ld or gold (`aarch64-linux-gnu-ld`) instead of the host's, and
+/// lld as it is ([`crate::pipeline::target`]; docs/guide/packaging.md, "Every architecture
+/// from one profile"). When the target's linker is not on `PATH`, one line says so and the
+/// given linker runs.
+pub fn for_target(args: LdArgs) -> LdArgs {
+    let chosen = crate::pipeline::target::linker(&args.real, &args.args);
+    if let Some(line) = &chosen.missing {
+        eprintln!("sediment ld: {line}");
+    }
+    LdArgs {
+        real: chosen.path,
+        ..args
+    }
 }
 
 /// `p` as one single-quoted shell word.

@@ -23,6 +23,7 @@ pub mod sim;
 pub mod stat;
 pub mod structs;
 pub mod tune;
+pub mod verify;
 pub mod vocab;
 
 use clap::{Parser, Subcommand};
@@ -80,6 +81,18 @@ pub enum Command {
     Ld(ldwrap::LdArgs),
     /// Print the compiler-driver flags that make a linker use an ordering file.
     LinkFlags(link::FlagsArgs),
+    /// Check how much of an order (an order file, or a profile's) linked binaries hold, and
+    /// exit non-zero below a threshold; with `--prof-dir`, which outputs of a build tree each
+    /// profile of a directory would order.
+    ///
+    /// For each binary: the order's entries found (also under the names LTO and GCC's clones
+    /// give them: `.lto_priv.N`, `.llvm.N`, `.constprop.N`, `.isra.N`, `.part.N`, `.cold`,
+    /// counted), how many of those are in the intended order (the longest in-order
+    /// subsequence), the normalised Kendall tau distance (the share of pairs of found entries
+    /// placed the other way round: 0 as intended, about 0.5 unrelated, 1 reversed), and the
+    /// missing entries (counted, the first named, and with a profile their share of its
+    /// weight). The C runtime's start-up code (`_start`, `frame_dummy`, ...) is left out.
+    Verify(verify::Args),
     /// Run two binaries under valgrind and compare instructions, I-cache, iTLB and page use.
     Compare(compare::Args),
     /// Merge several profiles of one executable, each with a weight.
@@ -119,8 +132,9 @@ pub fn main() {
         Command::Pgo(a) => pgo::run(a),
         Command::Link(a) => link::run(a),
         Command::Wrappers(a) => ldwrap::run_wrappers(a),
-        Command::Ld(a) => ldwrap::run_ld(a),
+        Command::Ld(a) => ldwrap::run_ld(ldwrap::for_target(a)),
         Command::LinkFlags(a) => link::run_flags(a),
+        Command::Verify(a) => verify::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Stat(a) => stat::run(a),

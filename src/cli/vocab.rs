@@ -59,7 +59,18 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
                        (alias: PROF_DIR, read when SEDIMENT_PROF_DIR is unset; empty: none)
   SEDIMENT_ALGORITHM   Ordering algorithm, as `sediment order --algorithm` (default: c3)
   SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
+  SEDIMENT_MIN_SHARE   Least share (0 to 1) of the profile's weight that must be in the link's
+                       functions, else it links unordered as a stale profile (default: 0.5)
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
+
+/// Parses a `SHARE`, a number from 0 to 1 (docs/reference/vocabulary.md), as every option and
+/// variable spelled `SHARE` takes it.
+pub fn parse_share(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{text}' is not a share between 0 and 1")),
+    }
+}
 
 /// `--no-demangle`, in the verbs whose reports or warnings name functions (`diff`, `match`,
 /// `export --format gv`, `link`, `sim`, `compare`, `order`): they show C++ and Rust names

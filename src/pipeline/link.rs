@@ -96,7 +96,7 @@ pub fn link(request: Request<'_>) -> Result<Linked, Error> {
     let bfd = match (request.linker, request.bfd) {
         (_, Bfd::Known(flavor)) => flavor,
         (Linker::Bfd, Bfd::Ask { ld, pie }) => {
-            asked = bfd_flavor(&ld, pie).map_err(Error::Ld)?;
+            asked = bfd_flavor(&ld, &pie.verbose_args()).map_err(Error::Ld)?;
             &asked
         }
         (_, Bfd::Ask { .. }) => &BfdFlavor::OrderingFile,
@@ -172,8 +172,10 @@ pub fn check_defines_functions(paths: &[PathBuf], all: &[ObjectFile]) -> Result<
 }
 
 /// GNU ld >= 2.43 reads a section-ordering fragment; older ones get a full script made from
-/// their own default script.
-pub fn bfd_flavor(ld: &str, pie: PieMode) -> Result<BfdFlavor> {
+/// their own default script for the link's mode: `ld --verbose MODE`, MODE being `-pie` or
+/// `-no-pie` ([`PieMode::verbose_args`]) or the options of a link's command line that choose
+/// the script (`-shared`, `-z ...`: [`cmdline::script_mode_args`]).
+pub fn bfd_flavor(ld: &str, mode: &[String]) -> Result<BfdFlavor> {
     let version = tool_stdout(ld, &["--version"])?;
     let first = version.lines().next().unwrap_or("");
     let version = cmdline::parse_ld_version(first)
@@ -181,14 +183,12 @@ pub fn bfd_flavor(ld: &str, pie: PieMode) -> Result<BfdFlavor> {
     if cmdline::bfd_reads_ordering_file(version) {
         return Ok(BfdFlavor::OrderingFile);
     }
-    let mode = match pie {
-        PieMode::Pie => "-pie",
-        PieMode::NoPie => "-no-pie",
-    };
-    let verbose_output = tool_stdout(ld, &["--verbose", mode])?;
+    let mut args = vec!["--verbose"];
+    args.extend(mode.iter().map(String::as_str));
+    let verbose_output = tool_stdout(ld, &args)?;
     Ok(BfdFlavor::FullScript {
         verbose_output,
-        pie,
+        mode: mode.to_vec(),
     })
 }
 
@@ -353,6 +353,29 @@ pub fn split_lto(
         }
     }
     Ok(SplitInputs { objects, lto })
+}
+
+/// The command line `args` with its response files (`@FILE`) expanded
+/// ([`sediment_link::response::expand`]). Only a regular file is read: a name that cannot be
+/// opened, a directory or a FIFO stays a literal argument, as in GNU.
+pub fn expand_response_files(args: &[OsString]) -> sediment_link::response::Expansion {
+    sediment_link::response::expand(args, |p| {
+        if !std::fs::metadata(p).is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        std::fs::read(p).ok()
+    })
+}
+
+/// Writes `args` as the response file `args` in `dir` (the private directory of
+/// [`write_for_linker`], the file 0600) and returns the argument that names it (`@DIR/args`).
+pub fn write_response_file(dir: &Path, args: &[OsString]) -> Result<OsString> {
+    let file = dir.join("args");
+    let text = sediment_link::response::write(args);
+    fsio::replace_files(&[fsio::Replacement::write(&file, &text).with_mode(0o600)])?;
+    let mut arg = OsString::from("@");
+    arg.push(&file);
+    Ok(arg)
 }
 
 /// Writes the linker input `text` into a private temporary directory (mode 0700, the file

@@ -119,3 +119,161 @@ fn structs_without_debug_info_is_a_one_line_error() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("n: no DWARF"), "{err}");
 }
+
+/// A program whose member accesses follow from its loops at `-O0` (every `x++` one load and
+/// one store of the member's bytes): `hits` is incremented N times, `last` written N/4 times,
+/// `misses` read N/16 times; a second 328-byte structure (`other`) is allocated in another
+/// function (both through functions of their own, so `--allocated-in` tells them apart);
+/// `ring` holds two locks on the two lines of one 128-byte pair.
+const ACCESSES: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+struct conn { long hits; char name[100]; long misses; char pad[200]; long last; };
+struct other { char blob[320]; long tail; };
+struct ring { pthread_mutex_t head_lock; char a[24]; pthread_mutex_t tail_lock; char b[24]; };
+static struct other *make_other(void) { return calloc(1, sizeof(struct other)); }
+static struct conn *make_conn(void) { return calloc(1, sizeof(struct conn)); }
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    struct conn *c[4];
+    for (int k = 0; k < 4; k++) c[k] = make_conn();
+    struct other *o = make_other();
+    long s = 0;
+    for (long i = 0; i < n; i++) {
+        c[i & 3]->hits++;
+        if (i % 4 == 0) c[i & 3]->last = i;
+        if (i % 16 == 0) s += c[i & 3]->misses;
+        o->tail++;
+    }
+    struct ring *r = calloc(1, sizeof *r);
+    printf("%zu %zu %ld\n", sizeof **c, sizeof *o, s + c[0]->hits + r->a[0]);
+    return 0;
+}
+"#;
+
+#[test]
+fn structs_weighs_members_by_a_dhat_profile_and_proposes_the_first_line() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("acc.c"), ACCESSES).unwrap();
+    let ok = Command::new("gcc")
+        .current_dir(dir.path())
+        .args(["-g", "-O0", "-o", "acc", "acc.c"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let dhat = |n: u64, file: &str| {
+        let ok = Command::new("valgrind")
+            .current_dir(dir.path())
+            .args([
+                "-q",
+                "--tool=dhat",
+                &format!("--dhat-out-file={file}"),
+                "./acc",
+            ])
+            .arg(n.to_string())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    let n = 4000u64;
+    dhat(n, "small.dhat");
+    let json = |extra: &[&str]| {
+        let mut args = vec!["structs", "acc", "--accesses", "small.dhat", "--json"];
+        args.extend_from_slice(extra);
+        let out = sediment(dir.path(), &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let member = |v: &serde_json::Value, name: &str| {
+        v["accesses"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {v}"))["accesses"]
+            .as_u64()
+            .unwrap()
+    };
+    // Both 328-byte structures take the counts of both allocation points until
+    // --allocated-in says which blocks are which.
+    let v = json(&["--name", "conn", "--allocated-in", "make_conn"]);
+    let conn = &v[0];
+    assert_eq!(conn["name"], "conn");
+    assert_eq!(member(conn, "hits"), 8 * (2 * n + 1), "{conn}");
+    assert_eq!(member(conn, "last"), 8 * (n / 4));
+    assert_eq!(member(conn, "misses"), 8 * (n / 16));
+    assert_eq!(member(conn, "name"), 0);
+    let hot: Vec<&str> = conn["accesses"]["hot"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert_eq!(hot, ["hits", "last", "misses"], "{conn}");
+    assert!(conn["accesses"]["proposed_share"].as_f64().unwrap() > 0.99);
+    let other = json(&["--name", "other", "--allocated-in", "make_other"]);
+    assert_eq!(member(&other[0], "tail"), 8 * 2 * n, "{other}");
+    assert_eq!(member(&other[0], "blob"), 0);
+    let mixed = json(&["--name", "conn"]);
+    assert_eq!(member(&mixed[0], "last"), 8 * (n / 4) + 8 * 2 * n);
+
+    // The two locks of `ring` on lines 0 and 1: the 128-byte pair finding, without a profile.
+    let out = sediment(dir.path(), &["structs", "acc", "--name", "ring"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("lines 0 and 1 (one 128-byte pair): head_lock and tail_lock"),
+        "{text}"
+    );
+
+    // Past 65535 accesses a byte, DHAT's counts stop or wrap: the point is skipped, and said.
+    dhat(40_000, "big.dhat");
+    let out = sediment(
+        dir.path(),
+        &[
+            "structs",
+            "acc",
+            "--accesses",
+            "big.dhat",
+            "--name",
+            "conn",
+            "--allocated-in",
+            "make_conn",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 allocation point of this size skipped"),
+        "{text}"
+    );
+    assert!(!text.contains("proposed first line"), "{text}");
+}
+
+#[test]
+fn structs_accesses_not_from_dhat_is_a_one_line_error() {
+    require!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("n.c"),
+        "struct s { long a; }; struct s v; int main(void) { return (int)v.a; }\n",
+    )
+    .unwrap();
+    let ok = Command::new("gcc")
+        .current_dir(dir.path())
+        .args(["-g", "-o", "n", "n.c"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::write(dir.path().join("bad.dhat"), b"{\"dhatFileVersion\":2,\"mode\":\"heap\",\"pps\":[{\"tb\":8,\"tbk\":1,\"acc\":[-9,1],\"fs\":[]}],\"ftbl\":[]}").unwrap();
+    let out = sediment(dir.path(), &["structs", "n", "--accesses", "bad.dhat"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("bad.dhat: allocation point 0"), "{err}");
+}

@@ -101,6 +101,9 @@ const ALLOWED_DEFAULTS: &[&str] = &[
     // `align` reports a noise range, which one layout does not have (8); `sim` and `compare`
     // print one layout unless asked (1).
     "shifts",
+    // `match` refuses a profile of another program below 10%; `wrappers` bakes a least share
+    // into the shims only when given (they read `SEDIMENT_MIN_SHARE`, default 0.5, at link time).
+    "min-share",
 ];
 
 /// Short flags with a different long name in different verbs: `-n` is the count in both
@@ -129,6 +132,7 @@ const ENV: &[(&str, &[&str])] = &[
             "PROF_DIR",
             "SEDIMENT_ALGORITHM",
             "SEDIMENT_VERBOSE",
+            "SEDIMENT_MIN_SHARE",
         ],
     ),
     (
@@ -138,6 +142,7 @@ const ENV: &[(&str, &[&str])] = &[
             "PROF_DIR",
             "SEDIMENT_ALGORITHM",
             "SEDIMENT_VERBOSE",
+            "SEDIMENT_MIN_SHARE",
             "COLLECT_GCC_OPTIONS",
         ],
     ),

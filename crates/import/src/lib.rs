@@ -22,6 +22,8 @@
 //!   compiler), read by `sediment_elf::objects`.
 //! - [`pprof`]: pprof `profile.proto` (Go, Parca, Pyroscope, Cloud Profiler), gzipped or raw,
 //!   decoded with `prost`; one profile per mapped binary, inlined frames folded into their caller.
+//! - [`dhat`]: DHAT's heap profile (JSON): per-byte access counts of heap blocks, which weigh a
+//!   structure's members by use (not a call profile).
 //! - [`report`]: the one report type every import returns ([`Imported`]: profiles, the main
 //!   executable, counted warnings), and the warnings and main-executable rules shared by the
 //!   callers of the readers above.
@@ -44,6 +46,7 @@
 
 pub mod bind;
 pub mod callgrind;
+pub mod dhat;
 pub mod fdata;
 pub mod gcc_callgraph;
 pub mod gprof;

@@ -37,13 +37,12 @@ pub fn output_of(args: &[OsString]) -> Option<OsString> {
     out
 }
 
-/// Why this command line must be left alone, if it must.
+/// Why this command line must be left alone, if it must. Response files (`@FILE`) are expanded
+/// before ([`crate::response::expand`]); one left on the line is a file that could not be
+/// read, a literal argument the linker reports itself.
 pub fn why_not_ordered(args: &[OsString]) -> Option<&'static str> {
     for a in args {
         let b = a.as_bytes();
-        if b.starts_with(b"@") {
-            return Some("a response file (@file) is on the command line");
-        }
         if b.starts_with(b"--symbol-ordering-file")
             || b.starts_with(b"--section-ordering-file")
             || b.starts_with(b"--call-graph-ordering-file")
@@ -72,9 +71,52 @@ fn is_script_option(b: &[u8]) -> bool {
         || b.starts_with(b"--default-script")
 }
 
-/// Whether the link makes a shared object (`-shared`).
+/// Whether the link makes a shared object (`-shared`, `-Bshareable`).
 pub fn is_shared(args: &[OsString]) -> bool {
-    args.iter().any(|a| a == "-shared")
+    args.iter()
+        .any(|a| a == "-shared" || a == "--shared" || a == "-Bshareable")
+}
+
+/// The options of the command line that choose GNU ld's default script, as `ld --verbose`
+/// takes them to print that script (ld picks one of its built-in scripts by these: the
+/// `.xs*` family for `-shared`, `.xd*` for `-pie`, and within a family by `-z combreloc`,
+/// `-z relro` with `-z now`, `-z separate-code`, `-z text`): `-shared` for a shared object,
+/// else `-pie` or `-no-pie` ([`pie_mode`]), then every `-z KEYWORD` (or `-zKEYWORD`) as
+/// given, in order, and the emulation (`-m NAME`, `-mNAME`), which names another target's
+/// scripts. Options with characters outside [`crate::emit::is_safe_mode_arg`] are left out:
+/// none of ld's keywords has them.
+pub fn script_mode_args(args: &[OsString]) -> Vec<String> {
+    let mut out = vec![if is_shared(args) {
+        "-shared".to_string()
+    } else {
+        pie_mode(args).verbose_args().remove(0)
+    }];
+    let safe = |v: &OsString| {
+        v.to_str()
+            .filter(|s| crate::emit::is_safe_mode_arg(s))
+            .map(str::to_string)
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let b = a.as_bytes();
+        let (flag, value) = match b {
+            b"-z" | b"-m" => (a.to_string_lossy().into_owned(), it.next().and_then(safe)),
+            b"-mllvm" => {
+                it.next();
+                continue;
+            }
+            _ if b.len() > 2 && (b.starts_with(b"-z") || b.starts_with(b"-m")) => (
+                String::from_utf8_lossy(&b[..2]).into_owned(),
+                safe(&OsStr::from_bytes(&b[2..]).to_os_string()),
+            ),
+            _ => continue,
+        };
+        if let Some(v) = value {
+            out.push(flag);
+            out.push(v);
+        }
+    }
+    out
 }
 
 /// The PIE mode of the link: [`PieMode::Pie`] with `-pie` or `--pic-executable`, else
@@ -554,6 +596,41 @@ mod tests {
         );
     }
 
+    // The options that choose ld's default script, as gcc hands them over.
+    #[test]
+    fn script_mode_from_the_command_line() {
+        assert_eq!(
+            script_mode_args(&args(&[
+                "-plugin",
+                "x.so",
+                "--build-id",
+                "-m",
+                "elf_x86_64",
+                "-shared",
+                "-o",
+                "libx.so",
+                "-z",
+                "relro",
+                "-znow",
+                "a.o",
+                "-lc",
+                "-z",
+                "bad*/"
+            ])),
+            ["-shared", "-m", "elf_x86_64", "-z", "relro", "-z", "now"]
+        );
+        assert_eq!(
+            script_mode_args(&args(&["-pie", "-o", "a", "a.o"])),
+            ["-pie"]
+        );
+        assert_eq!(script_mode_args(&args(&["-o", "a", "a.o"])), ["-no-pie"]);
+        // `-mllvm`, `-m32`-like driver spellings never reach ld; `-melf_i386` is an emulation.
+        assert_eq!(
+            script_mode_args(&args(&["-melf_i386", "-o", "a"])),
+            ["-no-pie", "-m", "elf_i386"]
+        );
+    }
+
     #[test]
     fn output_forms() {
         assert_eq!(output_of(&args(&["-o", "a", "x.o"])), Some("a".into()));
@@ -570,7 +647,6 @@ mod tests {
         assert!(why_not_ordered(&args(&["--symbol-ordering-file=x"])).is_some());
         assert!(why_not_ordered(&args(&["-T", "s.ld"])).is_some());
         assert!(why_not_ordered(&args(&["-Ts.ld"])).is_some());
-        assert!(why_not_ordered(&args(&["@rsp"])).is_some());
         assert!(why_not_ordered(&args(&["-r"])).is_some());
         assert!(why_not_ordered(&args(&["-Ttext=0x1000", "-pie", "-o", "a"])).is_none());
     }

@@ -49,15 +49,31 @@ pub enum PieMode {
     NoPie,
 }
 
+impl PieMode {
+    /// The option that makes `ld --verbose` print the default script of this mode.
+    pub fn verbose_args(self) -> Vec<String> {
+        vec![match self {
+            PieMode::Pie => "-pie".to_string(),
+            PieMode::NoPie => "-no-pie".to_string(),
+        }]
+    }
+}
+
 /// What to write for GNU ld.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BfdFlavor {
-    /// ld < 2.43: a full script made from the stdout of `ld --verbose [-pie|-no-pie]`.
+    /// ld < 2.43: a full script made from the stdout of `ld --verbose MODE`, where MODE are the
+    /// options that choose among ld's default scripts: `-pie` or `-no-pie` for `sediment
+    /// link` ([`PieMode::verbose_args`]); for a linker shim, those of the link's own command
+    /// line (`-shared`, `-pie`, `-z relro`, `-z now`, `-m EMULATION`...:
+    /// [`crate::cmdline::script_mode_args`]), so that a shared library gets the script of a
+    /// shared library.
     FullScript {
-        /// The complete stdout of `ld --verbose` run in the mode below.
+        /// The complete stdout of `ld --verbose` run with `mode`.
         verbose_output: String,
-        /// The mode it was run in (recorded in the script's first line).
-        pie: PieMode,
+        /// The options it was run with (recorded in the script's first line; each one made of
+        /// [`is_safe_mode_arg`] characters, others are left out of that line).
+        mode: Vec<String>,
     },
     /// ld >= 2.43: a `--section-ordering-file` fragment.
     OrderingFile,
@@ -117,8 +133,8 @@ pub fn emit(
             let text = match bfd {
                 BfdFlavor::FullScript {
                     verbose_output,
-                    pie,
-                } => full_script(verbose_output, *pie, &body)?,
+                    mode,
+                } => full_script(verbose_output, mode, &body)?,
                 BfdFlavor::OrderingFile => sections_block(BFD_FRAGMENT_HEADER, "", &body),
             };
             (text, n)
@@ -541,8 +557,31 @@ pub fn default_script(verbose_output: &str) -> Result<&str, Error> {
     ))
 }
 
+/// Whether `arg` may stand in the comment that opens a full script: letters, digits and
+/// `-_.,=+:/` (no `*`, so no `*/` can close the comment early; no newline).
+pub fn is_safe_mode_arg(arg: &str) -> bool {
+    !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.,=+:/".contains(&b))
+}
+
+/// The first line of a full script made with `ld --verbose MODE`: [`BFD_SCRIPT_HEADER`] for
+/// `-pie`, [`BFD_SCRIPT_HEADER_NO_PIE`] for `-no-pie`.
+fn full_script_header(mode: &[String]) -> String {
+    let shown: Vec<&str> = mode
+        .iter()
+        .map(String::as_str)
+        .filter(|a| is_safe_mode_arg(a))
+        .collect();
+    format!(
+        "/* sediment: GNU ld default script (ld --verbose {}) with ordered .text input sections */",
+        shown.join(" ")
+    )
+}
+
 /// ld's default script with `body` inserted at the start of the `.text` output section.
-fn full_script(verbose_output: &str, pie: PieMode, body: &[String]) -> Result<String, Error> {
+fn full_script(verbose_output: &str, mode: &[String], body: &[String]) -> Result<String, Error> {
     let script = default_script(verbose_output)?;
     let lines: Vec<&str> = script.split_inclusive('\n').collect();
     let text_at = lines
@@ -557,10 +596,7 @@ fn full_script(verbose_output: &str, pie: PieMode, body: &[String]) -> Result<St
         .find(|&i| lines[i].contains('{'))
         .ok_or_else(|| Error::DefaultScript("`.text` output section has no `{`".into()))?;
     let mut out = String::with_capacity(script.len() + body.len() * 64);
-    out.push_str(match pie {
-        PieMode::Pie => BFD_SCRIPT_HEADER,
-        PieMode::NoPie => BFD_SCRIPT_HEADER_NO_PIE,
-    });
+    out.push_str(&full_script_header(mode));
     out.push('\n');
     for (i, l) in lines.iter().enumerate() {
         out.push_str(l);
@@ -694,7 +730,7 @@ mod tests {
             &objs,
             &BfdFlavor::FullScript {
                 verbose_output: VERBOSE.into(),
-                pie: PieMode::Pie,
+                mode: PieMode::Pie.verbose_args(),
             },
         )
         .unwrap();
@@ -878,7 +914,7 @@ mod tests {
         let res = resolve(&order(&[FuncKey::global("main")]), &objs).unwrap();
         let full = BfdFlavor::FullScript {
             verbose_output: VERBOSE.into(),
-            pie: PieMode::Pie,
+            mode: PieMode::Pie.verbose_args(),
         };
         let outputs = [
             (Linker::Lld, BfdFlavor::OrderingFile),
@@ -936,6 +972,24 @@ mod tests {
                 Some(vec!["*/b.o".to_string(), "[b].o".to_string()]),
                 None,
             ]
+        );
+    }
+
+    // `sediment link`'s two modes keep the headers `link-flags` reads back.
+    #[test]
+    fn full_script_headers_per_mode() {
+        assert_eq!(
+            full_script_header(&PieMode::Pie.verbose_args()),
+            BFD_SCRIPT_HEADER
+        );
+        assert_eq!(
+            full_script_header(&PieMode::NoPie.verbose_args()),
+            BFD_SCRIPT_HEADER_NO_PIE
+        );
+        let shared = ["-shared", "-z", "relro", "-z", "now", "x*/y"].map(String::from);
+        assert_eq!(
+            full_script_header(&shared),
+            "/* sediment: GNU ld default script (ld --verbose -shared -z relro -z now) with ordered .text input sections */"
         );
     }
 

@@ -29,14 +29,21 @@
 //!    them by name (lld) or as the section names LTO gives them (gold, GNU ld:
 //!    [`emit::lto_sections`]), and [`verify`] checks the linked output afterwards: how many of
 //!    the order's functions are there, and how many in the intended relative order.
+//!    [`held()`] measures the same on any linked output for `sediment verify`: the missing
+//!    entries and their weight, the distance from the intended order, the renames recognised.
 //!
 //! 4. [`cmdline`] reads the linker's own command line, as a compiler driver passes it (the
 //!    linker shims of `sediment wrappers`): the output, the inputs, whether the build already
 //!    orders or scripts the link, LTO plugins, and the option that makes each linker read the
-//!    emitted file.
+//!    emitted file; [`response`] reads and writes the response files (`@FILE`) such a command
+//!    line may hold.
 //!
 //! 5. [`call_graph`] writes a profile's call edges as lld's `--call-graph-ordering-file`, for
 //!    lld's own C3 (`sediment export --format lld-call-graph`).
+//!
+//! 6. [`target`] names the linker a cross link needs: the GNU emulation on the command line
+//!    (`-m aarch64linux`) and the target-prefixed GNU ld or gold that links for it, so that a
+//!    cross compiler driver reaching the host's linker shims still gets its target's linker.
 //!
 //! Safety: anything that reaches a linker script or order file must match a conservative
 //! character set ([`safe`]); anything else is skipped with one counted warning. Outputs are
@@ -50,12 +57,16 @@
 pub mod call_graph;
 pub mod cmdline;
 pub mod emit;
+pub mod held;
 pub mod placement;
 pub mod resolve;
+pub mod response;
 pub mod safe;
+pub mod target;
 pub mod verify;
 
 pub use emit::{check_output, emit, flags, lto_sections, BfdFlavor, Emitted, PieMode};
+pub use held::{held, Found, Held};
 pub use resolve::{resolve, resolve_lto, Resolution, Step, SymRef};
 pub use verify::{check_order, OrderCheck};
 
