@@ -16,6 +16,12 @@
 //!   (`sediment_sim::align::choose`), under a size budget (`--max-growth`, percent of the code);
 //!   written to FILE (an order file's format: one function per line) and checked by the
 //!   simulator in a second run: as linked, every function on the boundary, the chosen ones.
+//! - **Build** (`--build -o DIR --binary BIN OBJECTS... -- ARGS`): the sweep's table, then the
+//!   same alignments built for real: the objects relinked unchanged (`as linked`) and with every
+//!   executable section aligned to 1, 2, ..., 512 bytes (`crate::pipeline::relink::aligned_copies`,
+//!   the objects as `-falign-functions=A` would have compiled them), linked by `--cc` with the
+//!   `--link-arg`s into `DIR/align-NNNN`, and each measured once by the measure stage of
+//!   `sediment compare` (`crate::pipeline::measure::compare`), one row per build.
 //! - **Apply** (`--apply FILE -o DIR OBJECTS...`): copies of the objects in DIR with the
 //!   chosen functions' input sections aligned to the boundary (`sediment_elf::realign`), for
 //!   any linker; the copies' paths are printed, one per line, in the order given.
@@ -49,13 +55,43 @@ pub struct Args {
     /// aligned; prints the copies' paths.
     #[arg(long, value_name = "FILE", requires = "output")]
     pub apply: Option<PathBuf>,
-    /// Directory for the copies of `--apply`.
+    /// Also build every alignment of the sweep for real from OBJECTS (into `-o DIR`:
+    /// `align-0000` as linked, `align-0001` ... `align-0512`) and measure each, beside the
+    /// predicted table.
+    #[arg(long, requires_all = ["output", "binary"], conflicts_with = "select")]
+    pub build: bool,
+    /// The compiler driver that links the builds of `--build`.
+    #[arg(
+        long,
+        value_name = "PROGRAM",
+        default_value = "gcc",
+        requires = "build"
+    )]
+    pub cc: String,
+    /// An extra argument for every link of `--build`, after the objects (e.g. `--link-arg=-lm`);
+    /// repeatable.
+    #[arg(
+        long = "link-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "build"
+    )]
+    pub link_args: Vec<String>,
+    /// Directory for the copies of `--apply` and the builds of `--build`.
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Boundary the chosen functions start on, in bytes: 64 (a cache line) or 128 (a line
     /// pair, as adjacent-line prefetchers fetch).
     #[arg(long, value_name = "BYTES", default_value_t = 64)]
     pub boundary: u64,
+    /// With `--select`: choose capsule boundaries instead: functions to start on a 4 KiB
+    /// boundary (one way of the L1 I-cache, a page), so that growth before one of them moves
+    /// the code after it by whole multiples of 4 KiB and changes no cache set; as many as the
+    /// budget pays for, each at the executed function after one of the largest stretches of
+    /// code that did not run; given the program's OBJECTS, at the start of the code of the
+    /// objects that ran most instead (a change in any earlier object is then absorbed).
+    #[arg(long, requires = "select")]
+    pub capsules: bool,
     /// Size budget of `--select`: at most this percentage of the code in padding.
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
     pub max_growth: f64,
@@ -86,7 +122,7 @@ pub struct Args {
     /// The `valgrind` executable.
     #[arg(long, value_name = "PROGRAM", default_value = "valgrind")]
     pub valgrind: OsString,
-    /// The relocatable objects to copy (`--apply`).
+    /// The relocatable objects to copy (`--apply`) or build from (`--build`).
     #[arg(value_name = "OBJECT")]
     pub objects: Vec<PathBuf>,
     /// Arguments passed to the binary (after `--`).
@@ -105,8 +141,11 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(list) = &args.apply {
         return apply(&args, list);
     }
-    if !args.objects.is_empty() {
-        bail!("object files are only read by --apply");
+    if !args.objects.is_empty() && !args.build && !args.capsules {
+        bail!("object files are only read by --apply, --build and --capsules");
+    }
+    if args.build && args.objects.is_empty() {
+        bail!("--build needs the object files to link");
     }
     let Some(binary) = &args.binary else {
         bail!("--binary is required");
@@ -124,7 +163,12 @@ pub fn run(args: Args) -> Result<()> {
                 .iter()
                 .map(|&a| (a.to_string(), Aligned::All(a)))
                 .collect();
-            report(&args, binary, &plan)?
+            let predicted = report(&args, binary, &plan)?;
+            if args.build {
+                build(&args, predicted)?
+            } else {
+                predicted
+            }
         }
         Some(out) => select(&args, binary, out, plan)?,
     };
@@ -165,6 +209,74 @@ fn report(args: &Args, binary: &std::path::Path, plan: &Plan) -> Result<String> 
     })
 }
 
+/// `--build`: links the objects as they are and at every alignment of the sweep, measures each
+/// build once, and returns the predicted table followed by the built one (JSON: both, as
+/// `{"predicted": ..., "built": ...}`).
+fn build(args: &Args, predicted: String) -> Result<String> {
+    use crate::pipeline::relink;
+    let dir = args.output.as_deref().context("--build needs -o DIR")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let mut labels = vec!["as linked".to_string()];
+    let mut binaries = Vec::new();
+    let link = |inputs: &[PathBuf], name: &str| -> Result<PathBuf> {
+        let inputs: Vec<OsString> = inputs.iter().map(|p| p.as_os_str().to_owned()).collect();
+        let out = dir.join(name);
+        let layout = relink::Layout {
+            cc: &args.cc,
+            inputs: &inputs,
+            link_args: &args.link_args,
+            pad: None,
+            flags: &[],
+        };
+        relink::link_layout(&layout, dir, name, &out)
+            .with_context(|| format!("linking {name} with {}", args.cc))?;
+        Ok(out)
+    };
+    binaries.push(link(&args.objects, "align-0000")?);
+    for &a in SWEEP.iter() {
+        let copies =
+            relink::aligned_copies(&args.objects, a, &dir.join(format!("objects-{a:04}")))?;
+        binaries.push(link(&copies, &format!("align-{a:04}"))?);
+        labels.push(a.to_string());
+    }
+    let mut opts = sediment_measure::onepass::OnePassOptions {
+        cache: None,
+        valgrind: args.valgrind.clone(),
+        ..Default::default()
+    };
+    if let Some(j) = args.jobs {
+        opts.jobs = j.max(1);
+    }
+    let compared = crate::pipeline::measure::compare(&binaries, &args.args, &opts, &|_, _| {})
+        .context("sediment align --build")?;
+    for n in compared.notes.iter().chain(&compared.warnings) {
+        eprintln!("sediment align: {n}");
+    }
+    let mut rows = Vec::with_capacity(binaries.len());
+    for ((label, b), (_, m)) in labels.into_iter().zip(&binaries).zip(compared.columns) {
+        rows.push(Row {
+            label,
+            code_bytes: crate::pipeline::measure::code_bytes(b, args.align)?,
+            shifts: vec![m],
+        });
+    }
+    let built = Sweep { rows };
+    Ok(if args.json {
+        format!(
+            "{{\"predicted\": {}, \"built\": {}}}\n",
+            predicted.trim_end(),
+            built.format_json().trim_end()
+        )
+    } else {
+        format!(
+            "{predicted}\n# built: the objects relinked by {} with every executable section aligned to each row's bytes ({}/align-NNNN), one measured run each\n{}",
+            args.cc,
+            dir.display(),
+            built.format_table()
+        )
+    })
+}
+
 /// `--select`: records a run, chooses the functions, writes them to `out` and returns the
 /// table of the as-linked layout, every function on the boundary and the chosen ones.
 fn select(
@@ -191,7 +303,32 @@ fn select(
     let rec = &recorded.recording;
     let code = sediment_sim::align::code_bytes(rec.starts(), rec.sizes());
     let budget = (code as f64 * args.max_growth / 100.0) as u64;
-    let chosen = sediment_sim::align::choose(&rec.unit_ranges(), args.boundary, args.align, budget);
+    let boundary = if args.capsules {
+        sediment_sim::align::CAPSULE_BOUNDARY
+    } else {
+        args.boundary
+    };
+    if args.align >= boundary {
+        bail!(
+            "--align {} must be below the boundary {boundary}",
+            args.align
+        );
+    }
+    let chosen = if args.capsules && !args.objects.is_empty() {
+        let groups = object_starts(&args.objects, &recorded)?;
+        sediment_sim::align::capsules_at_objects(&groups, boundary, args.align, budget)
+    } else if args.capsules {
+        sediment_sim::align::capsules(
+            &rec.unit_ranges(),
+            rec.starts(),
+            rec.sizes(),
+            boundary,
+            args.align,
+            budget,
+        )
+    } else {
+        sediment_sim::align::choose(&rec.unit_ranges(), boundary, args.align, budget)
+    };
     let mut names: Vec<String> = Vec::new();
     for i in chosen {
         let name = &recorded.names[i];
@@ -212,33 +349,90 @@ fn select(
     order
         .meta
         .insert("source".into(), "sediment align --select".into());
-    order
-        .meta
-        .insert("boundary".into(), args.boundary.to_string());
+    order.meta.insert("boundary".into(), boundary.to_string());
     crate::fsio::write_atomic(out, order.to_text().as_bytes())?;
     eprintln!(
         "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}",
         names.len(),
-        args.boundary,
+        boundary,
         args.max_growth,
         out.display()
     );
     let mut plan = plan;
-    plan.aligned = vec![
-        (
-            format!("all {}", args.boundary),
-            Aligned::All(args.boundary),
+    let chosen = (
+        format!(
+            "{} {boundary}",
+            if args.capsules { "capsules" } else { "chosen" }
         ),
-        (
-            format!("chosen {}", args.boundary),
-            Aligned::Chosen {
-                names,
-                align: args.boundary,
-                rest: args.align,
-            },
-        ),
-    ];
+        Aligned::Chosen {
+            names,
+            align: boundary,
+            rest: args.align,
+        },
+    );
+    // Every function on a capsule boundary would be no layout anyone builds.
+    plan.aligned = if args.capsules {
+        vec![chosen]
+    } else {
+        vec![(format!("all {boundary}"), Aligned::All(boundary)), chosen]
+    };
     report(args, binary, &plan)
+}
+
+/// Per object, in the order given: the unit starting its code (the lowest-addressed of its
+/// functions in a plain `.text.NAME` section: gcc's `.text.unlikely`, `.text.startup`,
+/// `.text.hot` and `.text.exit` pieces are placed apart by the linker) and the executed bytes of
+/// all its functions in the recorded run. Objects none of whose functions is in the binary are
+/// left out.
+fn object_starts(
+    objects: &[PathBuf],
+    recorded: &crate::pipeline::measure::Recorded,
+) -> Result<Vec<(usize, u128)>> {
+    const APART: [&str; 4] = [".text.unlikely", ".text.startup", ".text.hot", ".text.exit"];
+    let rec = &recorded.recording;
+    let starts = rec.starts();
+    let mut weight = vec![0u128; starts.len()];
+    for (u, _, len, count) in rec.unit_ranges() {
+        if let Some(w) = weight.get_mut(u as usize) {
+            *w += u128::from(len) * u128::from(count);
+        }
+    }
+    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, n) in recorded.names.iter().enumerate() {
+        by_name.entry(n.as_str()).or_default().push(i);
+    }
+    let mut groups = Vec::new();
+    for path in objects {
+        let data = crate::fsio::read_bytes(path)?;
+        let shown = path.display().to_string();
+        let files = sediment_elf::objects::read_objects(&shown, &data)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        for o in &files {
+            let mut first: Option<usize> = None;
+            let mut w = 0u128;
+            for f in &o.functions {
+                let Some(units) = by_name.get(f.name.as_str()) else {
+                    continue;
+                };
+                // A local name may be in several objects: its units all count, as `--select`
+                // aligns every function of a chosen name.
+                w += units.iter().map(|&u| weight[u]).sum::<u128>();
+                // A name of several functions cannot say where this object's code is.
+                if units.len() > 1 || APART.iter().any(|p| f.section.starts_with(p)) {
+                    continue;
+                }
+                for &u in units {
+                    if first.map_or(true, |x| starts[u] < starts[x]) {
+                        first = Some(u);
+                    }
+                }
+            }
+            if let Some(u) = first {
+                groups.push((u, w));
+            }
+        }
+    }
+    Ok(groups)
 }
 
 /// `--apply`: writes the aligned copies of the objects and prints their paths.

@@ -52,9 +52,16 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
     /// Give every run this file as its standard input (default: empty), for programs driven
-    /// by a script on stdin such as `postgres --single`.
+    /// by a script on stdin such as `postgres --single`. Binaries run in parallel (`-j`): a
+    /// program that locks files it shares with the other runs (a server's data directory)
+    /// needs `-j 1`, or a command that gives each run its own copy.
     #[arg(long, value_name = "FILE")]
     pub stdin: Option<PathBuf>,
+    /// The columns' headings, comma-separated, one per binary in order (BASE first). Default:
+    /// each binary's shortest path suffix that no other binary shares (`postgres`, or
+    /// `c3/bin/postgres` beside `default/bin/postgres`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub label: Vec<String>,
     /// Metrics to print, comma-separated (default: all): `instructions`, `i1` (L1i misses),
     /// `itlb` (iTLB misses), `footprint` (pages and lines of the binary's code).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -157,13 +164,38 @@ pub fn run(args: Args) -> Result<()> {
             sediment_measure::cache::default_dir()
         },
     };
-    let progress =
-        super::progress::Progress::new("compare", &crate::pipeline::measure::labels(&binaries));
-    let compared = crate::pipeline::measure::compare(&binaries, &args.args, &one, &|i, e| {
-        progress.event(i, e)
-    });
+    let labels = if args.label.is_empty() {
+        crate::pipeline::measure::labels(&binaries)
+    } else if args.label.len() != binaries.len() {
+        bail!(
+            "--label gives {} labels for {} binaries (one per binary, BASE first)",
+            args.label.len(),
+            binaries.len()
+        );
+    } else if args.label.iter().any(String::is_empty) {
+        bail!("--label: an empty label");
+    } else {
+        args.label.clone()
+    };
+    let progress = super::progress::Progress::new("compare", &labels);
+    let compared =
+        crate::pipeline::measure::compare_labeled(&binaries, labels, &args.args, &one, &|i, e| {
+            progress.event(i, e)
+        });
     progress.finish();
-    let compared = compared?;
+    let jobs = opts.jobs.min(binaries.len());
+    let compared = compared.map_err(|e| {
+        // Runs at once share the files they open: say what to do when one failed.
+        if jobs > 1 && args.stdin.is_some() {
+            anyhow::anyhow!(
+                "{e:#} ({jobs} binaries ran at once: a program that locks a data directory \
+                 they share, such as `postgres --single`, fails beside another run of itself; \
+                 -j 1 runs them one at a time)"
+            )
+        } else {
+            e
+        }
+    })?;
     for n in &compared.notes {
         eprintln!("sediment compare: {n}");
     }

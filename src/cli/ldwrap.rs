@@ -603,6 +603,23 @@ fn find_in_path(name: &str, skip: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// **Cross links**: `args` with the linker the link needs. A cross compiler driver given the
+/// same `-B` reaches these shims too; the emulation it passes (`-m aarch64linux`) makes the
+/// shim run that target's GNU ld or gold (`aarch64-linux-gnu-ld`) instead of the host's, and
+/// lld as it is ([`crate::pipeline::target`]; docs/guide/packaging.md, "Every architecture
+/// from one profile"). When the target's linker is not on `PATH`, one line says so and the
+/// given linker runs.
+pub fn for_target(args: LdArgs) -> LdArgs {
+    let chosen = crate::pipeline::target::linker(&args.real, &args.args);
+    if let Some(line) = &chosen.missing {
+        eprintln!("sediment ld: {line}");
+    }
+    LdArgs {
+        real: chosen.path,
+        ..args
+    }
+}
+
 /// `p` as one single-quoted shell word.
 fn sh_quote(p: &Path) -> String {
     format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"))

@@ -5,6 +5,13 @@
 //! ([`link::read_inventory`]) -> the `link` stage ([`link::link`]: resolve the order against
 //! the inventory, (GNU ld only) ask `ld` for its version and default script, emit) -> print the
 //! counted warnings -> write the file atomically.
+//!
+//! `--unseen-by-name` is for links whose objects are not all at hand: cargo links the final
+//! crate from objects rustc writes to a temporary directory and deletes, while the
+//! dependencies' and the standard library's objects sit in `.rlib` archives (ar archives the
+//! inventory reads). The order is then resolved as for a link with LTO inputs
+//! (`sediment_link::resolve_lto`): entries found in the given objects are checked as usual,
+//! the others are written by name in their place, and the linked output is what confirms them.
 
 use crate::fsio;
 use crate::pipeline::link;
@@ -34,6 +41,12 @@ pub struct Args {
     /// Object files (`.o`) and static archives (`.a`) of the program, as they will be linked.
     #[arg(required = true, value_name = "OBJECT")]
     objects: Vec<PathBuf>,
+    /// Write the order's entries found in none of the OBJECTs by name, in their place, instead
+    /// of dropping them: for code whose objects are not at hand (the final crate of a cargo
+    /// build, compiled to temporary objects; give the `.rlib` archives of the dependencies and
+    /// the standard library as OBJECTs). Check the linked output with `sediment verify`.
+    #[arg(long)]
+    unseen_by_name: bool,
     #[command(flatten)]
     pub demangle: super::vocab::Demangle,
 }
@@ -67,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
         linker,
         order: &order,
         objects: &objects,
-        lto: false,
+        lto: args.unseen_by_name,
         bfd: link::Bfd::Ask { ld: args.ld, pie },
     })
     .map_err(|e| match e {
@@ -91,6 +104,12 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("sediment link: {}", runtime_note(&res.runtime));
     }
     fsio::write_atomic(&args.output, out.text.as_bytes())?;
+    if args.unseen_by_name {
+        eprintln!(
+            "sediment link: {} entries found in no object written by name (--unseen-by-name)",
+            res.lto.len()
+        );
+    }
     eprintln!(
         "sediment link: {} of {} functions found; wrote {} entries for {linker} to {}",
         res.placed.len(),

@@ -7,7 +7,8 @@
 //! subcommand reads the profile and the function symbols of BIN (`.symtab`, else `.dynsym`;
 //! see `sediment_elf::symbols`), maps each profile function to one of BIN's with the three
 //! rules of `sediment_profile::names` (same name and file; same name, other file; same name
-//! once compiler clone suffixes are stripped), and prints how much of the profile found a home:
+//! once compiler clone suffixes are stripped; for Rust, same path once the build hashes are
+//! removed, instances of one path told apart by symbol size), and prints how much of the profile found a home:
 //! the matched share of the self weight, the functions matched per rule, and the functions
 //! missing on each side (count, then the heaviest unmatched profile functions and the first
 //! unmatched target functions in key order).
@@ -37,7 +38,7 @@ use crate::cli::vocab;
 use crate::fsio;
 use anyhow::{anyhow, Result};
 use sediment_elf::Binary;
-use sediment_profile::{match_profile, retarget, FuncKey, MatchReport, Profile, Target};
+use sediment_profile::{match_profile_sized, retarget, FuncKey, MatchReport, Profile, Target};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -97,9 +98,9 @@ pub fn run(args: Args) -> Result<()> {
     .map_err(|e| anyhow!("{}: {e}", args.profile.display()))?;
 
     // Match by name, then write the remapped profile (before printing, see the module docs).
-    let (mapping, report) = match_profile(&profile, &targets);
+    let sizes: Vec<u64> = binary.functions.iter().map(|s| s.size).collect();
+    let (mapping, report) = match_profile_sized(&profile, &targets, &sizes);
     if let Some(out) = &args.output {
-        let sizes: Vec<u64> = binary.functions.iter().map(|s| s.size).collect();
         let target = Target {
             binary: args.binary.display().to_string(),
             build_id: binary.build_id.clone(),
@@ -172,12 +173,17 @@ struct JsonTarget<'a> {
     from_dynsym: bool,
 }
 
-/// Functions matched per rule of `sediment_profile::names`.
+/// Functions matched per rule of `sediment_profile::names`; the Rust counts only when the
+/// Rust rule found something.
 #[derive(Serialize)]
 struct JsonMatched {
     exact: usize,
     other_file: usize,
     normalized: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rust_path: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rust_ambiguous: Option<usize>,
 }
 
 /// A function named in the report; `weight` only for unmatched profile functions.
@@ -229,6 +235,7 @@ struct JsonReport<'a> {
 
 /// The report as one pretty-printed JSON object with a trailing newline.
 fn format_json(args: &Args, profile: &Profile, binary: &Binary, r: &MatchReport) -> Result<String> {
+    let rust = r.rust_path > 0 || r.rust_ambiguous > 0;
     let report = JsonReport {
         profile: JsonProfile {
             path: args.profile.display().to_string(),
@@ -249,6 +256,8 @@ fn format_json(args: &Args, profile: &Profile, binary: &Binary, r: &MatchReport)
             exact: r.exact,
             other_file: r.other_file,
             normalized: r.normalized,
+            rust_path: rust.then_some(r.rust_path),
+            rust_ambiguous: rust.then_some(r.rust_ambiguous),
         },
         missing_in_target: JsonMissingInTarget {
             count: r.missing_in_target,

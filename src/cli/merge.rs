@@ -10,6 +10,12 @@
 //! `sediment_profile::merge`, run by the `merge` stage ([`crate::pipeline::merge::merge`]);
 //! this file only pairs weights with files, calls the stage and writes atomically.
 //!
+//! **An inbox of contributor bundles** (`--prof-dir DIR`, with `--binary FILE` per binary of
+//! the current build): the inputs are bundles (`record --bundle`; a directory stands for its
+//! `*.sbundle` files), merged per binary into `DIR/<basename>.sprof` by
+//! [`crate::pipeline::merge::merge_inbox`]; one line per bundle on stdout says what it added
+//! and at which coverage, refusals and duplicates are one line each on stderr.
+//!
 //! The pairing depends on the order of `-w` and `-p` on the command line, which clap's derive
 //! cannot express, so [`Args`] implements clap's traits by hand and reads argument positions.
 
@@ -23,8 +29,14 @@ use std::path::PathBuf;
 /// Arguments of `sediment merge`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Args {
-    /// Where to write the merged profile.
+    /// Where to write the merged profile (`-o`; empty with `--prof-dir`).
     pub output: PathBuf,
+    /// Inbox mode: the inputs are contributor bundles, merged per binary into this directory.
+    pub prof_dir: Option<PathBuf>,
+    /// Inbox mode: the current build's binaries, which bundles of other builds are matched to.
+    pub binaries: Vec<PathBuf>,
+    /// Inbox mode: least share of another build's profile that must land on `--binary`.
+    pub min_share: f64,
     /// The inputs with their weights, in command-line order.
     pub inputs: Vec<(f64, PathBuf)>,
     /// A `-w` that no profile followed (an error: it would silently do nothing).
@@ -83,6 +95,15 @@ impl clap::FromArgMatches for Args {
             .map(|(_, w)| *w);
         Ok(Args {
             output: m.get_one::<PathBuf>("output").cloned().unwrap_or_default(),
+            prof_dir: m.get_one::<PathBuf>("prof-dir").cloned(),
+            binaries: m
+                .get_many::<PathBuf>("binary")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+            min_share: m
+                .get_one::<f64>("min-share")
+                .copied()
+                .unwrap_or(sediment_profile::DEFAULT_MIN_SHARE),
             inputs,
             dangling_weight,
             force: m.get_flag("force"),
@@ -113,9 +134,26 @@ impl clap::Args for Args {
                 .short('o')
                 .long("output")
                 .value_name("FILE")
-                .required(true)
+                .required_unless_present("prof-dir")
+                .conflicts_with("prof-dir")
                 .value_parser(value_parser!(PathBuf))
                 .help("Where to write the merged profile"),
+        )
+        .arg(
+            Arg::new("prof-dir")
+                .long("prof-dir")
+                .value_name("DIR")
+                .value_parser(value_parser!(PathBuf))
+                .help("Merge an inbox of contributor bundles (`record --bundle`; a directory means every *.sbundle file in it) per binary into DIR/<basename>.sprof, each bundle one submission; prints each bundle's coverage"),
+        )
+        .arg(
+            Arg::new("binary")
+                .long("binary")
+                .value_name("FILE")
+                .action(ArgAction::Append)
+                .requires("prof-dir")
+                .value_parser(value_parser!(PathBuf))
+                .help("With --prof-dir: a binary of the current build (repeat for each); profiles of other builds are matched onto it, refused when too little of their weight lands on its functions, and binaries the build does not have are left out. Default: each binary's build is the one most bundles name, others refused"),
         )
         .arg(
             Arg::new("weight")
@@ -145,6 +183,14 @@ impl clap::Args for Args {
                 .action(ArgAction::Append)
                 .value_parser(value_parser!(PathBuf))
                 .help("More profiles, like -p"),
+        )
+        .arg(
+            Arg::new("min-share")
+                .long("min-share")
+                .value_name("SHARE")
+                .requires("binary")
+                .value_parser(super::vocab::parse_share)
+                .help(format!("With --binary: least share (0 to 1) of a profile of another build's weight, not counting `main` and the C runtime's start-up code, that must land on the binary's functions; below it the profile is refused (default {})", sediment_profile::DEFAULT_MIN_SHARE)),
         )
         .arg(
             Arg::new("force")
@@ -209,6 +255,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(w) = args.dangling_weight {
         bail!("merge: -w {w} after the last profile applies to nothing");
     }
+    if let Some(dir) = &args.prof_dir {
+        return run_inbox(&args, dir);
+    }
     let inputs = merge::expand_inputs(&args.inputs, &args.inputs_from)?;
     if inputs.is_empty() {
         bail!("merge: no input profiles (give them with -p FILE or --inputs-from LIST)");
@@ -224,4 +273,101 @@ pub fn run(args: Args) -> Result<()> {
     // One input in memory at a time per thread (see the stage).
     let merged = merge::merge(&inputs, &run)?;
     fsio::write_atomic(&args.output, merged.to_text().as_bytes())
+}
+
+/// `sediment merge --prof-dir DIR BUNDLE...`: the inbox merge
+/// ([`crate::pipeline::merge::merge_inbox`]), its profiles written as one set into DIR, then
+/// one line per bundle on stdout (what it added, at which coverage) and the refusals on
+/// stderr.
+fn run_inbox(args: &Args, dir: &std::path::Path) -> Result<()> {
+    if args.force {
+        bail!(
+            "merge: --force is for -o; an inbox merge matches other builds with --binary instead"
+        );
+    }
+    let inputs = merge::expand_inputs_of(&args.inputs, &args.inputs_from, "sbundle")?;
+    if inputs.is_empty() {
+        bail!("merge: no bundles (give them as arguments, a directory of *.sbundle files, or --inputs-from LIST)");
+    }
+    let result = merge::merge_inbox(&merge::Inbox {
+        inputs: &inputs,
+        binaries: &args.binaries,
+        fleet: args.fleet,
+        min_share: args.min_share,
+    })?;
+    if result.profiles.is_empty() {
+        bail!("merge: no profile of these bundles is for the current build; nothing written");
+    }
+    let files: Vec<(PathBuf, sediment_profile::Profile)> = result
+        .profiles
+        .into_iter()
+        .map(|(name, p)| (dir.join(format!("{name}.sprof")), p))
+        .collect();
+    let set: Vec<(&std::path::Path, &sediment_profile::Profile)> =
+        files.iter().map(|(f, p)| (f.as_path(), p)).collect();
+    let mut warnings: Vec<String> = result
+        .submissions
+        .iter()
+        .flat_map(|s| s.refused.iter().cloned())
+        .collect();
+    if let Some((dup, first)) = result.duplicates.first() {
+        warnings.push(format!(
+            "{} duplicate submission{} counted once ({} is {}{})",
+            result.duplicates.len(),
+            if result.duplicates.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            dup.display(),
+            first.display(),
+            if result.duplicates.len() > 1 {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    fsio::in_dir(dir, || fsio::write_profiles(&set, &warnings))?;
+    let mut out = String::new();
+    for s in &result.submissions {
+        use std::fmt::Write as _;
+        let merged: Vec<String> = s
+            .merged
+            .iter()
+            .map(|(name, share)| match share {
+                Some(share) => format!("{} {:.1}%", sediment_profile::escape(name), 100.0 * share),
+                None => format!("{} (same build)", sediment_profile::escape(name)),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{} ({}, submitter {}): merged {}{}{}",
+            s.path.display(),
+            s.id,
+            s.submitter
+                .as_deref()
+                .map_or("-".into(), sediment_profile::escape),
+            if merged.is_empty() {
+                "nothing".to_string()
+            } else {
+                merged.join(", ")
+            },
+            if s.refused.is_empty() {
+                String::new()
+            } else {
+                format!("; {} refused", s.refused.len())
+            },
+            if s.outside == 0 {
+                String::new()
+            } else {
+                format!("; {} not in the build", s.outside)
+            },
+        );
+    }
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
 }

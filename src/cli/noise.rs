@@ -28,7 +28,7 @@
 //!   symbol-ordering file, a gold section-ordering file, a GNU ld script or fragment, as
 //!   `sediment link-flags` prints them), each variant links with a copy that lists the pad
 //!   first, so that the pad lands before the ordered code rather than after it (see
-//!   `pad_first`). Every function of the objects that lands after the pad in
+//!   `crate::pipeline::relink::pad_first`). Every function of the objects that lands after the pad in
 //!   `.text` moves by the same amount; the code itself is unchanged. The default step,
 //!   [`DEFAULT_SHIFT_STEP`], is 80 bytes.
 //!
@@ -45,25 +45,21 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use sediment_measure::spread::spreads;
 use sediment_measure::Metrics;
 
 use crate::fsio;
+use crate::pipeline::relink;
 
-/// Default shift step of `--vary shift`, in bytes. 80 = one 64-byte cache line plus 16: each
-/// step moves every function to another I-cache set and, because gcc aligns functions to 16
-/// bytes, also to another of the four 16-byte positions within a line, so consecutive
-/// variants differ both in set mapping and in which functions straddle a line.
-pub const DEFAULT_SHIFT_STEP: u64 = 80;
+/// Default shift step of `--vary shift`, in bytes ([`relink::DEFAULT_PAD_STEP`]).
+pub const DEFAULT_SHIFT_STEP: u64 = relink::DEFAULT_PAD_STEP;
 
 /// Most variants one run may ask for (each is a link and five Valgrind runs).
 const MAX_VARIANTS: usize = 1000;
 
-/// Largest pad a shift variant may get: 64 MiB, far beyond any cache or TLB reach.
-const MAX_PAD_BYTES: u64 = 64 << 20;
+use relink::MAX_PAD_BYTES;
 
 /// The input-section glob lld shuffles in `--vary shuffle`.
 const SHUFFLE_GLOB: &str = ".text*";
@@ -198,144 +194,26 @@ fn check_objects(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Links every variant into `dir` as `layout-NNNN`; returns the binaries in variant order.
+/// Links every variant into `dir` as `layout-NNNN` (`crate::pipeline::relink`); returns the
+/// binaries in variant order.
 fn link_variants(args: &Args, variants: &[Variant], dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut binaries = Vec::with_capacity(variants.len());
-    for (i, v) in variants.iter().enumerate() {
-        let mut link: Vec<OsString> = Vec::new();
-        if let Some(bytes) = v.pad {
-            link.push(write_pad(&args.cc, dir, i, bytes)?.into_os_string());
-        }
-        link.extend(args.objects.iter().map(|o| o.as_os_str().to_owned()));
-        if v.pad.is_some() {
-            for a in &args.link_args {
-                link.push(pad_first(a, dir, i)?.into());
-            }
-        } else {
-            link.extend(args.link_args.iter().map(OsString::from));
-        }
-        link.extend(v.flags.iter().map(OsString::from));
-        let binary = dir.join(format!("layout-{i:04}"));
-        link.push("-o".into());
-        link.push(binary.as_os_str().to_owned());
-        run_cc(&args.cc, &link)
-            .with_context(|| format!("linking variant {} with {}", v.label, args.cc))?;
-        binaries.push(binary);
-    }
-    Ok(binaries)
-}
-
-/// A link argument with every ordering file it names replaced by a copy in `dir` that puts
-/// the pad first; other arguments are returned unchanged.
-///
-/// Without this the pad would move nothing when an order is in use: lld and gold place the
-/// listed sections first and the unlisted pad after them, and a GNU ld script lists the
-/// ordered sections before the `.text.*` catch-all that takes the pad. So an lld
-/// `--symbol-ordering-file` gets the pad's symbol as its first line, a gold
-/// `--section-ordering-file` the pad's section, and a GNU ld script or 2.43 ordering fragment
-/// (`-T`, `--section-ordering-file` with a `.text :` block, as `sediment link` writes them) a
-/// `*(.text.0sediment_pad)` line at the top of its `.text` block. Arguments are read the way
-/// `sediment link-flags` prints them: `-Wl,` followed by comma-separated linker arguments.
-fn pad_first(arg: &str, dir: &Path, variant: usize) -> Result<String> {
-    let Some(list) = arg.strip_prefix("-Wl,") else {
-        return Ok(arg.to_string());
-    };
-    let mut items: Vec<String> = list.split(',').map(str::to_string).collect();
-    let mut n = 0;
-    for j in 0..items.len() {
-        let (prefix, file) = if let Some(f) = items[j].strip_prefix("--symbol-ordering-file=") {
-            ("--symbol-ordering-file=", f.to_string())
-        } else if let Some(f) = items[j].strip_prefix("--section-ordering-file=") {
-            ("--section-ordering-file=", f.to_string())
-        } else if j > 0 && items[j - 1] == "-T" {
-            ("", items[j].clone())
-        } else {
-            continue;
-        };
-        let text = fsio::read_text(Path::new(&file))?;
-        let padded = if prefix == "--symbol-ordering-file=" {
-            format!("{PAD_SYMBOL}\n{text}")
-        } else if let Some(at) = text.find(".text :\n  {\n") {
-            let at = at + ".text :\n  {\n".len();
-            format!("{}    *({PAD_SECTION})\n{}", &text[..at], &text[at..])
-        } else if prefix.is_empty() {
-            bail!("{file}: a linker script without a `.text :` block; cannot place the pad before the ordered code");
-        } else {
-            format!("{PAD_SECTION}\n{text}")
-        };
-        let copy = dir.join(format!("order-{variant:04}-{n}"));
-        n += 1;
-        fsio::write_atomic(&copy, padded.as_bytes())?;
-        items[j] = format!("{prefix}{}", copy.display());
-    }
-    Ok(format!("-Wl,{}", items.join(",")))
-}
-
-/// Name of the pad's section: sorts before every `.text.NAME` of a C program, so that GNU ld's
-/// default `*(.text .text.*)` takes it first.
-const PAD_SECTION: &str = ".text.0sediment_pad";
-
-/// The pad's global symbol, for lld's symbol-ordering file.
-const PAD_SYMBOL: &str = "sediment_pad";
-
-/// Writes and assembles the pad object of variant `i`: one `.text.0sediment_pad` section of
-/// `bytes` zero bytes (alignment 1, so the shift is exact) with the global symbol
-/// `sediment_pad` at its start, and a non-executable stack note so that the pad does not make
-/// the program's stack executable.
-fn write_pad(cc: &str, dir: &Path, i: usize, bytes: u64) -> Result<PathBuf> {
-    let source = dir.join(format!("pad-{i:04}.s"));
-    let object = dir.join(format!("pad-{i:04}.o"));
-    let text = format!(
-        ".section {PAD_SECTION},\"ax\",@progbits\n.globl {PAD_SYMBOL}\n{PAD_SYMBOL}:\n\
-         .skip {bytes}\n.section .note.GNU-stack,\"\",@progbits\n"
-    );
-    fsio::write_atomic(&source, text.as_bytes())?;
-    let args: Vec<OsString> = vec![
-        "-c".into(),
-        source.clone().into_os_string(),
-        "-o".into(),
-        object.clone().into_os_string(),
-    ];
-    run_cc(cc, &args).with_context(|| format!("{}: cannot assemble the pad", source.display()))?;
-    Ok(object)
-}
-
-/// Runs the compiler driver; fails with its status and last error line.
-fn run_cc(cc: &str, args: &[OsString]) -> Result<()> {
-    let out = Command::new(cc)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run {cc} (is it installed?)"))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        bail!(
-            "{cc} failed ({}): {}",
-            out.status,
-            sediment_profile::quote_whole(failure_line(&stderr))
-        );
-    }
-    Ok(())
-}
-
-/// The line of a failed compiler driver's stderr that says why. The driver's own closing line
-/// ("collect2: error: ld returned 1 exit status", clang's "linker command failed") says
-/// nothing; the linker's last error line before it does (lld follows it with `>>>` lines of
-/// detail), else its last line.
-fn failure_line(stderr: &str) -> &str {
-    let said: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty() && !l.starts_with("collect2:") && !l.contains("linker command failed")
+    let inputs: Vec<OsString> = args
+        .objects
+        .iter()
+        .map(|o| o.as_os_str().to_owned())
+        .collect();
+    let layouts: Vec<relink::Layout<'_>> = variants
+        .iter()
+        .map(|v| relink::Layout {
+            cc: &args.cc,
+            inputs: &inputs,
+            link_args: &args.link_args,
+            pad: v.pad.map(|b| (b, relink::PadAt::First)),
+            flags: &v.flags,
         })
         .collect();
-    said.iter()
-        .rev()
-        .find(|l| l.contains("error"))
-        .or(said.last())
-        .copied()
-        .unwrap_or("no error message")
+    let labels: Vec<String> = variants.iter().map(|v| v.label.clone()).collect();
+    relink::link_layouts(&layouts, &labels, dir, "layout")
 }
 
 /// Measures every variant in one batch and relabels each [`Metrics::binary`] with its variant
@@ -445,77 +323,4 @@ fn format_json(args: &Args, variants: &[Variant], metrics: &[Metrics]) -> String
         .map(|(v, m)| (v.label.clone(), m.clone()))
         .collect();
     sediment_measure::spread::format_json(&args.mode, &describe(args), &columns)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // The reason a link failed: lld's error line, not its `>>>` detail or the driver's
-    // closing line; a message without "error" gives its last line.
-    #[test]
-    fn failure_line_is_the_linkers_error() {
-        let lld =
-            "ld.lld: error: duplicate symbol: counter\n>>> defined at b.c\n>>> b.o:(.bss+0x0)\n\
-                   collect2: error: ld returned 1 exit status\n";
-        assert_eq!(
-            failure_line(lld),
-            "ld.lld: error: duplicate symbol: counter"
-        );
-        assert_eq!(failure_line("warning: a\nsomething odd\n"), "something odd");
-        assert_eq!(
-            failure_line("collect2: error: ld returned 1\n"),
-            "no error message"
-        );
-    }
-
-    // Each ordering file named by a link argument is copied with the pad first: the symbol
-    // for lld, the section for gold, a line at the top of the `.text` block for a GNU ld
-    // script; other arguments pass through.
-    #[test]
-    fn ordering_files_get_the_pad_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let sym = d.join("a.sym");
-        std::fs::write(&sym, "hot\nwarm\n").unwrap();
-        let sec = d.join("a.sec");
-        std::fs::write(&sec, ".text.hot\n").unwrap();
-        let script = d.join("a.ld");
-        std::fs::write(
-            &script,
-            "# x\nSECTIONS\n{\n  .text :\n  {\n    *(.text.hot)\n",
-        )
-        .unwrap();
-        let read = |arg: &str| {
-            let path = arg.rsplit([',', '=']).next().unwrap();
-            std::fs::read_to_string(path).unwrap()
-        };
-        let a = pad_first(
-            &format!("-Wl,--symbol-ordering-file={}", sym.display()),
-            d,
-            3,
-        )
-        .unwrap();
-        assert!(a.starts_with("-Wl,--symbol-ordering-file=") && a.ends_with("order-0003-0"));
-        assert_eq!(read(&a), "sediment_pad\nhot\nwarm\n");
-        let a = pad_first(
-            &format!("-Wl,--section-ordering-file={}", sec.display()),
-            d,
-            1,
-        )
-        .unwrap();
-        assert_eq!(read(&a), ".text.0sediment_pad\n.text.hot\n");
-        let a = pad_first(&format!("-Wl,-T,{}", script.display()), d, 2).unwrap();
-        assert_eq!(
-            read(&a),
-            "# x\nSECTIONS\n{\n  .text :\n  {\n    *(.text.0sediment_pad)\n    *(.text.hot)\n"
-        );
-        assert_eq!(pad_first("-fuse-ld=lld", d, 0).unwrap(), "-fuse-ld=lld");
-        assert_eq!(
-            pad_first("-Wl,--gc-sections", d, 0).unwrap(),
-            "-Wl,--gc-sections"
-        );
-        std::fs::write(&script, "SECTIONS {}\n").unwrap();
-        assert!(pad_first(&format!("-Wl,-T,{}", script.display()), d, 4).is_err());
-    }
 }

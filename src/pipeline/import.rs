@@ -86,6 +86,10 @@ pub struct Options {
     /// The memory the process may hold while the import runs (`crate::membudget`); `None`:
     /// `SEDIMENT_MAX_MEMORY` when set, else three quarters of the machine's memory.
     pub max_memory: Option<u64>,
+    /// perf.data: processes that were not the recording's targets (a whole-machine recording's
+    /// own `perf record`), each with how the warning names it; their samples are counted in one
+    /// warning and attributed to no binary.
+    pub exclude_pids: Vec<(i32, String)>,
 }
 
 /// The `import` stage: reads `inputs` in `format`. Nothing is written; the warnings are in the
@@ -113,7 +117,14 @@ pub fn import(format: Format, inputs: &[PathBuf], options: &Options) -> Result<I
     let budget = &mut fsio::ReadBudget::from_flag_or_env(options.max_input_bytes)?;
     let _memory = crate::membudget::Limit::from_flag_or_env(options.max_memory)?;
     match format {
-        Format::Perf => import_perf(input, binary, mode, options.skip_stripped, budget),
+        Format::Perf => import_perf(
+            input,
+            binary,
+            mode,
+            options.skip_stripped,
+            &options.exclude_pids,
+            budget,
+        ),
         Format::Callgrind => import_callgrind(
             inputs,
             binary,
@@ -306,6 +317,7 @@ fn import_perf(
     binary: Option<&Path>,
     mode: Mode,
     skip_stripped: bool,
+    exclude: &[(i32, String)],
     budget: &mut fsio::ReadBudget,
 ) -> Result<Imported> {
     let mut skipped = Vec::new();
@@ -363,7 +375,14 @@ fn import_perf(
         }
         Ok(bytes)
     };
-    let mut result = perf::read(&input.display().to_string(), &data, mode, &mut resolver)?;
+    let exclude_pids: Vec<i32> = exclude.iter().map(|(pid, _)| *pid).collect();
+    let mut result = perf::read_excluding(
+        &input.display().to_string(),
+        &data,
+        mode,
+        &mut resolver,
+        &exclude_pids,
+    )?;
     result
         .stats
         .missing_binaries
@@ -386,6 +405,15 @@ fn import_perf(
         warnings.push(format!(
             "{} binaries changed on disk since they ran and get no profile (first: {first})",
             changed.len()
+        ));
+    }
+    if result.stats.excluded_samples > 0 {
+        let names: Vec<&str> = exclude.iter().map(|(_, n)| n.as_str()).collect();
+        warnings.push(format!(
+            "{} of {} samples came from processes that were not targets and are left out ({})",
+            result.stats.excluded_samples,
+            result.stats.samples,
+            names.join(", ")
         ));
     }
     warnings.extend(perf_warnings(&result.stats, binary.is_some()));

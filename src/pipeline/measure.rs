@@ -243,25 +243,40 @@ pub fn record(
     }
 }
 
-/// Column labels: each binary's file name, or its path as given when file names collide.
+/// Column labels: each binary's shortest path suffix (whole components) that no other binary
+/// shares: the file name when file names differ (`postgres`, `app.lld`), else as many parent
+/// directories as tell them apart (`/home/u/b/default/bin/postgres` and
+/// `/home/u/b/c3/bin/postgres` are `default/bin/postgres` and `c3/bin/postgres`). A binary
+/// named twice by the same path keeps that path.
 pub fn labels(binaries: &[PathBuf]) -> Vec<String> {
-    let names: Vec<String> = binaries
+    let parts: Vec<Vec<String>> = binaries
         .iter()
         .map(|b| {
-            b.file_name().map_or_else(
-                || b.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
+            b.components()
+                .filter_map(|c| match c {
+                    std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                    _ => None,
+                })
+                .collect()
         })
         .collect();
-    let mut unique = names.clone();
-    unique.sort();
-    unique.dedup();
-    if unique.len() == names.len() {
-        names
-    } else {
-        binaries.iter().map(|b| b.display().to_string()).collect()
-    }
+    let suffix = |p: &[String], k: usize| p[p.len().saturating_sub(k)..].join("/");
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let same = |k: usize| {
+                parts
+                    .iter()
+                    .enumerate()
+                    .any(|(j, q)| j != i && suffix(q, k) == suffix(p, k))
+            };
+            match (1..=p.len()).find(|&k| !same(k)) {
+                Some(k) if k < p.len() || binaries[i].is_relative() => suffix(p, k),
+                _ => binaries[i].display().to_string(),
+            }
+        })
+        .collect()
 }
 
 /// Self weight per function key of the profile at `path`; empty without one. The profile must
@@ -509,6 +524,23 @@ fn run_traced(
     ))
 }
 
+/// The code bytes of `binary` as the sweep counts them (`sediment_sim::align::code_bytes` over
+/// its functions and the fillers between them, fillers aligned to `align`): the size a built
+/// layout is compared by.
+pub fn code_bytes(binary: &Path, align: u64) -> Result<u64> {
+    let data = crate::fsio::read_bytes(binary)?;
+    let elf = sediment_elf::Binary::parse(&binary.display().to_string(), &data)?;
+    let exec: Vec<sediment_elf::Segment> = elf
+        .segments
+        .iter()
+        .copied()
+        .filter(|s| s.is_executable())
+        .collect();
+    let units = sediment_link::placement::Units::of(&elf, &exec);
+    let (old, size, _) = sediment_sim::align::with_fillers(units.starts(), units.sizes(), align);
+    Ok(sediment_sim::align::code_bytes(&old, &size))
+}
+
 /// The layouts of [`Plan::aligned`] in link-time addresses.
 struct AlignedLayouts {
     /// Old start and size of every unit: the binary's functions and the fillers between them
@@ -664,7 +696,17 @@ pub fn compare(
     opts: &sediment_measure::onepass::OnePassOptions,
     progress: &(dyn Fn(usize, sediment_measure::onepass::Event) + Sync),
 ) -> Result<Compared> {
-    let labels = labels(binaries);
+    compare_labeled(binaries, labels(binaries), args, opts, progress)
+}
+
+/// [`compare`] with the columns' labels given (`compare --label`), one per binary.
+pub fn compare_labeled(
+    binaries: &[PathBuf],
+    labels: Vec<String>,
+    args: &[OsString],
+    opts: &sediment_measure::onepass::OnePassOptions,
+    progress: &(dyn Fn(usize, sediment_measure::onepass::Event) + Sync),
+) -> Result<Compared> {
     let mut notes = Vec::new();
     let measured = match one_pass(binaries, args, opts, progress) {
         Err(e) if is_no_trace_tool(&e) && opts.sample.is_none() => {
@@ -722,6 +764,28 @@ fn is_no_trace_tool(e: &anyhow::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
+    // Columns of variants that are all called `postgres` are told apart by the shortest
+    // suffix, not by 80-character paths; distinct file names stay file names.
+    #[test]
+    fn labels_are_shortest_unique_suffixes() {
+        let p = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+        assert_eq!(
+            super::labels(&p(&[
+                "/home/u/b/default/bin/postgres",
+                "/home/u/b/c3/bin/postgres",
+                "/home/u/b/c3-lld/bin/postgres"
+            ])),
+            [
+                "default/bin/postgres",
+                "c3/bin/postgres",
+                "c3-lld/bin/postgres"
+            ]
+        );
+        assert_eq!(super::labels(&p(&["./a", "/x/b"])), ["a", "b"]);
+        assert_eq!(super::labels(&p(&["x/a", "y/a"])), ["x/a", "y/a"]);
+        assert_eq!(super::labels(&p(&["/x/a", "/x/a"])), ["/x/a", "/x/a"]);
+    }
+
     use super::*;
 
     // Shift plans: K layouts from 0 in steps; K = 0, K over the cap and a pad past 64 MiB are

@@ -162,6 +162,15 @@ fn in_chunks<S: Send>(
 /// replaced by the `*.sprof` files directly inside it, sorted by name, each with that weight;
 /// then the entries of each list file of `lists` (see [`read_input_list`]), expanded alike.
 pub fn expand_inputs(inputs: &[(f64, PathBuf)], lists: &[PathBuf]) -> Result<Vec<(f64, PathBuf)>> {
+    expand_inputs_of(inputs, lists, "sprof")
+}
+
+/// [`expand_inputs`] for files named `*.EXT` (`sbundle`: an inbox of bundles).
+pub fn expand_inputs_of(
+    inputs: &[(f64, PathBuf)],
+    lists: &[PathBuf],
+    ext: &str,
+) -> Result<Vec<(f64, PathBuf)>> {
     let mut given: Vec<(f64, PathBuf)> = inputs.to_vec();
     for list in lists {
         given.extend(read_input_list(list)?);
@@ -178,12 +187,12 @@ pub fn expand_inputs(inputs: &[(f64, PathBuf)], lists: &[PathBuf]) -> Result<Vec
         for entry in entries {
             let entry = entry.with_context(|| format!("{}: cannot list", path.display()))?;
             let p = entry.path();
-            if p.extension().is_some_and(|e| e == "sprof") && !p.is_dir() {
+            if p.extension().is_some_and(|e| e == ext) && !p.is_dir() {
                 files.push(p);
             }
         }
         if files.is_empty() {
-            bail!("{}: no *.sprof file in this directory", path.display());
+            bail!("{}: no *.{ext} file in this directory", path.display());
         }
         files.sort();
         out.extend(files.into_iter().map(|p| (w, p)));
@@ -336,6 +345,281 @@ pub fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
         Err(ProfileError::Mismatch { .. }) => Ok(None),
         Err(e) => Err(anyhow!("{}: {e}", path.display())),
     }
+}
+
+/// What a packager's inbox merge (`sediment merge --prof-dir OUT BUNDLE...`) is given.
+#[derive(Debug, Clone, Copy)]
+pub struct Inbox<'a> {
+    /// The bundles, each with its command-line weight (directories already expanded).
+    pub inputs: &'a [(f64, PathBuf)],
+    /// The current build's binaries (`--binary`); empty: the build most submissions name.
+    pub binaries: &'a [PathBuf],
+    /// Fleet weighting (per submitter, decay, cap) from each bundle's submitter and time.
+    pub fleet: FleetOptions,
+    /// Least share of a profile's weight that must land on the current build's functions
+    /// when it was recorded on another build ([`sediment_profile::binary_share`]).
+    pub min_share: f64,
+}
+
+/// What became of one bundle in an inbox merge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmissionReport {
+    /// The bundle file.
+    pub path: PathBuf,
+    /// The first 16 hex digits of its SHA-256.
+    pub id: String,
+    /// Its submitter, when it names one.
+    pub submitter: Option<String>,
+    /// The binaries merged, each with the share of its weight that landed on the current
+    /// build's functions (`None`: no `--binary` was given, and it is the inbox's build).
+    pub merged: Vec<(String, Option<f64>)>,
+    /// Binaries refused (another build that did not match well enough), one line each.
+    pub refused: Vec<String>,
+    /// Binaries the current build does not have (libc, the loader, ...), counted.
+    pub outside: usize,
+}
+
+/// The result of [`merge_inbox`]: the profiles to write, what became of each bundle, and the
+/// bundles left out as duplicates of an earlier one (`(duplicate, first)`).
+#[derive(Debug, Clone)]
+pub struct InboxResult {
+    /// `(base name, merged profile)`, by base name.
+    pub profiles: Vec<(String, Profile)>,
+    /// One report per distinct bundle, in input order.
+    pub submissions: Vec<SubmissionReport>,
+    /// Bundles with the same bytes as an earlier input, counted once.
+    pub duplicates: Vec<(PathBuf, PathBuf)>,
+}
+
+/// The `merge` stage for an inbox of contributor bundles ([`super::bundle`]): every profile of
+/// every bundle, grouped by binary (base name), merged per binary with each bundle as one
+/// submission: normalized to a common scale ([`Merger`]), weighted by its command-line weight
+/// and the fleet options (its submitter and recording time come from its manifest).
+///
+/// Which build a profile is for: with [`Inbox::binaries`], a profile whose binary the build
+/// has under the same base name is used as it is when the build-ids agree, and otherwise
+/// matched onto the build's functions ([`sediment_profile::retarget`], as `sediment match`
+/// does) when at least [`Inbox::min_share`] of its weight lands there; below that it is
+/// refused with one line. Binaries the build does not have (the C library, the loader) are
+/// counted and left out. Without binaries, the current build of each base name is the
+/// build-id most bundles name (ties: the smallest id), and profiles of other builds are
+/// refused with a line saying that `--binary` would match them.
+///
+/// Two bundles with the same bytes (SHA-256) are one submission: the later ones are reported
+/// and skipped. The merged profile's `meta` keeps the provenance: `submissions` (how many
+/// bundles went in) and one `submission.<id>` key per bundle (`id` the first 16 hex digits of
+/// its SHA-256) whose value names its submitter, package and version, weight and share.
+pub fn merge_inbox(inbox: &Inbox<'_>) -> Result<InboxResult> {
+    use super::bundle::{self, Bundle, META_PACKAGE, META_PACKAGE_VERSION};
+    let _t = timings::stage("merge");
+    // Read every bundle; the same bytes twice are one submission.
+    let mut bundles: Vec<(f64, PathBuf, Bundle)> = Vec::new();
+    let mut duplicates = Vec::new();
+    for (w, path) in inbox.inputs {
+        let b = bundle::read(path)?;
+        if let Some((_, first, _)) = bundles.iter().find(|(_, _, o)| o.hash == b.hash) {
+            duplicates.push((path.clone(), first.clone()));
+            continue;
+        }
+        bundles.push((*w, path.clone(), b));
+    }
+    // The current build: its binaries by base name.
+    let mut build: BTreeMap<String, (PathBuf, sediment_elf::Binary)> = BTreeMap::new();
+    for path in inbox.binaries {
+        let bin = fsio::read_binary(path)?;
+        let name = base_name(&path.to_string_lossy()).to_string();
+        if let Some((other, _)) = build.get(&name) {
+            bail!(
+                "--binary {} and {}: two binaries named {}; give one per base name",
+                other.display(),
+                path.display(),
+                sediment_profile::escape(&name)
+            );
+        }
+        build.insert(name, (path.clone(), bin));
+    }
+    // Without binaries: the build-id most bundles name, per base name.
+    let mut current: BTreeMap<String, Option<String>> = BTreeMap::new();
+    if build.is_empty() {
+        let mut votes: BTreeMap<&str, BTreeMap<Option<&str>, usize>> = BTreeMap::new();
+        for (_, _, b) in &bundles {
+            for p in &b.profiles {
+                *votes
+                    .entry(base_name(&p.meta.binary))
+                    .or_default()
+                    .entry(p.meta.build_id.as_deref())
+                    .or_default() += 1;
+            }
+        }
+        for (name, ids) in votes {
+            // Most votes; ties to the smallest id (BTreeMap order, first maximum kept).
+            let mut best: Option<(Option<&str>, usize)> = None;
+            for (id, n) in ids {
+                if best.map_or(true, |(_, m)| n > m) {
+                    best = Some((id, n));
+                }
+            }
+            current.insert(
+                name.to_string(),
+                best.and_then(|(id, _)| id.map(str::to_string)),
+            );
+        }
+    }
+    let describe = |p: &Profile| -> String {
+        let mut s = format!("build-id {}", p.meta.build_id.as_deref().unwrap_or("none"));
+        if let (Some(pkg), Some(v)) = (
+            p.meta.extra.get(META_PACKAGE),
+            p.meta.extra.get(META_PACKAGE_VERSION),
+        ) {
+            s.push_str(&format!(
+                ", {} {}",
+                sediment_profile::escape(pkg),
+                sediment_profile::escape(v)
+            ));
+        }
+        s
+    };
+    // Each bundle's profiles, placed onto the current build or refused.
+    let mut groups: BTreeMap<String, Vec<(usize, Profile, Option<f64>)>> = BTreeMap::new();
+    let mut submissions = Vec::with_capacity(bundles.len());
+    for (i, (_, path, b)) in bundles.iter().enumerate() {
+        let mut report = SubmissionReport {
+            path: path.clone(),
+            id: b.hash[..16].to_string(),
+            submitter: b.manifest.submitter.clone(),
+            merged: Vec::new(),
+            refused: Vec::new(),
+            outside: 0,
+        };
+        for p in &b.profiles {
+            let name = base_name(&p.meta.binary).to_string();
+            let mut p = p.clone();
+            p.meta.binary = name.clone();
+            if let Some(s) = &b.manifest.submitter {
+                p.meta
+                    .extra
+                    .insert(sediment_profile::META_SUBMITTER.into(), s.clone());
+            }
+            if let Some(t) = b.manifest.recorded_at {
+                p.meta
+                    .extra
+                    .insert(sediment_profile::META_RECORDED_AT.into(), t.to_string());
+            }
+            let placed = if build.is_empty() {
+                let want = &current[&name];
+                if p.meta.build_id != *want {
+                    report.refused.push(format!(
+                        "{}: {} is another build ({}) than the inbox's ({}); refused (give --binary to match it into the current build)",
+                        path.display(),
+                        sediment_profile::escape(&name),
+                        describe(&p),
+                        want.as_deref().map_or("no build-id".to_string(), |w| format!("build-id {w}"))
+                    ));
+                    continue;
+                }
+                (p, None)
+            } else {
+                let Some((bin_path, bin)) = build.get(&name) else {
+                    report.outside += 1;
+                    continue;
+                };
+                let targets: Vec<sediment_profile::FuncKey> =
+                    bin.functions.iter().map(|s| s.key.clone()).collect();
+                let share = sediment_profile::binary_share(&p, &targets);
+                if p.meta.build_id.is_some() && p.meta.build_id == bin.build_id {
+                    (p, Some(share.fraction()))
+                } else if !share.is_enough(inbox.min_share) {
+                    report.refused.push(format!(
+                        "{}: {} ({}) matches {:.1}% of its weight to {}, less than {:.0}%; refused",
+                        path.display(),
+                        sediment_profile::escape(&name),
+                        describe(&p),
+                        100.0 * share.fraction(),
+                        bin_path.display(),
+                        100.0 * inbox.min_share
+                    ));
+                    continue;
+                } else {
+                    let (mapping, _) = sediment_profile::match_profile(&p, &targets);
+                    let sizes: Vec<u64> = bin.functions.iter().map(|s| s.size).collect();
+                    let mut moved = sediment_profile::retarget(
+                        &p,
+                        &mapping,
+                        sediment_profile::Target {
+                            binary: name.clone(),
+                            build_id: bin.build_id.clone(),
+                            arch: Some(bin.arch.clone()),
+                            functions: &targets,
+                            sizes: &sizes,
+                        },
+                    );
+                    for key in [
+                        sediment_profile::META_SUBMITTER,
+                        sediment_profile::META_RECORDED_AT,
+                        META_PACKAGE,
+                        META_PACKAGE_VERSION,
+                    ] {
+                        if let Some(v) = p.meta.extra.get(key) {
+                            moved.meta.extra.insert(key.into(), v.clone());
+                        }
+                    }
+                    (moved, Some(share.fraction()))
+                }
+            };
+            report.merged.push((name.clone(), placed.1));
+            groups
+                .entry(name)
+                .or_default()
+                .push((i, placed.0, placed.1));
+        }
+        submissions.push(report);
+    }
+    // Per binary: the fleet weights, the exact merge, the provenance.
+    let mut profiles = Vec::with_capacity(groups.len());
+    for (name, group) in groups {
+        let subs: Vec<Submission> = group
+            .iter()
+            .map(|(i, p, _)| Submission::from_meta(bundles[*i].0, &p.meta))
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow!("merge: {name}: {e}"))?;
+        let plan = fleet_plan(&subs, &inbox.fleet).map_err(|e| anyhow!("merge: {e}"))?;
+        let mut merger = Merger::new();
+        for ((i, p, _), w) in group.iter().zip(&plan.weights) {
+            merger
+                .add(*w, p)
+                .map_err(|e| anyhow!("{}: {name}: {e}", bundles[*i].1.display()))?;
+        }
+        let mut merged = merger
+            .finish(MergeOptions { force: false })
+            .map_err(|e| anyhow!("merge: {name}: {e}"))?;
+        if inbox.fleet.is_active() {
+            plan.annotate(&mut merged.meta);
+        }
+        merged
+            .meta
+            .extra
+            .insert("submissions".into(), group.len().to_string());
+        for ((i, p, share), w) in group.iter().zip(&plan.weights) {
+            let b = &bundles[*i].2;
+            let field = |k: &str| p.meta.extra.get(k).map_or("-".to_string(), Clone::clone);
+            merged.meta.extra.insert(
+                format!("submission.{}", &b.hash[..16]),
+                format!(
+                    "submitter={},package={},version={},weight={w},share={}",
+                    b.manifest.submitter.as_deref().unwrap_or("-"),
+                    field(META_PACKAGE),
+                    field(META_PACKAGE_VERSION),
+                    share.map_or("same-build".to_string(), |s| format!("{s:.4}")),
+                ),
+            );
+        }
+        profiles.push((name, merged));
+    }
+    Ok(InboxResult {
+        profiles,
+        submissions,
+        duplicates,
+    })
 }
 
 #[cfg(test)]

@@ -10,12 +10,15 @@
 //! found (warnings included) and its caller decides how to show it. The verbs in [`crate::cli`],
 //! the demo, the linker shims and the bench all call these functions.
 
+pub mod bundle;
 pub mod import;
 pub mod link;
 pub mod measure;
 pub mod merge;
 pub mod order;
 pub mod record;
+pub mod relink;
+pub mod target;
 pub mod timings;
 pub mod tune;
 pub mod verify;

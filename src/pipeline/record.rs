@@ -161,7 +161,7 @@ pub fn record(req: &Request<'_>) -> Result<Imported> {
                     );
                 }
             };
-            let (status, capped) =
+            let (status, capped, _) =
                 supervise(cmd, "valgrind", req.duration, libc::SIGTERM, &mut progress)?;
             let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
                 .context("cannot list the recording directory")?
@@ -249,7 +249,7 @@ fn run_profiler(
     stop: libc::c_int,
     tick: &mut dyn FnMut(Duration),
 ) -> Result<(std::process::ExitStatus, bool)> {
-    let (status, capped) = supervise(cmd, tool, duration, stop, tick)?;
+    let (status, capped, _) = supervise(cmd, tool, duration, stop, tick)?;
     if !out_file.exists() {
         bail!("{tool} failed ({status}) on {program} and wrote no recording");
     }
@@ -258,7 +258,8 @@ fn run_profiler(
 
 /// Starts the profiler `cmd` and waits for it, calling `tick` with the time elapsed about
 /// every 50 ms. After `duration` (when given) the profiler and every process it started get
-/// the signal `stop`, once; the result says whether that happened (the recording was capped).
+/// the signal `stop`, once; the result says whether that happened (the recording was capped),
+/// and gives the profiler's process ID.
 /// The profiler is killed by the kernel when Sediment dies, and sent `SIGTERM` (which `perf
 /// record` passes on to its workload) when Sediment gets `SIGTERM` or `SIGINT`
 /// (`crate::cleanup`), unless a [`crate::cleanup::StopOnSignal`] is armed: then the first
@@ -269,7 +270,7 @@ fn supervise(
     duration: Option<Duration>,
     stop: libc::c_int,
     tick: &mut dyn FnMut(Duration),
-) -> Result<(std::process::ExitStatus, bool)> {
+) -> Result<(std::process::ExitStatus, bool, u32)> {
     sediment_valgrind::die_with_parent(&mut cmd);
     let on_signal = crate::cleanup::StopOnSignal::armed();
     let (mut child, tracked) = crate::cleanup::track_child(|| cmd.spawn())
@@ -304,7 +305,7 @@ fn supervise(
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    Ok((status, capped))
+    Ok((status, capped, child.id()))
 }
 
 /// A count in the units a person reads at a glance (`1.23 G`).
@@ -439,7 +440,8 @@ pub fn attach(req: &Attach) -> Result<Imported> {
         .stderr(std::fs::File::create(&log).context("cannot create perf's log file")?);
     // The first Ctrl-C stops the recording, which is then imported and written.
     let _stop = crate::cleanup::StopOnSignal::arm();
-    let (status, stopped) = supervise(cmd, "perf record", req.duration, libc::SIGINT, &mut |_| {})?;
+    let (status, stopped, perf_pid) =
+        supervise(cmd, "perf record", req.duration, libc::SIGINT, &mut |_| {})?;
     use std::os::unix::process::ExitStatusExt as _;
     // perf ends as killed by SIGINT after writing; on the user's Ctrl-C it got one itself.
     let by_stop = stopped || matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM));
@@ -459,11 +461,27 @@ pub fn attach(req: &Attach) -> Result<Imported> {
     let options = import::Options {
         mode: Some(req.mode.unwrap_or_default()),
         skip_stripped: req.whole,
+        exclude_pids: not_targets(&req.targets, perf_pid, std::process::id()),
         ..import::Options::default()
     };
     let mut imported = import::import(import::Format::Perf, &[data], &options)?;
     imported.main = main;
     Ok(imported)
+}
+
+/// The processes a recording of `targets` sees that are not targets, with how the warning names
+/// them: a whole-machine recording samples the `perf record` doing it (`perf`, writing the
+/// data) and this process (`me`, waiting for it), and would otherwise write profiles of perf and
+/// its libraries. Their samples are counted and left out by the importer. `perf record -p`
+/// samples only the processes named.
+fn not_targets(targets: &Targets, perf: u32, me: u32) -> Vec<(i32, String)> {
+    match targets {
+        Targets::Pids(_) => Vec::new(),
+        Targets::All => vec![
+            (perf as i32, format!("perf record, PID {perf}")),
+            (me as i32, format!("sediment, PID {me}")),
+        ],
+    }
 }
 
 /// How the targets are named in messages.
@@ -532,9 +550,107 @@ fn has_perf_capability() -> bool {
         .is_some_and(|caps| caps & (1 << 38 | 1 << 21) != 0)
 }
 
+/// Which binaries of a recording written to a profile directory or a bundle are kept
+/// (`record --under DIR`, `--keep-binaries NAMES`): a binary is kept when its recorded path
+/// lies under one of [`Filter::under`] (compared after resolving symbolic links on both
+/// sides, so `./build` matches what perf saw as `/home/u/pkg/build/...`) or its base name is
+/// one of [`Filter::names`]. An empty filter keeps every binary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Directories: a build tree, an install prefix.
+    pub under: Vec<PathBuf>,
+    /// Base names (`postgres`, `libpq.so.5`).
+    pub names: Vec<String>,
+}
+
+impl Filter {
+    /// True when the filter keeps every binary.
+    pub fn is_empty(&self) -> bool {
+        self.under.is_empty() && self.names.is_empty()
+    }
+}
+
+/// Drops from `imported` the profiles of binaries `filter` does not keep, and returns the
+/// dropped binaries' base names, heaviest (self weight) first, ties by name. A directory of
+/// [`Filter::under`] that does not exist is an error naming it (a typo would otherwise drop
+/// everything).
+pub fn filter_binaries(imported: &mut Imported, filter: &Filter) -> Result<Vec<String>> {
+    if filter.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut dirs = Vec::new();
+    for d in &filter.under {
+        let real = std::fs::canonicalize(d)
+            .with_context(|| format!("--under {}: no such directory", d.display()))?;
+        if !real.is_dir() {
+            bail!("--under {}: not a directory", d.display());
+        }
+        dirs.push(real);
+    }
+    let kept = |p: &sediment_profile::Profile| {
+        let name = sediment_profile::base_name(&p.meta.binary);
+        if filter.names.iter().any(|n| n == name) {
+            return true;
+        }
+        let path = Path::new(&p.meta.binary);
+        let real = std::fs::canonicalize(path).ok();
+        dirs.iter()
+            .any(|d| path.starts_with(d) || real.as_deref().is_some_and(|r| r.starts_with(d)))
+    };
+    let (keep, mut dropped): (Vec<_>, Vec<_>) = std::mem::take(&mut imported.profiles)
+        .into_iter()
+        .partition(|p| kept(p));
+    imported.profiles = keep;
+    dropped.sort_by(|a, b| {
+        b.self_total()
+            .cmp(&a.self_total())
+            .then_with(|| a.meta.binary.cmp(&b.meta.binary))
+    });
+    Ok(dropped
+        .into_iter()
+        .map(|p| sediment_profile::base_name(&p.meta.binary).to_string())
+        .collect())
+}
+
+/// The `meta` keys a recording may fill with what the recorder typed or where it lives:
+/// callgrind's `cmd` (the command line).
+const PRIVATE_META: &[&str] = &["cmd"];
+
+/// Keeps of every profile of `imported` only what a build needs to find and match it:
+/// `meta binary` becomes the binary's base name (`/home/u/pkg/build/postgres` ->
+/// `postgres`; the build-id, the architecture and the function names stay), and the keys of
+/// `PRIVATE_META` (the command line) are removed. Used for profile directories and bundles,
+/// which are shipped and sent to others (`record --keep-paths` skips it).
+pub fn drop_private(imported: &mut Imported) {
+    for p in &mut imported.profiles {
+        let name = sediment_profile::base_name(&p.meta.binary).to_string();
+        p.meta.binary = name;
+        for key in PRIVATE_META {
+            p.meta.extra.remove(*key);
+        }
+    }
+    if let Some(main) = &mut imported.main {
+        *main = sediment_profile::base_name(main).to_string();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A whole-machine recording leaves out perf and Sediment themselves; attaching to PIDs
+    // sees only them.
+    #[test]
+    fn whole_machine_leaves_out_the_recorder() {
+        assert_eq!(
+            not_targets(&Targets::All, 42, 7),
+            vec![
+                (42, "perf record, PID 42".to_string()),
+                (7, "sediment, PID 7".to_string())
+            ]
+        );
+        assert!(not_targets(&Targets::Pids(vec![42]), 42, 7).is_empty());
+    }
 
     // One line per refusal, naming the setting and the command that changes it; nothing when
     // perf would accept.

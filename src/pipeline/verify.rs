@@ -4,6 +4,13 @@
 //! many of the order's functions are in the output, and how many of those in the intended
 //! relative order. It is the check of an LTO link (whose functions only exist once the linker
 //! has run code generation), and of any link whose order should be confirmed.
+//!
+//! `sediment verify` uses [`held`] instead, which also weighs and names what is missing,
+//! measures the distance from the intended order and counts the renames it recognised
+//! ([`sediment_link::held()`]), and fails on a binary without a symbol table; the intended order
+//! is an order file or the one the shims compute from a profile ([`Intended`]). Its pre-build
+//! check, [`applies`], finds the outputs of build trees each profile of a directory would
+//! order and the share of the profile's weight they define.
 
 use super::timings;
 use crate::fsio;

@@ -245,6 +245,82 @@ fn align_select_and_apply_with_every_linker() {
 }
 
 #[test]
+fn align_build_relinks_every_alignment_exactly() {
+    // `--build` links tiny.o unchanged and at every alignment of the sweep. Read back from
+    // each built ELF, the four functions start where the sizes 28, 38, 50, 20 put them when
+    // each start is rounded up to the alignment (by hand), every start a multiple of it; the
+    // built code bytes equal the predicted ones, and so do the measured I1 misses (the same
+    // simulator, on real relinks).
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assemble(d);
+    link(d, None, &["tiny.o"], "tiny");
+    let v = json(&sediment(
+        d,
+        &[
+            "align",
+            "--binary",
+            "tiny",
+            "--build",
+            "-o",
+            "built",
+            "--shifts",
+            "1",
+            "--link-arg=-static",
+            "--link-arg=-nostdlib",
+            "--link-arg=-no-pie",
+            "--json",
+            "tiny.o",
+            "--",
+        ],
+    ));
+    let expected: [(u64, [u64; 4]); 10] = [
+        (1, [0, 28, 66, 116]),
+        (2, [0, 28, 66, 116]),
+        (4, [0, 28, 68, 120]),
+        (8, [0, 32, 72, 128]),
+        (16, [0, 32, 80, 144]),
+        (32, [0, 32, 96, 160]),
+        (64, [0, 64, 128, 192]),
+        (128, [0, 128, 256, 384]),
+        (256, [0, 256, 512, 768]),
+        (512, [0, 512, 1024, 1536]),
+    ];
+    for (a, rel) in expected {
+        let s = starts(
+            &d.join(format!("built/align-{a:04}")),
+            &["_start", "f1", "f2", "f3"],
+        );
+        let got: Vec<u64> = s.iter().map(|x| x - s[0]).collect();
+        assert_eq!(got, rel, "alignment {a}");
+        assert!(s.iter().all(|x| x % a == 0), "alignment {a}: {s:?}");
+    }
+    let s = starts(&d.join("built/align-0000"), &["_start", "f1", "f2", "f3"]);
+    assert_eq!(
+        s.iter().map(|x| x - s[0]).collect::<Vec<_>>(),
+        [0, 32, 80, 144]
+    );
+    let (predicted, built) = (
+        v["predicted"]["rows"].as_array().unwrap(),
+        v["built"]["rows"].as_array().unwrap(),
+    );
+    assert_eq!(predicted.len(), 11);
+    assert_eq!(built.len(), 11);
+    for (p, b) in predicted.iter().zip(built) {
+        assert_eq!(p["align"], b["align"]);
+        assert_eq!(p["code_bytes"], b["code_bytes"], "{}", p["align"]);
+        for key in ["i1_misses_32k_8way", "i1_misses_16k_4way"] {
+            assert_eq!(
+                p["shifts"][0][key], b["shifts"][0][key],
+                "{} {key}",
+                p["align"]
+            );
+        }
+    }
+}
+
+#[test]
 fn align_bad_input_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

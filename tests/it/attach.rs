@@ -337,6 +337,16 @@ fn record_all_profiles_short_lived_programs() {
     }
     funcs.sort();
     assert_eq!(funcs, ["tool_a", "tool_b"]);
+    // perf itself (and Sediment) ran too: their samples are counted in one line, naming them,
+    // and left out. (Whether a `perf.sprof` appeared cannot be asserted here: other tests run
+    // perf and Sediment at the same time, and those are fair targets.)
+    let left_out: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("came from processes that were not targets"))
+        .collect();
+    assert_eq!(left_out.len(), 1, "{err}");
+    assert!(left_out[0].contains("perf record, PID "), "{err}");
+    assert!(left_out[0].contains("sediment, PID "), "{err}");
 }
 
 // Code run from anonymous executable memory (what a JIT does) is counted in one line with its

@@ -402,3 +402,79 @@ fn compare_stdin_missing_file_is_a_one_line_error() {
         );
     }
 }
+
+/// A server-like program: takes an exclusive lock on `data/lock` (failing when another run
+/// holds it, as `postgres --single` does on its data directory), reads its script from stdin,
+/// and holds the lock for 3 s.
+const LOCKING_SERVER: &str = r#"
+#include <stdio.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/file.h>
+int main(void) {
+    int fd = open("data/lock", O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) { fprintf(stderr, "data directory in use\n"); return 1; }
+    char line[256]; long n = 0;
+    while (fgets(line, sizeof line, stdin)) n++;
+    sleep(3);
+    printf("%ld lines\n", n);
+    return 0;
+}
+"#;
+
+// Regression (issue 33): `compare --stdin` on a server's single-user mode failed with the
+// default parallel runs sharing one data directory, and said nothing about why. The error now
+// says `-j 1`, which runs the binaries one at a time; the columns of two variants both called
+// `server` are headed by their shortest unique suffixes, not whole paths, and `--label`
+// chooses the headings.
+#[test]
+fn compare_stdin_locking_server_one_at_a_time_with_short_labels() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("server.c"), LOCKING_SERVER).unwrap();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    for (v, opt) in [("v1", "-O1"), ("v2", "-O2")] {
+        std::fs::create_dir_all(d.join(v)).unwrap();
+        crate::common::run(d, "gcc", &[opt, "-o", &format!("{v}/server"), "server.c"]);
+    }
+    std::fs::write(d.join("script.sql"), "select 1;\nselect 2;\n").unwrap();
+    let v1 = d.join("v1/server").display().to_string();
+    let v2 = d.join("v2/server").display().to_string();
+    let compare = |extra: &[&str]| {
+        let mut a = vec!["compare", "--no-cache", "--stdin", "script.sql"];
+        a.extend_from_slice(extra);
+        a.extend_from_slice(&[&v1, &v2]);
+        crate::common::sediment(d, &a)
+    };
+    let out = compare(&["-j", "2"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("data directory in use"), "{err}");
+    assert!(err.contains("-j 1 runs them one at a time"), "{err}");
+
+    let out = compare(&["-j", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    let head = table.lines().next().unwrap();
+    assert!(
+        head.contains(" v1/server ") && head.contains(" v2/server "),
+        "{head}"
+    );
+    assert!(!head.contains(&v1), "{head}");
+
+    let out = compare(&["-j", "1", "--label", "O1,O2"]);
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    let head = table.lines().next().unwrap();
+    assert!(
+        head.split_whitespace().eq(["metric", "O1", "O2", "O2/O1"]),
+        "{head}"
+    );
+    crate::common::fails_one_line(
+        d,
+        &["compare", "--label", "only-one", &v1, &v2],
+        &["--label gives 1 labels for 2 binaries"],
+    );
+}

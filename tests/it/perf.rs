@@ -310,3 +310,75 @@ fn regress_record_refuses_mode_with_callgrind() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+// Regression (issue 33): perf samples in the PLT (the stubs a call into libc goes through)
+// were attributed to `_init`, the size-less symbol that ends `.init` just before `.plt`, so
+// `_init` looked hot and was ordered among the hot functions. Now the PLT sections are known
+// (`Binary::plt`), no function is found there, and such samples are counted as PLT in one
+// line. A program calling libc's `labs` through its PLT in a tight loop (about 40% of its
+// samples land in the stub).
+#[test]
+fn regress_plt_samples_are_not_init() {
+    if !have_tool("perf") || !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("plt.c"),
+        "#include <stdlib.h>\n\
+         int main(int argc, char **argv) {\n\
+           long n = argc > 1 ? atol(argv[1]) : 1; long s = 0;\n\
+           for (long i = 0; i < n; i++) s += labs(i - n / 2);\n\
+           return s == 7;\n}\n",
+    )
+    .unwrap();
+    let out = Command::new("gcc")
+        .current_dir(d)
+        .args([
+            "-O1",
+            "-fno-builtin",
+            "-fno-omit-frame-pointer",
+            "-o",
+            "plt",
+            "plt.c",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The linked binary: `_init` has no size, and the PLT sections follow it.
+    let bin = sediment_elf::Binary::parse("plt", &std::fs::read(d.join("plt")).unwrap()).unwrap();
+    assert!(!bin.plt.is_empty(), "no PLT section found");
+    let init = bin
+        .functions
+        .iter()
+        .find(|f| f.key.name == "_init")
+        .expect("crti's _init");
+    for &(start, end) in &bin.plt {
+        assert!(start > init.address);
+        assert_eq!(bin.lookup(start), None);
+        assert_eq!(bin.lookup(end - 1), None);
+    }
+    assert_eq!(
+        bin.lookup(init.address),
+        bin.functions.iter().position(|f| f.key.name == "_init")
+    );
+
+    let out = sediment(
+        d,
+        &["record", "-o", "plt.sprof", "--", "./plt", "100000000"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("were in PLT stubs"), "{err}");
+    let p = read_profile(&d.join("plt.sprof"));
+    let init = p
+        .find(&FuncKey::global("_init"))
+        .map_or(0, |i| p.functions[i as usize].self_weight);
+    assert_eq!(init, 0, "{}", p.to_text());
+}

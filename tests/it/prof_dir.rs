@@ -277,3 +277,101 @@ fn record_of_failing_command_writes_nothing() {
     );
     assert!(d.join("profs/a.sprof").exists(), "{stderr}");
 }
+
+/// The `*.sprof` files of `dir`, sorted.
+fn sprofs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sprof"))
+        .collect();
+    names.sort();
+    names
+}
+
+// Regression (issue 33): a whole-package recording wrote profiles of the system's binaries
+// (the shell, libc, the loader) beside the package's own, each naming the recorder's absolute
+// path. `--under DIR` keeps the binaries under a build tree (the rest counted in one line),
+// `--keep-binaries` keeps a list, and the profiles name binaries by base name unless
+// `--keep-paths`.
+#[test]
+fn record_prof_dir_under_a_build_tree_without_paths() {
+    if !have_tool("gcc") || !have_tool("perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    build(d);
+    // `c` spends its time in libc.
+    std::fs::write(
+        d.join("c.c"),
+        "#include <stdio.h>\nint main(void) { char b[32]; unsigned s = 0;\n\
+         for (long i = 0; i < 3000000; i++) { snprintf(b, sizeof b, \"%ld\", i); s += b[0]; }\n\
+         return s == 1; }\n",
+    )
+    .unwrap();
+    run(Command::new("gcc")
+        .current_dir(d)
+        .args(["-O1", "-o", "c", "c.c"]));
+    std::fs::write(d.join("run.sh"), "./a 30000000\n./b 30000000\n./c\n").unwrap();
+    let err = record(d, &["--prof-dir", "all", "--", "sh", "run.sh"], None);
+    assert!(
+        sprofs(&d.join("all")).contains(&"libc.so.6.sprof".to_string()),
+        "{err}"
+    );
+    let err = record(
+        d,
+        &["--prof-dir", "pkg", "--under", ".", "--", "sh", "run.sh"],
+        None,
+    );
+    // `c` is there when its own loop got samples too.
+    let mut pkg = sprofs(&d.join("pkg"));
+    pkg.retain(|n| n != "c.sprof");
+    assert_eq!(pkg, ["a.sprof", "b.sprof", "libshared.so.sprof"], "{err}");
+    assert!(
+        err.contains("outside --under/--keep-binaries") && err.contains("not written (libc.so.6"),
+        "{err}"
+    );
+    let here = d.display().to_string();
+    for name in ["a", "b", "libshared.so"] {
+        let text = std::fs::read_to_string(d.join(format!("pkg/{name}.sprof"))).unwrap();
+        let p = Profile::from_text(&text).unwrap();
+        assert_eq!(p.meta.binary, name);
+        assert!(p.meta.build_id.is_some());
+        assert!(!text.contains(&here), "{text}");
+    }
+    record(
+        d,
+        &[
+            "--prof-dir",
+            "list",
+            "--keep-binaries",
+            "b",
+            "--",
+            "sh",
+            "run.sh",
+        ],
+        None,
+    );
+    assert_eq!(sprofs(&d.join("list")), ["b.sprof"]);
+    record(
+        d,
+        &[
+            "--prof-dir",
+            "paths",
+            "--under",
+            d.to_str().unwrap(),
+            "--keep-paths",
+            "--",
+            "sh",
+            "run.sh",
+        ],
+        None,
+    );
+    let p = load(&d.join("paths/a.sprof"));
+    assert!(
+        p.meta.binary.starts_with('/') && p.meta.binary.ends_with("/a"),
+        "{}",
+        p.meta.binary
+    );
+}

@@ -228,3 +228,149 @@ fn killed_runners_leave_no_children_behind() {
         assert_eq!(running(&needle), 0, "{sub}: children outlived the runner");
     }
 }
+
+/// Writes `NAME.c` from `source` into `dir` and compiles it to `NAME.o` (gcc -O2
+/// -ffunction-sections).
+fn compile(dir: &std::path::Path, name: &str, source: &str) {
+    std::fs::write(dir.join(format!("{name}.c")), source).unwrap();
+    crate::common::run(
+        dir,
+        "gcc",
+        &[
+            "-O2",
+            "-ffunction-sections",
+            "-c",
+            &format!("{name}.c"),
+            "-o",
+            &format!("{name}.o"),
+        ],
+    );
+}
+
+/// A program of 24 small functions, the hot loop calling every other one `iters` times.
+fn layout_program(iters: u32) -> String {
+    use std::fmt::Write as _;
+    let mut c = String::from("#include <stdio.h>\n");
+    for k in 0..24 {
+        writeln!(
+            c,
+            "__attribute__((noinline)) unsigned f{k}(unsigned x) {{ return x * {} + {k}; }}",
+            2 * k + 3
+        )
+        .unwrap();
+    }
+    c.push_str("int main(void) {\n  unsigned acc = 1;\n");
+    writeln!(c, "  for (int i = 0; i < {iters}; i++) {{").unwrap();
+    for k in (0..24).step_by(2) {
+        writeln!(c, "    acc = f{k}(acc);").unwrap();
+    }
+    c.push_str("  }\n  printf(\"%u\\n\", acc);\n  return 0;\n}\n");
+    c
+}
+
+/// Runs `stat --layouts 4 --json -- A ::: B` in `dir`; returns the verdict per metric.
+fn layout_verdicts(
+    dir: &std::path::Path,
+    a: &[&str],
+    b: &[&str],
+) -> std::collections::BTreeMap<String, String> {
+    let mut args = vec!["stat", "--layouts", "4", "--json", "--"];
+    args.extend_from_slice(a);
+    args.push(":::");
+    args.extend_from_slice(b);
+    let out = sediment(dir, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["labels"],
+        serde_json::json!(["shift-0", "shift-80", "shift-160", "shift-240"])
+    );
+    v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            assert_eq!(m["a"].as_array().unwrap().len(), 4);
+            (
+                m["metric"].as_str().unwrap().to_string(),
+                m["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+// Two builds of one program, B shifted by an unused 48-byte function in an object linked
+// first: over four shifted layouts each, no metric differs beyond the layouts' spread (the
+// work is the same, and B's line offsets are A's shifted by one step). B with the hot loop
+// run twice as often: instructions are a real difference. Deterministic (simulated counts).
+#[test]
+fn stat_layouts_tell_a_shift_from_a_real_difference() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    compile(d, "prog", &layout_program(20_000));
+    compile(d, "twice", &layout_program(40_000));
+    compile(
+        d,
+        "shim",
+        "__attribute__((used, noinline)) int sediment_test_shim(int x) { \
+         return x * 3 + 1 + (x > 5 ? x * 7 : x / 3) + (x < 0 ? -x : x) * 11; }\n",
+    );
+    let shifted = layout_verdicts(d, &["prog.o"], &["shim.o", "prog.o"]);
+    assert_eq!(shifted["instructions"], "same", "{shifted:?}");
+    assert!(
+        shifted.values().all(|v| v != "real"),
+        "a shifted build called different: {shifted:?}"
+    );
+    let real = layout_verdicts(d, &["prog.o"], &["twice.o"]);
+    assert_eq!(real["instructions"], "real", "{real:?}");
+}
+
+// Bad layout requests fail with one line: too few layouts, an unknown --pad-after input, a
+// B side without inputs, and --layouts with a flag of the interleaved runs.
+#[test]
+fn stat_layouts_bad_input_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    crate::common::fails_one_line(
+        d,
+        &["stat", "--layouts", "1", "--", "a.o", ":::", "b.o"],
+        &["--layouts 1"],
+    );
+    crate::common::fails_one_line(
+        d,
+        &[
+            "stat",
+            "--layouts",
+            "4",
+            "--pad-after",
+            "x.o",
+            "--",
+            "a.o",
+            ":::",
+            "b.o",
+        ],
+        &["--pad-after x.o"],
+    );
+    crate::common::fails_one_line(
+        d,
+        &["stat", "--layouts", "4", "--", "a.o", ":::", "--", "x"],
+        &["build B"],
+    );
+    let out = sediment(
+        d,
+        &[
+            "stat",
+            "--layouts",
+            "4",
+            "-n",
+            "3",
+            "--",
+            "a.o",
+            ":::",
+            "b.o",
+        ],
+    );
+    assert!(!out.status.success());
+}

@@ -21,6 +21,7 @@
 //! outliers (the medians and the bootstrap are the robust view), and statistics across more
 //! than two commands.
 
+pub mod layouts;
 pub mod progress;
 pub mod report;
 pub mod run;

@@ -142,7 +142,7 @@ pub fn summarize(samples: &Samples, seed: u64) -> Vec<MetricSummary> {
 }
 
 /// Four significant digits, without exponent for ordinary magnitudes; `-` for none.
-fn num(x: Option<f64>) -> String {
+pub(crate) fn num(x: Option<f64>) -> String {
     let Some(x) = x else {
         return "-".to_string();
     };

@@ -588,6 +588,7 @@ mod tests {
                 })
                 .collect(),
             from_dynsym: false,
+            plt: Vec::new(),
         }
     }
 

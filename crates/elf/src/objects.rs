@@ -22,6 +22,10 @@
 //!
 //! | clang 16 `-fbasic-block-sections=list=` | `f` (global), `f.__part.N`, `f.cold` (locals, `STT_NOTYPE`) | `.text.hot.f` (one per cluster), `.text.split.f` |
 //!
+//! Other architectures' objects read the same: aarch64 and s390x (big-endian) GCC objects have
+//! the same symbols and sections (`tests/fixtures/cross`, checked in the tests below); only
+//! their call relocations differ (see [`read_object`]).
+//!
 //! Note the `.cold` part: its section is named after the *parent* function
 //! (`.text.unlikely.f`), not after the `f.cold` symbol, which is why section names must be read
 //! from the objects and never derived from symbol names. Without `-ffunction-sections` every
@@ -266,10 +270,10 @@ fn check_archive_layout(path: &str, data: &[u8]) -> Result<(), Error> {
 /// relocation at offset `o` belongs to the function of that section starting at or before
 /// `o`, and refers to the function its symbol names, or, for a section symbol (how GCC refers
 /// to a `static` function in its own `.text.NAME` section), to the function at the addend's
-/// offset in that section (plus the field size for PC-relative fields, whose addend counts
-/// from the end of the field). Both calls and address-taken functions count: `lua_resume`
+/// offset in that section (corrected, for PC-relative fields, by where each processor counts
+/// from: `pc_bias`). Both calls and address-taken functions count: `lua_resume`
 /// hands `resume` to `luaD_rawrunprotected` by address, and they run together. An undefined
-/// symbol counts only through a PLT-relative relocation (a call), since an undefined data
+/// symbol counts only through a call relocation (`is_call`), since an undefined data
 /// symbol looks the same. References to the function itself are left out.
 pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
     if !data.starts_with(b"\x7fELF") {
@@ -393,7 +397,7 @@ fn references(
     file: &object::File,
     functions: &[(usize, ObjectFunction)],
 ) -> Result<Vec<(usize, Callee, u32)>, Error> {
-    use object::{RelocationKind, RelocationTarget};
+    use object::RelocationTarget;
     // Per section: (offset, function index), sorted; the function at or before an offset.
     let mut by_section: BTreeMap<usize, Vec<(u64, usize)>> = BTreeMap::new();
     for (i, (sec, f)) in functions.iter().enumerate() {
@@ -407,6 +411,7 @@ fn references(
         let k = starts.partition_point(|&(o, _)| o <= offset);
         starts.get(k.checked_sub(1)?).map(|&(_, i)| i)
     };
+    let arch = file.architecture();
     let mut counts: BTreeMap<(usize, Callee), u32> = BTreeMap::new();
     for section in file.sections() {
         if section.kind() != SectionKind::Text {
@@ -424,26 +429,21 @@ fn references(
                 .map_err(|e| bad(path, &format!("relocation at {offset:#x}: {e}")))?;
             let callee = match sym.section() {
                 SymbolSection::Section(sec) => {
-                    let mut target = sym.address().wrapping_add(reloc.addend() as u64);
-                    if matches!(
-                        reloc.kind(),
-                        RelocationKind::Relative | RelocationKind::PltRelative
-                    ) {
-                        target = target.wrapping_add(u64::from(reloc.size() / 8));
-                    }
+                    let target = sym
+                        .address()
+                        .wrapping_add(reloc.addend() as u64)
+                        .wrapping_add(pc_bias(arch, &reloc) as u64);
                     match at(sec.0, target) {
                         Some(i) => Callee::Here(i),
                         None => continue,
                     }
                 }
-                SymbolSection::Undefined if reloc.kind() == RelocationKind::PltRelative => {
-                    match sym.name_bytes() {
-                        Ok(n) if !n.is_empty() => {
-                            Callee::Elsewhere(String::from_utf8_lossy(n).into_owned())
-                        }
-                        _ => continue,
+                SymbolSection::Undefined if is_call(arch, &reloc) => match sym.name_bytes() {
+                    Ok(n) if !n.is_empty() => {
+                        Callee::Elsewhere(String::from_utf8_lossy(n).into_owned())
                     }
-                }
+                    _ => continue,
+                },
                 _ => continue,
             };
             if callee != Callee::Here(from) {
@@ -453,6 +453,39 @@ fn references(
         }
     }
     Ok(counts.into_iter().map(|((f, c), n)| (f, c, n)).collect())
+}
+
+/// What to add to a relocation's symbol and addend to get the address it refers to. A
+/// PC-relative field's value is `S + A - P`, `P` the field's address, but each processor adds
+/// it to its own reference point, and the assembler folds the distance from `P` to that point
+/// into `A`: x86's is the end of the field (`call f` is `f - 4`), so the field size is added
+/// back; aarch64's is the instruction, which is the field (`bl f` is `f + 0`); s390x's
+/// halfword-scaled fields (`brasl`, `larl`: `R_390_PLT32DBL`, `R_390_PC32DBL`) sit 2 bytes into
+/// the instruction, which is where it counts from (`f + 2`). Absolute fields need nothing.
+fn pc_bias(arch: object::Architecture, reloc: &object::Relocation) -> i64 {
+    use object::{Architecture as A, RelocationEncoding, RelocationKind};
+    if !matches!(
+        reloc.kind(),
+        RelocationKind::Relative | RelocationKind::PltRelative
+    ) {
+        return 0;
+    }
+    match (arch, reloc.encoding()) {
+        (_, RelocationEncoding::S390xDbl) => -2,
+        (A::Aarch64 | A::Aarch64_Ilp32, _) => 0,
+        _ => i64::from(reloc.size() / 8),
+    }
+}
+
+/// Whether a relocation is a call or tail call (so that, against an undefined symbol, it is
+/// a function called in another object and not data): a PLT-relative field (x86's
+/// `R_X86_64_PLT32`, aarch64's `R_AARCH64_CALL26`, s390x's `R_390_PLT32DBL`), or aarch64's
+/// `R_AARCH64_JUMP26` (`b f`, a tail call), which the `object` crate leaves untyped.
+fn is_call(arch: object::Architecture, reloc: &object::Relocation) -> bool {
+    use object::{Architecture as A, RelocationFlags, RelocationKind};
+    reloc.kind() == RelocationKind::PltRelative
+        || (matches!(arch, A::Aarch64)
+            && matches!(reloc.flags(), RelocationFlags::Elf { r_type } if r_type == object::elf::R_AARCH64_JUMP26))
 }
 
 fn bad(path: &str, message: &str) -> Error {
@@ -515,6 +548,91 @@ mod tests {
             read_objects("lib.a", &ar).unwrap(),
             vec![lto_object("lib.a", Some("b.o".into()), Lto::Bitcode)]
         );
+    }
+
+    /// The calls of an object as `(caller, callee, sites)`, by name (`*` marks another object's).
+    fn calls_of(o: &ObjectFile) -> Vec<(String, String, u32)> {
+        let name = |i: usize| o.functions[i].name.clone();
+        let mut v: Vec<(String, String, u32)> = o
+            .references
+            .iter()
+            .map(|(from, callee, n)| {
+                let to = match callee {
+                    Callee::Here(i) => name(*i),
+                    Callee::Elsewhere(s) => format!("*{s}"),
+                };
+                (name(*from), to, *n)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    // aarch64 and s390x (big-endian) objects: the same functions, sections and files as on
+    // x86-64, and every call found: a static in its own section (through the section symbol on
+    // aarch64, the local symbol on s390x), another object's function called and tail-called
+    // (`R_AARCH64_JUMP26`), and a static whose address is taken (two relocations on aarch64).
+    #[test]
+    fn cross_architecture_objects() {
+        let fixtures = [
+            (
+                "aarch64",
+                &include_bytes!("../../../tests/fixtures/cross/calls-aarch64.o")[..],
+                2,
+            ),
+            (
+                "s390x",
+                &include_bytes!("../../../tests/fixtures/cross/calls-s390x.o")[..],
+                1,
+            ),
+        ];
+        for (arch, data, callback_sites) in fixtures {
+            let o = read_object(arch, data).unwrap();
+            assert!(o.function_sections, "{arch}");
+            assert_eq!(o.file_symbol.as_deref(), Some("calls.c"), "{arch}");
+            let mut functions: Vec<(&str, &str, Binding, Option<&str>)> = o
+                .functions
+                .iter()
+                .map(|f| {
+                    (
+                        f.name.as_str(),
+                        f.section.as_str(),
+                        f.binding,
+                        f.file.as_deref(),
+                    )
+                })
+                .collect();
+            functions.sort();
+            assert_eq!(
+                functions,
+                [
+                    (
+                        "callback",
+                        ".text.callback",
+                        Binding::Local,
+                        Some("calls.c")
+                    ),
+                    ("helper", ".text.helper", Binding::Local, Some("calls.c")),
+                    ("main", ".text.startup.main", Binding::Global, None),
+                    ("tail", ".text.tail", Binding::Global, None),
+                    ("twice", ".text.twice", Binding::Global, None),
+                ],
+                "{arch}"
+            );
+            let own = |a: &str, b: &str, n: u32| (a.to_string(), b.to_string(), n);
+            assert_eq!(
+                calls_of(&o),
+                [
+                    own("main", "*apply", 1),
+                    own("main", "*elsewhere", 1),
+                    own("main", "callback", callback_sites),
+                    own("main", "twice", 1),
+                    own("tail", "*elsewhere", 1),
+                    own("twice", "helper", 2),
+                ],
+                "{arch}"
+            );
+        }
     }
 
     // Regression: an archive cut inside a member (`head -c 75 liba.a`: the symbol index

@@ -7,13 +7,17 @@
 //! section's `sh_addralign` from 16 to 64 is exactly "this function starts on a line", and it
 //! keeps the link order: nothing else about the link changes. Only that field of the section
 //! header is rewritten; relocations, symbols and contents stay byte for byte, so the copy
-//! links wherever the original did. The alignment is only raised, never lowered.
+//! links wherever the original did. [`raise_alignment`] only raises the alignment, never lowers it.
 //!
 //! Turned down: a GNU ld or gold linker script with `. = ALIGN(64);` before the chosen
 //! sections. A script that names only the chosen sections also moves them (a script places
 //! what it lists first), and one that keeps the default order has to list every input
 //! section of every object in the linker's own default order; lld would need the same. The
 //! header field gives the three linkers the same input.
+//!
+//! [`set_alignment`] also lowers: it gives every wanted section exactly one alignment, which is
+//! how `sediment align --build` relinks the objects as `-falign-functions=A` would have
+//! compiled them, for every `A` of the sweep, without recompiling.
 //!
 //! Only 64-bit little-endian relocatable objects are rewritten (x86-64, AArch64); others, and
 //! archives, are an error naming the file. This module does no I/O: callers pass the bytes and write the copy.
@@ -33,6 +37,29 @@ pub fn raise_alignment(
     path: &str,
     data: &[u8],
     wanted: impl Fn(&str) -> Option<u64>,
+) -> Result<(Vec<u8>, Vec<String>), Error> {
+    rewrite(path, data, wanted, false)
+}
+
+/// [`raise_alignment`], except that a section aligned to more than `a` is lowered to `a`:
+/// every executable section `wanted` maps to `Some(a)` ends with alignment exactly `a`, as if
+/// compiled with `-falign-functions=a` (a lowered section's code is still correct anywhere;
+/// only the padding the assembler put inside it for loops no longer aligns what it did). The
+/// sections changed are listed in section order.
+pub fn set_alignment(
+    path: &str,
+    data: &[u8],
+    wanted: impl Fn(&str) -> Option<u64>,
+) -> Result<(Vec<u8>, Vec<String>), Error> {
+    rewrite(path, data, wanted, true)
+}
+
+/// Rewrites `sh_addralign` of the wanted executable sections; `lower`: also where it is larger.
+fn rewrite(
+    path: &str,
+    data: &[u8],
+    wanted: impl Fn(&str) -> Option<u64>,
+    lower: bool,
 ) -> Result<(Vec<u8>, Vec<String>), Error> {
     let bad = |message: String| Error::Parse {
         path: path.to_string(),
@@ -79,7 +106,7 @@ pub fn raise_alignment(
                 "alignment {a} for {name} is not a power of two"
             )));
         }
-        if section.align() >= a {
+        if section.align() == a || (section.align() > a && !lower) {
             continue;
         }
         let at = section

@@ -101,6 +101,12 @@ pub struct Binary {
     pub functions: Vec<Symbol>,
     /// True when the symbols came from `.dynsym` because `.symtab` was missing.
     pub from_dynsym: bool,
+    /// Address ranges `[start, end)` of the procedure linkage table's sections (`.plt`,
+    /// `.plt.sec`, `.plt.got`, `.iplt`), sorted: stubs that jump to a function of another
+    /// binary (or resolve one), which no symbol covers. [`Binary::lookup`] finds no function
+    /// there, so that a sample in a stub is never taken for the size-less symbol before it
+    /// (`_init`, which ends the `.init` section just before `.plt`).
+    pub plt: Vec<(u64, u64)>,
 }
 
 /// Binding rank used to choose among aliases: lower wins.
@@ -207,7 +213,19 @@ impl Binary {
                 path: path.to_string(),
             });
         }
+        let mut plt: Vec<(u64, u64)> = file
+            .sections()
+            .filter(|s| {
+                matches!(
+                    s.name(),
+                    Ok(".plt" | ".plt.sec" | ".plt.got" | ".iplt" | ".plt.bnd")
+                ) && s.size() > 0
+            })
+            .map(|s| (s.address(), s.address().saturating_add(s.size())))
+            .collect();
+        plt.sort_unstable();
         Ok(Binary {
+            plt,
             build_id,
             arch: arch_name(file.architecture()),
             segments,
@@ -229,8 +247,19 @@ impl Binary {
             .map(|s| s.vaddr.wrapping_add(offset - s.offset))
     }
 
-    /// Index into [`Binary::functions`] of the function containing a link-time address.
+    /// True when a link-time address is in a PLT section ([`Binary::plt`]).
+    pub fn in_plt(&self, address: u64) -> bool {
+        self.plt
+            .iter()
+            .any(|&(start, end)| address >= start && address < end)
+    }
+
+    /// Index into [`Binary::functions`] of the function containing a link-time address; none
+    /// in a PLT section ([`Binary::in_plt`]).
     pub fn lookup(&self, address: u64) -> Option<usize> {
+        if self.in_plt(address) {
+            return None;
+        }
         let i = self
             .functions
             .partition_point(|f| f.address <= address)
@@ -375,6 +404,7 @@ mod tests {
                 })
                 .collect(),
             from_dynsym: false,
+            plt: Vec::new(),
         }
     }
 
@@ -439,5 +469,56 @@ mod tests {
             e.to_string(),
             "a.o: a relocatable object (.o), not a linked executable or shared library"
         );
+    }
+
+    // Linked aarch64 and s390x (big-endian) executables: their architecture, the program's
+    // functions at their addresses in their executable segment, statics keyed with their file.
+    #[test]
+    fn cross_architecture_binaries() {
+        let fixtures = [
+            (
+                "aarch64",
+                &include_bytes!("../../../tests/fixtures/cross/calls-aarch64")[..],
+            ),
+            (
+                "s390x",
+                &include_bytes!("../../../tests/fixtures/cross/calls-s390x")[..],
+            ),
+        ];
+        for (arch, data) in fixtures {
+            let b = Binary::parse(arch, data).unwrap();
+            assert_eq!(b.arch, arch);
+            assert!(!b.from_dynsym, "{arch}");
+            let code = b.segments.iter().find(|s| s.is_executable()).unwrap();
+            let own = [
+                "apply",
+                "callback",
+                "elsewhere",
+                "helper",
+                "main",
+                "tail",
+                "twice",
+            ];
+            let found: Vec<&Symbol> = b
+                .functions
+                .iter()
+                .filter(|f| own.contains(&f.key.name.as_str()))
+                .collect();
+            assert_eq!(found.len(), own.len(), "{arch}: {found:?}");
+            for f in found {
+                assert!(
+                    f.size > 0
+                        && f.address >= code.vaddr
+                        && f.address + f.size <= code.vaddr + code.mem_size,
+                    "{arch}: {f:?} outside {code:?}"
+                );
+                let local = ["callback", "helper"].contains(&f.key.name.as_str());
+                assert_eq!(f.key.file.as_deref(), local.then_some("calls.c"), "{f:?}");
+                assert_eq!(
+                    b.function_at(f.address + f.size - 1).map(|g| &g.key),
+                    Some(&f.key)
+                );
+            }
+        }
     }
 }

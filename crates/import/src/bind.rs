@@ -124,6 +124,7 @@ mod tests {
                 sym(FuncKey::local("work", "d.c"), 0x1050),
             ],
             from_dynsym: false,
+            plt: Vec::new(),
         }
     }
 

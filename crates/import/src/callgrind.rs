@@ -1297,6 +1297,7 @@ mod tests {
             segments: Vec::new(),
             functions: Vec::new(),
             from_dynsym: false,
+            plt: Vec::new(),
         };
         let input = Input {
             path: "t.out",
@@ -1629,6 +1630,7 @@ mod tests {
                 sym(FuncKey::global("hot_b"), 0x1220, 0x20),
             ],
             from_dynsym: false,
+            plt: Vec::new(),
         }
     }
 

@@ -54,6 +54,11 @@
 //! kept in the process maps under their kind, so that a sample landing there is counted by
 //! kind and never falls through to a binary mapped elsewhere; the call chain stops there.
 //!
+//! Samples in a binary's PLT stubs (`.plt`, `.plt.sec`, `.plt.got`: a call on its way into
+//! another binary) are counted ([`Stats::plt_samples`]) and attributed to no function: no
+//! symbol covers the PLT, and the size-less `_init` that precedes it must not inherit them
+//! (`sediment_elf::Binary::lookup` finds nothing there).
+//!
 //! Each profile comes with its first half's self weights (the attributed samples in time
 //! order, [`PerfImport::first_half`]), for the caller to judge whether the recording was long
 //! enough.
@@ -142,6 +147,8 @@ pub struct Stats {
     pub kernel_samples: u64,
     /// Kernel samples of the idle task (pid 0): a whole-machine recording's idle CPUs.
     pub idle_samples: u64,
+    /// Samples of the processes the caller excluded ([`read_excluding`]), user or kernel.
+    pub excluded_samples: u64,
     /// User samples whose IP was in no known file mapping (JIT code, `[vdso]`, anonymous memory).
     pub unmapped_samples: u64,
     /// `unmapped_samples` by kind of mapping (the labels of the report: `[vdso]`, `anonymous
@@ -150,7 +157,11 @@ pub struct Stats {
     /// Binaries that got samples but that the resolver could not provide, with their sample
     /// counts, sorted by path.
     pub missing_binaries: Vec<(String, u64)>,
-    /// Samples in a resolved binary whose address matched no function symbol.
+    /// Samples in a resolved binary's PLT stubs (`.plt`, `.plt.sec`, `.plt.got`): calls on
+    /// their way to another binary's function, counted here and attributed to no function
+    /// (never to `_init`, the size-less symbol before the PLT).
+    pub plt_samples: u64,
+    /// Samples in a resolved binary whose address matched no function symbol (PLT stubs apart).
     pub unsymbolized_samples: u64,
     /// Those samples by binary: `(path, samples)`, most samples first (ties by path).
     pub unsymbolized_by_binary: Vec<(String, u64)>,
@@ -314,16 +325,30 @@ pub fn read(
     mode: Mode,
     resolver: &mut dyn BinaryResolver,
 ) -> Result<PerfImport, Error> {
-    read_limited(path, data, mode, resolver, MAX_MAPPINGS)
+    read_limited(path, data, mode, resolver, MAX_MAPPINGS, &[])
 }
 
-/// [`read`] with the cap on mappings held as a parameter (tests use a small one).
+/// [`read`], leaving out the samples of the processes `exclude_pids` (a whole-machine recording's
+/// own profiler, which is no target): they are counted in [`Stats::excluded_samples`] and
+/// attributed to no binary.
+pub fn read_excluding(
+    path: &str,
+    data: &[u8],
+    mode: Mode,
+    resolver: &mut dyn BinaryResolver,
+    exclude_pids: &[i32],
+) -> Result<PerfImport, Error> {
+    read_limited(path, data, mode, resolver, MAX_MAPPINGS, exclude_pids)
+}
+
+/// [`read_excluding`] with the cap on mappings held as a parameter (tests use a small one).
 fn read_limited(
     path: &str,
     data: &[u8],
     mode: Mode,
     resolver: &mut dyn BinaryResolver,
     max_mappings: usize,
+    exclude_pids: &[i32],
 ) -> Result<PerfImport, Error> {
     let layout = check_layout(path, data)?;
     let corrupt = |(offset, message)| Error::Corrupt {
@@ -339,7 +364,7 @@ fn read_limited(
         perf_branch::check_samples(data, section, attrs, layout.big).map_err(corrupt)?;
     }
     let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        collect(path, data, &layout, attrs, max_mappings)
+        collect(path, data, &layout, attrs, max_mappings, exclude_pids)
     }))
     .map_err(|_| Error::Corrupt {
         path: path.to_string(),
@@ -555,6 +580,7 @@ fn collect(
     layout: &Layout,
     attrs: Option<Attrs>,
     max_mappings: usize,
+    exclude_pids: &[i32],
 ) -> Result<Collected, Error> {
     let corrupt = |message: String| Error::Corrupt {
         path: path.to_string(),
@@ -677,6 +703,10 @@ fn collect(
             EventRecord::Sample(s) => {
                 out.stats.samples += 1;
                 let pid = s.pid.unwrap_or(-1);
+                if exclude_pids.contains(&pid) {
+                    out.stats.excluded_samples += 1;
+                    continue;
+                }
                 let attr = attrs.get(attr_index).copied().unwrap_or_default();
                 let stack = perf_branch::branch_stack(&record.data.as_slice(), &attr, layout.big)
                     .map_err(|(_, m)| corrupt(m))?;
@@ -961,8 +991,13 @@ fn attribute(
                     set_size(&mut r.builder, &sym.key, sym.size);
                 }
                 None => {
-                    stats.unsymbolized_samples += 1;
-                    r.unsymbolized += 1;
+                    let (_, off) = s[0];
+                    if r.elf.offset_to_vaddr(off).is_some_and(|a| r.elf.in_plt(a)) {
+                        stats.plt_samples += 1;
+                    } else {
+                        stats.unsymbolized_samples += 1;
+                        r.unsymbolized += 1;
+                    }
                 }
             }
         }
@@ -1176,11 +1211,11 @@ mod tests {
         let mut none = |_: &str, _: Option<&str>| -> Result<Option<Vec<u8>>, String> { Ok(None) };
         // 200 forks of a process with 104 mappings share one table: within a cap of 1000.
         let data = forked(100, 200, false);
-        let r = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000).unwrap();
+        let r = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000, &[]).unwrap();
         assert_eq!(r.stats.samples, 41);
         // A mapping in each child copies the table: over the cap, a one-line error.
         let data = forked(100, 200, true);
-        let e = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000)
+        let e = read_limited("f.data", &data, Mode::Leaf, &mut none, 1000, &[])
             .err()
             .unwrap()
             .to_string();

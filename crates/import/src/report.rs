@@ -48,6 +48,15 @@ pub fn perf_warnings(s: &perf::Stats, one_binary: bool) -> Vec<String> {
             s.missing_binaries[0].0
         ));
     }
+    if s.plt_samples > 0 {
+        warnings.push(format!(
+            "{} of {} samples ({:.1}%) were in PLT stubs (calls on their way into a shared \
+             library): counted as PLT, attributed to no function",
+            s.plt_samples,
+            s.samples,
+            100.0 * s.plt_samples as f64 / s.samples.max(1) as f64
+        ));
+    }
     if s.unsymbolized_samples > 0 {
         warnings.push(unsymbolized_warning(
             s.unsymbolized_samples,

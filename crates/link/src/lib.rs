@@ -41,6 +41,10 @@
 //! 5. [`call_graph`] writes a profile's call edges as lld's `--call-graph-ordering-file`, for
 //!    lld's own C3 (`sediment export --format lld-call-graph`).
 //!
+//! 6. [`target`] names the linker a cross link needs: the GNU emulation on the command line
+//!    (`-m aarch64linux`) and the target-prefixed GNU ld or gold that links for it, so that a
+//!    cross compiler driver reaching the host's linker shims still gets its target's linker.
+//!
 //! Safety: anything that reaches a linker script or order file must match a conservative
 //! character set ([`safe`]); anything else is skipped with one counted warning. Outputs are
 //! deterministic: they follow the order file, duplicates are dropped keeping the first (the
@@ -58,6 +62,7 @@ pub mod placement;
 pub mod resolve;
 pub mod response;
 pub mod safe;
+pub mod target;
 pub mod verify;
 
 pub use emit::{check_output, emit, flags, lto_sections, BfdFlavor, Emitted, PieMode};

@@ -39,8 +39,8 @@ pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QU
 pub use key::{base_name, FuncKey};
 pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
 pub use names::{
-    match_profile, normalize, remap, retarget, Mapping, Match, MatchReport, MatchRule, Normalized,
-    SuffixKind, Target, REPORT_NAMES,
+    match_profile, match_profile_sized, normalize, remap, retarget, rust_path, Mapping, Match,
+    MatchReport, MatchRule, Normalized, SuffixKind, Target, REPORT_NAMES,
 };
 pub use order_file::{FunctionOrder, ORDER_MAGIC};
 pub use share::{binary_share, generic_name, require_share, Share, C_RUNTIME, DEFAULT_MIN_SHARE};

@@ -18,6 +18,21 @@
 //! 2. [`MatchRule::OtherFile`]: the same name with another file or none (a static that became
 //!    global, or a target whose source file could not be told).
 //! 3. [`MatchRule::Normalized`]: the same name after [`normalize`] on both sides.
+//! 4. [`MatchRule::RustPath`]: the same Rust path once the build-specific hashes are removed
+//!    ([`rust_path`]), on names [`normalize`]d first.
+//!
+//! Rust symbol names carry hashes that change whenever anything that goes into them changes: a
+//! dependency's version or features, the compiler, the crate's own metadata. Legacy mangling
+//! (`_ZN` path `17h` + 16 hex digits `E`, rustc's default) ends every name with a hash
+//! element; v0 mangling (`_R...`, `-C symbol-mangling-version=v0`) carries a disambiguator per
+//! crate root (`C s<base62>_ <crate>`) and an instantiating crate. [`rust_path`] keeps what
+//! survives a rebuild: for legacy names the mangled name without its hash element, for v0 names
+//! the demangled path without disambiguators (`rustc-demangle`'s alternate form). Legacy names
+//! do not spell generic arguments, so one path can name several instances
+//! (`RawVec<T,A>::grow_one` for each `T`); among several candidates the one whose symbol size
+//! equals the profile function's recorded size wins when exactly one does, and otherwise the
+//! function stays unmatched and is counted as ambiguous ([`MatchReport::rust_ambiguous`]), since
+//! sending one instance's weight to another would place the wrong code.
 //!
 //! When a rule finds several candidates, the one with the same file as the profile function
 //! wins, else the first in sorted key order (name, then file with "no file" first): the plain
@@ -27,9 +42,10 @@
 //! samples by the name with the clone suffix removed.
 //!
 //! Non-goals: matching by code similarity or source lines (BOLT's stale-profile matching uses
-//! basic-block hashes), and demangling. Names are compared as bytes.
+//! basic-block hashes), and demangling beyond Rust's v0 paths. Names are compared as bytes.
 
 use crate::{FuncId, FuncKey, Profile, ProfileBuilder};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -143,6 +159,33 @@ pub fn normalize(name: &str) -> Normalized<'_> {
     }
 }
 
+/// Length of the hash element of a legacy Rust symbol: `17h` and 16 hex digits.
+const LEGACY_HASH_LEN: usize = 19;
+
+/// The part of a Rust symbol name that stays the same across rebuilds, or `None` when `name`
+/// (after [`normalize`]) is not a Rust symbol with a build hash (see the module docs).
+///
+/// `_ZN4core3ptr13drop_in_place17h0123456789abcdefE` gives `_ZN4core3ptr13drop_in_placeE`;
+/// `_RNvCs1234_5mycrate4main` gives `mycrate::main`. C++ names (`_ZN3foo3barEv`) and legacy
+/// names without a hash give `None`.
+pub fn rust_path(name: &str) -> Option<Cow<'_, str>> {
+    let base = normalize(name).base;
+    if let Some(body) = base.strip_prefix("_ZN").and_then(|b| b.strip_suffix('E')) {
+        let cut = body.len().checked_sub(LEGACY_HASH_LEN)?;
+        let (path, hash) = body.split_at_checked(cut)?;
+        let digits = hash.strip_prefix("17h")?;
+        if path.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        return Some(Cow::Owned(format!("_ZN{path}E")));
+    }
+    if base.starts_with("_R") {
+        let d = rustc_demangle::try_demangle(base).ok()?;
+        return Some(Cow::Owned(format!("{d:#}")));
+    }
+    None
+}
+
 /// Which rule of [`match_profile`] matched a function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MatchRule {
@@ -152,6 +195,8 @@ pub enum MatchRule {
     OtherFile,
     /// Same name after stripping compiler suffixes.
     Normalized,
+    /// Same Rust path once the build hashes are removed ([`rust_path`]).
+    RustPath,
 }
 
 /// The target function a profile function was matched to.
@@ -190,6 +235,11 @@ pub struct MatchReport {
     pub other_file: usize,
     /// Functions matched by [`MatchRule::Normalized`].
     pub normalized: usize,
+    /// Functions matched by [`MatchRule::RustPath`].
+    pub rust_path: usize,
+    /// Profile functions whose Rust path names several target functions, none told apart by
+    /// size: left unmatched (and counted in `missing_in_target` too).
+    pub rust_ambiguous: usize,
     /// Profile functions with no match.
     pub missing_in_target: usize,
     /// The heaviest of those (at most [`REPORT_NAMES`], heaviest first, ties by key), with
@@ -223,11 +273,20 @@ impl fmt::Display for MatchReport {
             self.matched_weight,
             self.profile_weight
         )?;
-        writeln!(
+        write!(
             f,
             "functions matched: {} exact, {} by name with another file, {} by normalized name",
             self.exact, self.other_file, self.normalized
         )?;
+        // Shown only when the rule found something, so reports on C programs keep their shape.
+        if self.rust_path > 0 || self.rust_ambiguous > 0 {
+            write!(
+                f,
+                ", {} by Rust path without hash ({} ambiguous, left out)",
+                self.rust_path, self.rust_ambiguous
+            )?;
+        }
+        writeln!(f)?;
         write!(
             f,
             "profile functions not in the target: {}",
@@ -267,11 +326,41 @@ fn pick(candidates: &[usize], targets: &[FuncKey], key: &FuncKey) -> Option<usiz
         .or_else(|| candidates.first().copied())
 }
 
+/// Picks one instance of a Rust path: the only candidate, else the only one whose size is
+/// `size`; `None` when that leaves several or none.
+fn pick_instance(candidates: &[usize], sizes: &[u64], size: Option<u64>) -> Option<usize> {
+    if let [only] = candidates {
+        return Some(*only);
+    }
+    let size = size.filter(|&s| s > 0)?;
+    let mut same = candidates
+        .iter()
+        .copied()
+        .filter(|&t| sizes.get(t) == Some(&size));
+    match (same.next(), same.next()) {
+        (Some(t), None) => Some(t),
+        _ => None,
+    }
+}
+
 /// Matches each function of `profile` to one of `target_functions` (see the module docs for
 /// the rules and tie-breaking) and reports how much of the profile found a home.
 ///
 /// `target_functions` need not be sorted or unique; for duplicate keys the lowest index wins.
+/// Without the targets' sizes, several Rust instances of one path are never told apart; see
+/// [`match_profile_sized`].
 pub fn match_profile(profile: &Profile, target_functions: &[FuncKey]) -> (Mapping, MatchReport) {
+    match_profile_sized(profile, target_functions, &[])
+}
+
+/// [`match_profile`] with each target function's symbol size (`target_sizes[i]` of
+/// `target_functions[i]`; 0 or a shorter slice: unknown), which tells apart the instances of one
+/// Rust path by the profile functions' recorded sizes.
+pub fn match_profile_sized(
+    profile: &Profile,
+    target_functions: &[FuncKey],
+    target_sizes: &[u64],
+) -> (Mapping, MatchReport) {
     // Target indices in sorted key order, ties by index: this is "sorted order" for picking.
     let mut order: Vec<usize> = (0..target_functions.len()).collect();
     order.sort_by(|&a, &b| {
@@ -282,11 +371,15 @@ pub fn match_profile(profile: &Profile, target_functions: &[FuncKey]) -> (Mappin
     let mut exact: BTreeMap<&FuncKey, usize> = BTreeMap::new();
     let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     let mut by_base: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut by_rust: BTreeMap<Cow<'_, str>, Vec<usize>> = BTreeMap::new();
     for &t in &order {
         let k = &target_functions[t];
         exact.entry(k).or_insert(t);
         by_name.entry(k.name.as_str()).or_default().push(t);
         by_base.entry(normalize(&k.name).base).or_default().push(t);
+        if let Some(p) = rust_path(&k.name) {
+            by_rust.entry(p).or_default().push(t);
+        }
     }
 
     let mut report = MatchReport::default();
@@ -309,14 +402,27 @@ pub fn match_profile(profile: &Profile, target_functions: &[FuncKey]) -> (Mappin
                 target: t,
                 rule: MatchRule::OtherFile,
             })
+        } else if let Some(t) = by_base
+            .get(normalize(&key.name).base)
+            .and_then(|c| pick(c, target_functions, key))
+        {
+            Some(Match {
+                target: t,
+                rule: MatchRule::Normalized,
+            })
         } else {
-            by_base
-                .get(normalize(&key.name).base)
-                .and_then(|c| pick(c, target_functions, key))
-                .map(|t| Match {
+            let candidates = rust_path(&key.name).and_then(|p| by_rust.get(&p));
+            match candidates.map(|c| pick_instance(c, target_sizes, f.size)) {
+                Some(Some(t)) => Some(Match {
                     target: t,
-                    rule: MatchRule::Normalized,
-                })
+                    rule: MatchRule::RustPath,
+                }),
+                Some(None) => {
+                    report.rust_ambiguous += 1;
+                    None
+                }
+                None => None,
+            }
         };
         match m {
             Some(m) => {
@@ -326,6 +432,7 @@ pub fn match_profile(profile: &Profile, target_functions: &[FuncKey]) -> (Mappin
                     MatchRule::Exact => report.exact += 1,
                     MatchRule::OtherFile => report.other_file += 1,
                     MatchRule::Normalized => report.normalized += 1,
+                    MatchRule::RustPath => report.rust_path += 1,
                 }
             }
             None => missing.push((key.clone(), f.self_weight)),
@@ -636,5 +743,90 @@ mod tests {
         assert_eq!(moved.meta.arch.as_deref(), Some("x86_64"));
         assert_eq!(moved.meta.extra["matched-from"], p.meta.binary);
         assert_eq!(moved.edges.len(), 1);
+    }
+
+    // Legacy names lose their hash element, v0 names their crate disambiguators; C++ names,
+    // hashless legacy names and lookalikes are not Rust paths.
+    #[test]
+    fn rust_paths() {
+        let rp = |n: &str| rust_path(n).map(|c| c.into_owned());
+        assert_eq!(
+            rp("_ZN4core3ptr13drop_in_place17h0123456789abcdefE").as_deref(),
+            Some("_ZN4core3ptr13drop_in_placeE")
+        );
+        // Clone suffixes go first.
+        assert_eq!(
+            rp("_ZN3foo3bar17hfedcba9876543210E.llvm.1234").as_deref(),
+            Some("_ZN3foo3barE")
+        );
+        assert_eq!(
+            rp("_RNvCs1234_7mycrate4main").as_deref(),
+            Some("mycrate::main")
+        );
+        assert_eq!(
+            rp("_RNvCs1234_7mycrate4main"),
+            rp("_RNvCsabcd_7mycrate4main")
+        );
+        assert_eq!(rp("_ZN3foo3barEv"), None);
+        assert_eq!(rp("_ZN3foo3barE"), None);
+        assert_eq!(rp("_ZN17h0123456789abcdefE"), None);
+        assert_eq!(rp("_ZN3foo17h0123456789abcdegE"), None);
+        assert_eq!(rp("_ZN3foo16h0123456789abcdefE"), None);
+        assert_eq!(rp("main"), None);
+        assert_eq!(rp("_Rgarbage"), None);
+    }
+
+    // A rebuild changes every hash: only the Rust rule finds the functions again, sizes tell
+    // instances of one legacy path apart, and a tie is counted as ambiguous and left out.
+    #[test]
+    fn matches_rust_rebuild() {
+        let old = |p: &str| format!("_ZN{p}17h00000000000000{}E", "aa");
+        let new = |p: &str, h: &str| format!("_ZN{p}17h{h}E");
+        let mut b = ProfileBuilder::new(Meta::default());
+        let keys = [
+            g(&old("3app4main")),
+            g("_ZN5alloc7raw_vec8grow_one17h1111111111111111E"),
+            g("_ZN5alloc7raw_vec8grow_one17h2222222222222222E"),
+            g("_ZN4core3fmt5write17h3333333333333333E"),
+            g("_RNvCs1234_3app5parse"),
+            g("memcpy"),
+        ];
+        for (k, (w, size)) in
+            keys.iter()
+                .zip([(10, 40), (20, 100), (30, 200), (5, 64), (7, 8), (3, 16)])
+        {
+            b.add_self(k, w);
+            b.set_size(k, size);
+        }
+        let p = b.build();
+        let targets = vec![
+            g(&new("3app4main", "0123456789abcdef")),
+            g("_ZN5alloc7raw_vec8grow_one17haaaaaaaaaaaaaaaaE"),
+            g("_ZN5alloc7raw_vec8grow_one17hbbbbbbbbbbbbbbbbE"),
+            g("_ZN4core3fmt5write17h4444444444444444E"),
+            g("_ZN4core3fmt5write17h5555555555555555E"),
+            g("_RNvCsZZ_3app5parse"),
+            g("memcpy"),
+        ];
+        let sizes = [40, 200, 100, 64, 64, 8, 16];
+        let (m, r) = match_profile_sized(&p, &targets, &sizes);
+        let at = |k: &FuncKey| {
+            let id = p.functions.iter().position(|f| &f.key == k).unwrap();
+            m.get(id as FuncId).map(|x| (x.target, x.rule))
+        };
+        assert_eq!(at(&keys[0]), Some((0, MatchRule::RustPath)));
+        assert_eq!(at(&keys[1]), Some((2, MatchRule::RustPath)));
+        assert_eq!(at(&keys[2]), Some((1, MatchRule::RustPath)));
+        assert_eq!(at(&keys[3]), None);
+        assert_eq!(at(&keys[4]), Some((5, MatchRule::RustPath)));
+        assert_eq!(at(&keys[5]), Some((6, MatchRule::Exact)));
+        assert_eq!((r.exact, r.rust_path, r.rust_ambiguous), (1, 4, 1));
+        assert_eq!(r.matched_weight, 70);
+        assert!(r
+            .to_string()
+            .contains(", 4 by Rust path without hash (1 ambiguous, left out)\n"));
+        // Without sizes the two grow_one instances are ambiguous too.
+        let (_, r) = match_profile(&p, &targets);
+        assert_eq!((r.rust_path, r.rust_ambiguous), (2, 3));
     }
 }

@@ -168,6 +168,83 @@ pub fn choose(
         .collect()
 }
 
+/// Boundary of a capsule: 4 KiB, the span of one way of the simulated L1 I-caches (64 sets of
+/// 64-byte lines, 32K/8-way and 16K/4-way alike) and a page. Code that moves by a multiple of
+/// it keeps every line in its cache set and every line offset.
+pub const CAPSULE_BOUNDARY: u64 = 4096;
+
+/// Capsule boundaries: functions to start on a [`CAPSULE_BOUNDARY`] so that code growing or
+/// shrinking before one of them moves the code after it by whole multiples of the boundary,
+/// which changes no cache set and no line offset. Growth in the cold code between two
+/// executed functions changes where the executed code after it sits against the executed code
+/// before it, which is what makes miss counts jump; a capsule starting at the executed function
+/// right after that cold stretch absorbs any growth inside it. Returns unit indices in address
+/// order.
+///
+/// With `n` = `budget / (boundary - rest)` capsules affordable (worst-case padding each), the
+/// capsules start at the executed functions after the `n` largest stretches of code without
+/// executed functions (the one before the first executed function counts from the first
+/// unit's start), the bytes where an unrelated change is most likely to land; ties go to the
+/// earlier stretch. `starts` and `sizes` are every unit's, `ranges` as [`choose`] takes them.
+/// Empty when the budget affords none or nothing ran.
+pub fn capsules(
+    ranges: &[(u32, u64, u64, u64)],
+    starts: &[u64],
+    sizes: &[u64],
+    boundary: u64,
+    rest: u64,
+    budget: u64,
+) -> Vec<usize> {
+    if boundary <= rest {
+        return Vec::new();
+    }
+    let n = (budget / (boundary - rest)) as usize;
+    let executed: std::collections::BTreeSet<usize> = ranges
+        .iter()
+        .filter(|r| r.3 > 0 && (r.0 as usize) < starts.len().min(sizes.len()))
+        .map(|r| r.0 as usize)
+        .collect();
+    let Some(&base) = starts.first() else {
+        return Vec::new();
+    };
+    // (cold bytes before it, unit) for every executed unit, address order.
+    let mut gaps: Vec<(u64, usize)> = Vec::with_capacity(executed.len());
+    let mut end = base;
+    for &u in &executed {
+        gaps.push((starts[u].saturating_sub(end), u));
+        end = end.max(starts[u].saturating_add(sizes[u]));
+    }
+    gaps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut out: Vec<usize> = gaps.into_iter().take(n).map(|(_, u)| u).collect();
+    out.sort_unstable();
+    out
+}
+
+/// Capsule boundaries at object starts: `groups` holds, per object, the unit that starts its
+/// code (its first function in address order) and the object's executed bytes; the `n`
+/// objects with the most executed bytes (ties: the earlier group) get a capsule at their
+/// start, `n` = `budget / (boundary - rest)`. A change anywhere in the objects before a capsule
+/// then moves that object's code and all after it up to the next capsule by whole multiples of
+/// the boundary. Returns unit indices, sorted.
+pub fn capsules_at_objects(
+    groups: &[(usize, u128)],
+    boundary: u64,
+    rest: u64,
+    budget: u64,
+) -> Vec<usize> {
+    if boundary <= rest {
+        return Vec::new();
+    }
+    let n = (budget / (boundary - rest)) as usize;
+    let mut ranked: Vec<(usize, &(usize, u128))> =
+        groups.iter().enumerate().filter(|(_, g)| g.1 > 0).collect();
+    ranked.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
+    let mut out: Vec<usize> = ranked.into_iter().take(n).map(|(_, g)| g.0).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// One row of a sweep: a layout, the code size it gives, and its metrics over the shifts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -390,6 +467,35 @@ fn num(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Capsules by hand: units of 100 bytes at 0, 100, ..., 900; units 2, 5, 6 and 9 ran.
+    // Cold stretches before them: 200, 200 (300..500), 0, 200: two capsules go to the
+    // earliest of the largest (2 and 5), three to 2, 5 and 9, none without the budget.
+    // Object capsules: the budget pays for one, two or none; the most executed objects get
+    // them, objects that did not run never.
+    #[test]
+    fn capsules_at_the_most_executed_objects() {
+        let g = [(0, 10), (7, 500), (12, 0), (20, 80)];
+        assert_eq!(capsules_at_objects(&g, 4096, 16, 4080), [7]);
+        assert_eq!(capsules_at_objects(&g, 4096, 16, 2 * 4080), [7, 20]);
+        assert_eq!(capsules_at_objects(&g, 4096, 16, 9 * 4080), [0, 7, 20]);
+        assert!(capsules_at_objects(&g, 4096, 16, 100).is_empty());
+    }
+
+    #[test]
+    fn capsules_follow_the_largest_cold_stretches() {
+        let starts: Vec<u64> = (0..10).map(|i| i * 100).collect();
+        let sizes = vec![100; 10];
+        let r = [(2, 0, 10, 10), (5, 0, 50, 2), (6, 4, 10, 1), (9, 0, 1, 100)];
+        assert_eq!(capsules(&r, &starts, &sizes, 4096, 16, 2 * 4080), [2, 5]);
+        assert_eq!(capsules(&r, &starts, &sizes, 4096, 16, 3 * 4080), [2, 5, 9]);
+        assert!(capsules(&r, &starts, &sizes, 4096, 16, 4079).is_empty());
+        assert_eq!(
+            capsules(&r, &starts, &sizes, 4096, 16, 9 * 4080),
+            [2, 5, 6, 9]
+        );
+        assert!(capsules(&[], &starts, &sizes, 4096, 16, 1 << 20).is_empty());
+    }
 
     // Functions of 10, 40 and 7 bytes from 0x1000: packed at alignment 1, rounded at 16
     // (0x1000, 0x1010, 0x1040) and 64 (0x1000, 0x1040, 0x1080), so the code grows from 57 to
