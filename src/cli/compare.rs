@@ -52,9 +52,10 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = sediment_sim::PAGE_SHIFT_STEP)]
     pub shift_step: u64,
     /// Give every run this file as its standard input (default: empty), for programs driven
-    /// by a script on stdin such as `postgres --single`. Binaries run in parallel (`-j`): a
-    /// program that locks files it shares with the other runs (a server's data directory)
-    /// needs `-j 1`, or a command that gives each run its own copy.
+    /// by a script on stdin such as `postgres --single`. Binaries run in parallel (`-j`); when
+    /// a run fails so, they are run again one at a time (a program that locks files it shares
+    /// with the other runs, such as a server's data directory, fails beside itself), and a
+    /// line says so.
     #[arg(long, value_name = "FILE")]
     pub stdin: Option<PathBuf>,
     /// The columns' headings, comma-separated, one per binary in order (BASE first). Default:
@@ -177,25 +178,34 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         args.label.clone()
     };
-    let progress = super::progress::Progress::new("compare", &labels);
-    let compared =
-        crate::pipeline::measure::compare_labeled(&binaries, labels, &args.args, &one, &|i, e| {
-            progress.event(i, e)
-        });
-    progress.finish();
-    let jobs = opts.jobs.min(binaries.len());
-    let compared = compared.map_err(|e| {
-        // Runs at once share the files they open: say what to do when one failed.
-        if jobs > 1 && args.stdin.is_some() {
-            anyhow::anyhow!(
-                "{e:#} ({jobs} binaries ran at once: a program that locks a data directory \
-                 they share, such as `postgres --single`, fails beside another run of itself; \
-                 -j 1 runs them one at a time)"
-            )
-        } else {
-            e
+    let run_all = |one: &sediment_measure::onepass::OnePassOptions| {
+        let progress = super::progress::Progress::new("compare", &labels);
+        let compared = crate::pipeline::measure::compare_labeled(
+            &binaries,
+            labels.clone(),
+            &args.args,
+            one,
+            &|i, e| progress.event(i, e),
+        );
+        progress.finish();
+        compared
+    };
+    let jobs = one.jobs.min(binaries.len());
+    let compared = match run_all(&one) {
+        // Runs at once share the files they open: a program that locks a data directory
+        // (`postgres --single`) fails beside another run of itself. Run them one at a time
+        // (the runs that succeeded come from the cache).
+        Err(e) if jobs > 1 && args.stdin.is_some() => {
+            eprintln!(
+                "sediment compare: a run failed with {jobs} binaries running at once ({}); \
+                 running them one at a time, as -j 1 does",
+                format!("{e:#}").lines().next().unwrap_or_default()
+            );
+            let serial = sediment_measure::onepass::OnePassOptions { jobs: 1, ..one };
+            run_all(&serial)?
         }
-    })?;
+        other => other?,
+    };
     for n in &compared.notes {
         eprintln!("sediment compare: {n}");
     }
