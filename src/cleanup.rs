@@ -279,7 +279,7 @@ pub fn install() {
 }
 
 /// True while `pid` runs (not yet ended: gone, or a zombie waiting to be reaped).
-fn running(pid: libc::pid_t) -> bool {
+pub fn running(pid: libc::pid_t) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the command name in parentheses, which may itself hold `)`.
         Ok(stat) => stat

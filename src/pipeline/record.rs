@@ -277,6 +277,8 @@ fn supervise(
         .with_context(|| format!("cannot run {tool}"))?;
     let start = Instant::now();
     let mut capped = false;
+    // The processes stopped with the profiler: they may outlive it.
+    let mut stopped = Vec::new();
     while !crate::cleanup::child_ended(&child).with_context(|| format!("cannot wait for {tool}"))? {
         let due = duration.is_some_and(|d| start.elapsed() >= d);
         let asked = on_signal.as_ref().is_some_and(|s| s.requested());
@@ -284,10 +286,8 @@ fn supervise(
             capped = true;
             let root = child.id() as libc::pid_t;
             // Children first, so that none is orphaned still running.
-            for pid in crate::cleanup::running_descendants_of(root)
-                .into_iter()
-                .chain([root])
-            {
+            stopped = crate::cleanup::running_descendants_of(root);
+            for &pid in stopped.iter().chain([&root]) {
                 // SAFETY: kill(2) on our unreaped child and the processes it started.
                 unsafe { libc::kill(pid, stop) };
             }
@@ -297,12 +297,11 @@ fn supervise(
     }
     let status = crate::cleanup::wait_child(&mut child, tracked)
         .with_context(|| format!("cannot wait for {tool}"))?;
-    // Children of a capped callgrind may still be writing their files.
+    // Processes of a capped callgrind may still be writing their files after the profiler
+    // ended: orphaned, they are no longer its descendants (the subreaper made them this
+    // process's children), so wait for the ones that were stopped, by PID.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while capped
-        && Instant::now() < deadline
-        && !crate::cleanup::running_descendants_of(child.id() as libc::pid_t).is_empty()
-    {
+    while Instant::now() < deadline && stopped.iter().any(|&pid| crate::cleanup::running(pid)) {
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok((status, capped, child.id()))

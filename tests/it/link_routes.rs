@@ -522,13 +522,13 @@ fn regress_append_routes_keep_the_projects_own_flags() {
     }
     let top = p.path().join("rpm");
     let sources = top.join("SOURCES");
-    std::fs::create_dir_all(sources.join("sediment-profiles")).unwrap();
+    std::fs::create_dir_all(&sources).unwrap();
     for f in ["prog.c", "configure"] {
         std::fs::copy(p.path().join(f), sources.join(f)).unwrap();
     }
     std::fs::copy(
         p.path().join("prof/alpha.sprof"),
-        sources.join("sediment-profiles/alpha.sprof"),
+        sources.join("alpha.sprof"), // a source of the package: %{sediment_prof_dir}
     )
     .unwrap();
     let spec = top.join("t.spec");

@@ -277,12 +277,14 @@ fn rpm_macros_order_through_the_wrappers() {
     let p = Project::new();
     let top = p.path().join("rpm");
     let sources = top.join("SOURCES");
-    std::fs::create_dir_all(sources.join("sediment-profiles")).unwrap();
+    std::fs::create_dir_all(&sources).unwrap();
     std::fs::copy(p.path().join("prog.c"), sources.join("prog.c")).unwrap();
+    // The profiles are sources of the package (the macros' default profile directory is
+    // %{_sourcedir}), as a spec's `SourceN: alpha.sprof` puts them.
     for name in ["alpha", "alpha_lto"] {
         std::fs::copy(
             p.path().join("prof/alpha.sprof"),
-            sources.join(format!("sediment-profiles/{name}.sprof")),
+            sources.join(format!("{name}.sprof")),
         )
         .unwrap();
     }
@@ -964,4 +966,78 @@ fn regress_archives_named_with_l_are_ordered() {
         "{ours:?}"
     );
     assert!(p.is_ordered(&p.path().join("alpha")), "-Bstatic: ordered");
+}
+
+// Regression (issue 33, a real package): libtool drops a bare `-B` from the link of a shared
+// library (it passes on only the compiler flags it knows), so jq's `libjq.so` linked unordered
+// with `-B<shims>` in LDFLAGS while the `jq` executable was ordered. The packaging hooks
+// (bench/package/debian-rules.mk, integrations/rpm/macros.sediment) add the shims through a
+// GCC specs file instead, whose `self_spec` adds the `-B`: libtool passes `-specs=` on.
+#[test]
+fn regress_libtool_library_links_reach_the_shims_through_a_specs_file() {
+    require!("gcc", "libtool", "ld.lld");
+    let p = Project::new();
+    std::fs::copy(
+        p.path().join("prof/alpha.sprof"),
+        p.path().join("prof/libalpha.so.0.0.0.sprof"),
+    )
+    .unwrap();
+    let b = p.wrappers();
+    let shims = b.trim_start_matches("-B").trim_end_matches('/');
+    let specs = p.path().join("gcc.specs");
+    std::fs::write(&specs, format!("*self_spec:\n+ -B{shims}/\n\n")).unwrap();
+    let libtool = |args: &[&str]| {
+        let out = Command::new("libtool")
+            .current_dir(p.path())
+            .args(["--tag=CC"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "libtool {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    libtool(&[
+        "--mode=compile",
+        "gcc",
+        "-O1",
+        "-ffunction-sections",
+        "-c",
+        "prog.c",
+    ]);
+    let lib = p.path().join(".libs/libalpha.so.0.0.0");
+    let link = |flag: &str| {
+        // The library and its links; .libs/prog.o, the compiled object, stays.
+        for f in [
+            "libalpha.so.0.0.0",
+            "libalpha.so.0",
+            "libalpha.so",
+            "libalpha.la",
+            "libalpha.lai",
+        ] {
+            let _ = std::fs::remove_file(p.path().join(".libs").join(f));
+        }
+        let _ = std::fs::remove_file(p.path().join("libalpha.la"));
+        libtool(&[
+            "--mode=link",
+            "gcc",
+            "-O1",
+            "-fuse-ld=lld",
+            flag,
+            "-o",
+            "libalpha.la",
+            "-rpath",
+            "/usr/local/lib",
+            "prog.lo",
+        ])
+    };
+    // Premise: with -B alone the shims never run, and the library keeps definition order.
+    let log = link(&b);
+    assert!(!log.contains("sediment ld"), "{log}");
+    assert!(!p.is_ordered(&lib), "premise: -B is dropped by libtool");
+    let log = link(&format!("-specs={}", specs.display()));
+    assert!(
+        log.contains("sediment ld: .libs/libalpha.so.0.0.0: ordered 4 of 4 profiled functions"),
+        "{log}"
+    );
+    assert!(p.is_ordered(&lib), "ordered through the specs file");
 }

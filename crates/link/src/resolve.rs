@@ -2,7 +2,10 @@
 //!
 //! A [`FuncKey`] with a file (`helper`, `a.c`) matches the *local* symbols named `helper` whose
 //! `STT_FILE` base name is `a.c` (several objects compiled from same-named sources in different
-//! directories all match; they are indistinguishable to the profile). A key without a file
+//! directories all match; they are indistinguishable to the profile); when there is none, the
+//! global or weak `helper` of the objects compiled from `a.c`: a shared library's version
+//! script or hidden visibility makes its internal functions local in the library a profile is
+//! recorded from, while they are global in its objects. A key without a file
 //! matches the global and weak definitions of that name; if there is none, the single local of
 //! that name when it is unique. A file-less name that matches several locals and no global is
 //! *ambiguous* and skipped: placing an arbitrary one would be a guess.
@@ -118,14 +121,34 @@ fn match_entries(order: &FunctionOrder, objects: &[ObjectFile], lto: bool) -> Re
             .get(key.name.as_str())
             .map_or(&[][..], Vec::as_slice);
         let matches: Vec<SymRef> = match &key.file {
-            Some(file) => candidates
-                .iter()
-                .filter(|r| {
-                    let f = func(r);
-                    f.binding == Binding::Local && f.file.as_deref() == Some(file.as_str())
-                })
-                .copied()
-                .collect(),
+            Some(file) => {
+                let locals: Vec<SymRef> = candidates
+                    .iter()
+                    .filter(|r| {
+                        let f = func(r);
+                        f.binding == Binding::Local && f.file.as_deref() == Some(file.as_str())
+                    })
+                    .copied()
+                    .collect();
+                if locals.is_empty() {
+                    // Made local by the link that was profiled (a version script, hidden
+                    // visibility): the global of that name defined by that file's object.
+                    candidates
+                        .iter()
+                        .filter(|r| {
+                            func(r).binding != Binding::Local
+                                && objects[r.object]
+                                    .file_symbol
+                                    .as_deref()
+                                    .map(sediment_profile::base_name)
+                                    == Some(file.as_str())
+                        })
+                        .copied()
+                        .collect()
+                } else {
+                    locals
+                }
+            }
             None => {
                 let globals: Vec<SymRef> = candidates
                     .iter()
@@ -260,6 +283,42 @@ pub(crate) mod tests {
         }
     }
 
+    // Regression (issue 33, jq's libjq): a library's version script makes its internal
+    // functions local in the profiled library, global in its objects; 78 of 277 entries of
+    // libjq's profile were "not found in the objects". A key with a file takes the global of
+    // that name defined by that file's object when no local matches, and only then.
+    #[test]
+    fn regress_a_local_key_matches_the_global_its_file_defines() {
+        let mut objs = two_objects();
+        objs[1]
+            .functions
+            .push(func("main", Binding::Global, ".text.main", None));
+        let o = order(&[
+            FuncKey::local("main", "a.c"),
+            FuncKey::local("helper", "a.c"),
+            FuncKey::local("work", "a.c"),
+        ]);
+        let r = resolve(&o, &objs).unwrap();
+        let placed: Vec<(String, Vec<(usize, usize)>)> = r
+            .placed
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    v.iter().map(|s| (s.object, s.function)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            placed,
+            vec![
+                ("main (a.c)".to_string(), vec![(0, 1)]),
+                ("helper (a.c)".to_string(), vec![(0, 0)]),
+            ]
+        );
+        assert_eq!(r.missing, vec![FuncKey::local("work", "a.c")]);
+    }
+
     // Locals match by file, globals by name, a file-less unique local by name, duplicates are ambiguous.
     #[test]
     fn matching_rules() {
@@ -270,7 +329,7 @@ pub(crate) mod tests {
             FuncKey::global("solo"),
             FuncKey::global("helper"),
             FuncKey::global("nosuch"),
-            FuncKey::local("main", "a.c"),
+            FuncKey::local("main", "b.c"),
         ]);
         let r = resolve(&o, &objs).unwrap();
         let placed: Vec<(String, Vec<(usize, usize)>)> = r
@@ -293,13 +352,13 @@ pub(crate) mod tests {
         );
         assert_eq!(
             r.missing,
-            vec![FuncKey::global("nosuch"), FuncKey::local("main", "a.c")]
+            vec![FuncKey::global("nosuch"), FuncKey::local("main", "b.c")]
         );
         assert_eq!(r.ambiguous, vec![FuncKey::global("helper")]);
         assert_eq!(
             r.warnings,
             vec![
-                "2 of 6 order entries not found in the objects: nosuch, main (a.c)".to_string(),
+                "2 of 6 order entries not found in the objects: nosuch, main (b.c)".to_string(),
                 "1 order entries skipped as ambiguous (no file given, several static functions of that name): helper".to_string(),
             ]
         );

@@ -7,6 +7,7 @@
 //! for a bare name, and callgrind names the object by its real path.
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -100,17 +101,44 @@ pub fn record_callgrind_command(
 
 /// How far the callgrind runs started with `vgdb_prefix` got: (instructions executed so far,
 /// processes), from `callgrind_control -e -b` ([`parse_progress`]); `None` when it cannot tell
-/// (callgrind_control missing or no run answering).
+/// (callgrind_control missing, no run answering, or no answer within [`PROGRESS_TIMEOUT`]:
+/// `vgdb` can wait for a process that is ending, and a progress line must never hold up the
+/// recording).
 pub fn callgrind_progress(vgdb_prefix: &Path) -> Option<(u64, usize)> {
-    let out = Command::new("callgrind_control")
+    use std::io::Read as _;
+    let mut child = Command::new("callgrind_control")
         .arg(os_concat("--vgdb-prefix=", vgdb_prefix))
         .args(["-e", "-b"])
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .process_group(0)
+        .spawn()
         .ok()?;
-    parse_progress(&String::from_utf8_lossy(&out.stdout))
+    let start = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() < PROGRESS_TIMEOUT => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                // The script and the vgdb it started: the whole process group.
+                // SAFETY: kill(2) on the group of a child this function started and has not
+                // reaped.
+                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    parse_progress(&text)
 }
+
+/// How long [`callgrind_progress`] waits for `callgrind_control`.
+pub const PROGRESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Sums the first event (`Ir`) of every thread's totals in `callgrind_control -e -b` output,
 /// and counts the processes (`PID N: ...` headers):
