@@ -201,24 +201,8 @@ pub fn format_layout_table(report: &LayoutReport) -> String {
             m.verdict.word().to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| {
-                if c == 0 || c + 1 == row.len() {
-                    format!("{cell:<w$}", w = widths[c])
-                } else {
-                    format!("{cell:>w$}", w = widths[c])
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
+    // The metric and the verdict left, the numbers right.
+    crate::report::push_columns(&mut out, &rows, |c, n| c == 0 || c + 1 == n);
     out
 }
 

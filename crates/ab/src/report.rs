@@ -229,16 +229,27 @@ pub fn format_table(report: &Report) -> String {
             num(m.p_value),
         ]);
     }
-    let cols = rows[0].len();
+    push_columns(&mut out, &rows, |c, _| c == 0);
+    out
+}
+
+/// Appends `rows` as aligned columns two spaces apart, one line each: a column is as wide as
+/// its widest cell, and `left(column, columns)` says which are aligned left (the others right).
+pub(crate) fn push_columns(
+    out: &mut String,
+    rows: &[Vec<String>],
+    left: impl Fn(usize, usize) -> bool,
+) {
+    let cols = rows.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..cols)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
-    for row in &rows {
+    for row in rows {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
             .map(|(c, cell)| {
-                if c == 0 {
+                if left(c, row.len()) {
                     format!("{cell:<w$}", w = widths[c])
                 } else {
                     format!("{cell:>w$}", w = widths[c])
@@ -248,7 +259,6 @@ pub fn format_table(report: &Report) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out
 }
 
 /// The JSON report (pretty-printed, one trailing newline).
