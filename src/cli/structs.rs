@@ -19,6 +19,7 @@ use sediment_elf::types::{read_structs, StructLayout};
 use sediment_explain::structs::{analyze, fold, weigh, StructReport, Weighed};
 use sediment_explain::LINE;
 use sediment_import::dhat;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -96,14 +97,26 @@ pub fn run(args: Args) -> Result<()> {
         .iter()
         .filter(|s| args.name.as_deref().map_or(true, |n| s.name.contains(n)))
         .collect();
+    // Looked up per structure by size: the sites by block size, the listed names by size.
+    let mut by_size: BTreeMap<u64, Vec<&dhat::Site>> = BTreeMap::new();
+    for site in sites.iter().flatten() {
+        by_size.entry(site.block_bytes).or_default().push(site);
+    }
+    let mut names_of_size: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for s in &named {
+        names_of_size.entry(s.size).or_default().push(&s.name);
+    }
     let mut rows: Vec<Row> = named
         .iter()
         .map(|s| Row {
             layout: s,
             report: analyze(s),
-            weighed: sites
-                .as_deref()
-                .and_then(|sites| weigh_from(s, sites, &named)),
+            weighed: by_size.get(&s.size).and_then(|sites| {
+                let same_size = names_of_size
+                    .get(&s.size)
+                    .map_or(0, |n| n.iter().filter(|&&n| n != s.name).count());
+                weigh_from(s, sites, same_size)
+            }),
         })
         .filter(|r| {
             args.all
@@ -186,18 +199,16 @@ struct Used {
     weighed: Weighed,
 }
 
-/// Weighs `s` by the DHAT sites whose blocks hold it (`named` are the listed structures, to
-/// count the others of the same size).
-fn weigh_from(s: &StructLayout, sites: &[dhat::Site], named: &[&StructLayout]) -> Option<Used> {
-    let holds = |x: &&dhat::Site| x.block_bytes == s.size;
-    let inexact = sites.iter().filter(holds).filter(|x| !x.exact).count();
+/// Weighs `s` by the DHAT sites whose blocks are of its size (`sites`, at least one);
+/// `same_size` other listed structures have that size.
+fn weigh_from(s: &StructLayout, sites: &[&dhat::Site], same_size: usize) -> Option<Used> {
+    let first = sites.first()?;
+    let inexact = sites.iter().filter(|x| !x.exact).count();
     let blocks: Vec<(u64, &[u64])> = sites
         .iter()
-        .filter(holds)
         .filter(|x| x.exact)
         .map(|x| (x.block_bytes, x.accesses.as_slice()))
         .collect();
-    let first = sites.iter().find(holds)?;
     let (counts, used) = fold(s.size, &blocks).unwrap_or((vec![0; s.size as usize], 0));
     let allocated_at = first
         .stack
@@ -211,10 +222,7 @@ fn weigh_from(s: &StructLayout, sites: &[dhat::Site], named: &[&StructLayout]) -
     Some(Used {
         inexact,
         blocks: used,
-        same_size: named
-            .iter()
-            .filter(|o| o.size == s.size && o.name != s.name)
-            .count(),
+        same_size,
         allocated_at,
         weighed: weigh(s, &counts),
     })

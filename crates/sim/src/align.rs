@@ -195,10 +195,9 @@ pub fn capsules(
     rest: u64,
     budget: u64,
 ) -> Vec<usize> {
-    if boundary <= rest {
+    let Some(n) = capsules_affordable(boundary, rest, budget) else {
         return Vec::new();
-    }
-    let n = (budget / (boundary - rest)) as usize;
+    };
     let executed: std::collections::BTreeSet<usize> = ranges
         .iter()
         .filter(|r| r.3 > 0 && (r.0 as usize) < starts.len().min(sizes.len()))
@@ -220,6 +219,12 @@ pub fn capsules(
     out
 }
 
+/// How many capsules `budget` bytes afford when each costs up to `boundary - rest` bytes of
+/// padding; `None` when a boundary costs nothing to reach (`boundary <= rest`: no capsule).
+fn capsules_affordable(boundary: u64, rest: u64, budget: u64) -> Option<usize> {
+    (boundary > rest).then(|| (budget / (boundary - rest)) as usize)
+}
+
 /// Capsule boundaries at object starts: `groups` holds, per object, the unit that starts its
 /// code (its first function in address order) and the object's executed bytes; the `n`
 /// objects with the most executed bytes (ties: the earlier group) get a capsule at their
@@ -232,10 +237,9 @@ pub fn capsules_at_objects(
     rest: u64,
     budget: u64,
 ) -> Vec<usize> {
-    if boundary <= rest {
+    let Some(n) = capsules_affordable(boundary, rest, budget) else {
         return Vec::new();
-    }
-    let n = (budget / (boundary - rest)) as usize;
+    };
     let mut ranked: Vec<(usize, &(usize, u128))> =
         groups.iter().enumerate().filter(|(_, g)| g.1 > 0).collect();
     ranked.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
