@@ -54,6 +54,14 @@
 //! a stranger's profile never writes text into it, only names read from the binary, and only
 //! plain ones). Skipped functions are counted in [`Stats`].
 //!
+//! C++. A complete-object constructor or destructor (`C1`, `D1`) that is an alias of the
+//! base-object one (`C2`, `D2`) is listed under the name the compiler compiled, with the
+//! symbol's name as its alias (`!D2/D1`), and its parts are named after it ([`compiled_name`]).
+//! The landing pads of a function stay in one cluster: clang would otherwise move them all to a
+//! `.text.eh.` section of their own that no order names. COMDAT copies of a split function in
+//! several objects need nothing here: every copy is split by the same list, and `sediment link`
+//! places their same-named parts (docs/design/blocks.md, "C++").
+//!
 //! Without a block map (a GCC build with `-freorder-blocks-and-partition`, where GCC itself split
 //! `name` from `name.cold`), the plan has no clusters and the order is the function order with
 //! every `.cold` symbol moved after all others.
