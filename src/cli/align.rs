@@ -16,6 +16,8 @@
 //!   (`sediment_sim::align::choose`), under a size budget (`--max-growth`, percent of the code);
 //!   written to FILE (an order file's format: one function per line) and checked by the
 //!   simulator in a second run: as linked, every function on the boundary, the chosen ones.
+//!   With `--capsules`, 4 KiB capsule boundaries chosen for stability instead
+//!   (`crate::pipeline::align::capsules`), checked beside the layout as linked.
 //! - **Build** (`--build -o DIR --binary BIN OBJECTS... -- ARGS`): the sweep's table, then the
 //!   same alignments built for real: the objects relinked unchanged (`as linked`) and with every
 //!   executable section aligned to 1, 2, ..., 512 bytes (`crate::pipeline::relink::aligned_copies`,

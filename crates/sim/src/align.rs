@@ -14,7 +14,9 @@
 //! that are not alignment padding (they are dropped).
 //!
 //! Selective alignment is the same placement with one alignment per function: the chosen ones
-//! start on a line (64) or a line pair (128), the others keep a small default.
+//! start on a line (64) or a line pair (128), the others keep a small default. Capsules
+//! ([`capsules`]) are functions started on a 4 KiB boundary, chosen so that growth earlier in
+//! the code moves as little executed code against the rest as a padding budget allows.
 //!
 //! **Noise.** An I1 miss count moves by several percent when the code moves by a few bytes
 //! (`docs/design/statistics.md`). Each layout is therefore also placed from starts moved by
