@@ -18,6 +18,21 @@ pub fn sediment(dir: &Path, args: &[&str]) -> Output {
         .expect("run sediment")
 }
 
+/// Runs `sediment` with the given arguments in `dir` and asserts that it succeeded (the
+/// failure message shows the arguments and both outputs); returns the output.
+#[track_caller]
+pub fn sediment_ok(dir: &Path, args: &[&str]) -> Output {
+    let out = sediment(dir, args);
+    assert!(
+        out.status.success(),
+        "sediment {args:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs `sediment` in `dir` expecting failure with one line of stderr holding every needle;
 /// returns the output for the caller's checks of what was (not) written.
 pub fn fails_one_line(dir: &Path, args: &[&str], needles: &[&str]) -> Output {
