@@ -22,7 +22,10 @@
 //!    the wrappers. Response files (`@file`, which CMake, Ninja and Meson use for long lines,
 //!    and the compiler driver then too) are read first ([`sediment_link::response`], GNU's
 //!    quoting, nested files expanded); an ordered link passes the real linker one response
-//!    file of its own with the whole line and the ordering option;
+//!    file of its own with the whole line and the ordering option. A response file that is a
+//!    FIFO, a socket or a device, or that is larger than the input budgets allow, fails the
+//!    link with one line naming it ([`link_stage::expand_response_files`]): neither the shim
+//!    nor the linker after it may wait on it for ever or hold it all;
 //! 3. otherwise orders the profile (`$SEDIMENT_ALGORITHM`, default `c3`), resolves the order
 //!    against the ELF relocatable objects and archives on the command line (every argument
 //!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
@@ -262,7 +265,9 @@ fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
 /// Runs `sediment ld`: plans the ordering, runs the real linker, checks an LTO link's output,
 /// exits with the linker's status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
-    let line = match link_stage::expand_response_files(&args.args) {
+    let line = match link_stage::expand_response_files(&args.args)
+        .map_err(|e| anyhow!("{e:#}; nothing linked"))?
+    {
         Expansion::Plain => None,
         Expansion::Expanded(line) => Some(line),
         Expansion::TooDeep(first) => {
@@ -270,9 +275,10 @@ pub fn run_ld(args: LdArgs) -> Result<()> {
                 "sediment ld: not ordered: the response file {} expands more than {MAX_EXPANSIONS} response files (does one name itself?)",
                 Path::new(&first).display()
             );
-            return run_unchanged(&args);
+            return run_unchanged(&for_target(args, None));
         }
     };
+    let args = for_target(args, line.as_deref());
     let plan = plan(&args.real, line.as_deref().unwrap_or(&args.args))?;
     let Some(p) = &plan else {
         return run_unchanged(&args);
@@ -623,9 +629,10 @@ fn find_in_path(name: &str, skip: &Path) -> Option<PathBuf> {
 /// shim run that target's GNU ld or gold (`aarch64-linux-gnu-ld`) instead of the host's, and
 /// lld as it is ([`crate::pipeline::target`]; docs/guide/packaging.md, "Every architecture
 /// from one profile"). When the target's linker is not on `PATH`, one line says so and the
-/// given linker runs.
-pub fn for_target(args: LdArgs) -> LdArgs {
-    let chosen = crate::pipeline::target::linker(&args.real, &args.args);
+/// given linker runs. `line` is the command line with its response files expanded, when it
+/// had any.
+fn for_target(args: LdArgs, line: Option<&[OsString]>) -> LdArgs {
+    let chosen = crate::pipeline::target::linker(&args.real, line.unwrap_or(&args.args));
     if let Some(line) = &chosen.missing {
         eprintln!("sediment ld: {line}");
     }

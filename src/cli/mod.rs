@@ -133,7 +133,7 @@ pub fn main() {
         Command::Pgo(a) => pgo::run(a),
         Command::Link(a) => link::run(a),
         Command::Wrappers(a) => ldwrap::run_wrappers(a),
-        Command::Ld(a) => ldwrap::run_ld(ldwrap::for_target(a)),
+        Command::Ld(a) => ldwrap::run_ld(a),
         Command::LinkFlags(a) => link::run_flags(a),
         Command::Verify(a) => verify::run(a),
         Command::Compare(a) => compare::run(a),
