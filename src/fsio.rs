@@ -97,14 +97,30 @@ impl ReadBudget {
     }
 
     /// The error for `path`, which would take the run past the limit.
-    fn exceeded(&self, path: &Path) -> anyhow::Error {
+    pub fn exceeded(&self, path: &Path) -> anyhow::Error {
         anyhow::anyhow!(
             "{}: reading it would take this run past its {}-byte input limit ({} bytes read \
-             before it; see --max-input-bytes)",
+             before it; see --max-input-bytes or {MAX_INPUT_BYTES_ENV})",
             path.display(),
             self.limit,
             self.used
         )
+    }
+
+    /// Bytes left before the limit.
+    pub fn left(&self) -> u64 {
+        self.limit.saturating_sub(self.used)
+    }
+
+    /// Charges `bytes` read from `path` by the caller (what a compressed input unpacks to, say):
+    /// an error naming `path` and the limit when they take the run past it (nothing charged
+    /// then).
+    pub fn charge(&mut self, path: &Path, bytes: u64) -> Result<()> {
+        if bytes > self.left() {
+            return Err(self.exceeded(path));
+        }
+        self.used += bytes;
+        Ok(())
     }
 
     /// [`read_bytes`], charged to the budget.
