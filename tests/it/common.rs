@@ -196,3 +196,29 @@ pub fn run(dir: &Path, tool: &str, args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The processes descended from `pid` (children, their children, ...), from `/proc`.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            if let Some((_, rest)) = stat.rsplit_once(')') {
+                if let Some(ppid) = rest.split_whitespace().nth(1) {
+                    parent_of.push((p, ppid.parse::<u32>().unwrap_or(0)));
+                }
+            }
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|e| e.1 == p).map(|e| e.0));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
