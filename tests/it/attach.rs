@@ -2,7 +2,7 @@
 //! server under load, a CPU loop, short-lived programs, a JIT), recorded while they run; the
 //! profiles they give, and an order from one of them applied to a real link.
 
-use crate::common::{fixture, sediment};
+use crate::common::{fixture, sediment, sediment_ok};
 use object::{Object as _, ObjectSymbol as _};
 use sediment_profile::{FuncKey, Profile};
 use std::io::{BufRead as _, Read as _, Write as _};
@@ -249,6 +249,50 @@ fn record_pid_of_a_dead_process_is_one_line() {
     assert!(!dir.path().join("x.sprof").exists());
 }
 
+/// `sediment ARGS` started in `dir` with standard error piped and SIGINT at its default
+/// action: a test suite run from a shell's background job (or `nohup`) passes SIGINT on
+/// ignored, and Sediment keeps a signal that was ignored at start ignored, so the SIGINT a test
+/// sends would never arrive.
+fn spawn_interruptible(dir: &Path, args: &[&str]) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = Command::new(crate::common::sediment_bin());
+    cmd.args(args).current_dir(dir).stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe, as a pre_exec hook must be.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Sends SIGINT to `rec` (started by [`spawn_interruptible`]) and waits for it to end, two
+/// minutes at most (then it is killed and the test fails); its status and standard error.
+fn interrupt(rec: &mut Child) -> (std::process::ExitStatus, String) {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(rec.id() as libc::pid_t, libc::SIGINT) };
+    let mut pipe = rec.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = pipe.read_to_string(&mut err);
+        err
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = rec.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = rec.kill();
+            let _ = rec.wait();
+            panic!("sediment did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (status, reader.join().unwrap())
+}
+
 /// Perf events the process `pid` holds open (`anon_inode:[perf_event]` descriptors).
 fn perf_events_open(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |fds| {
@@ -351,12 +395,10 @@ fn record_all_profiles_short_lived_programs() {
     build_short(d, "beta", "beta_work", 2);
     build_short(&d.join("a"), "tool", "tool_a", 3);
     build_short(&d.join("b"), "tool", "tool_b", 4);
-    let mut rec = Command::new(crate::common::sediment_bin())
-        .args(["record", "--all", "--duration", "300", "--prof-dir", "pd"])
-        .current_dir(d)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut rec = spawn_interruptible(
+        d,
+        &["record", "--all", "--duration", "300", "--prof-dir", "pd"],
+    );
     // perf needs a moment to start on every CPU.
     wait_for_perf(rec.id(), online_cpus());
     let start = std::time::Instant::now();
@@ -367,11 +409,8 @@ fn record_all_profiles_short_lived_programs() {
             runs += 1;
         }
     }
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(rec.id() as libc::pid_t, libc::SIGINT) };
-    let mut err = String::new();
-    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(rec.wait().unwrap().success(), "{err}");
+    let (status, err) = interrupt(&mut rec);
+    assert!(status.success(), "{err}");
     assert!(runs >= 4, "{runs}");
     assert!(err.contains("ran outside any binary"), "{err}");
     for (file, func) in [("alpha.sprof", "alpha_work"), ("beta.sprof", "beta_work")] {
@@ -427,8 +466,7 @@ fn jit_samples_are_counted_not_attributed() {
         d,
         &["-O2", "-o", "jit", fixture("live/jit.c").to_str().unwrap()],
     );
-    let out = sediment(d, &["record", "-o", "jit.sprof", "--", "./jit"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sediment_ok(d, &["record", "-o", "jit.sprof", "--", "./jit"]);
     let err = stderr(&out);
     let line: Vec<&str> = err
         .lines()
@@ -482,9 +520,8 @@ fn pid_profile_orders_a_real_link() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     record_server(d);
-    let out = sediment(d, &["order", "-p", "server.sprof", "-o", "server.order"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let out = sediment(
+    sediment_ok(d, &["order", "-p", "server.sprof", "-o", "server.order"]);
+    sediment_ok(
         d,
         &[
             "link",
@@ -498,9 +535,7 @@ fn pid_profile_orders_a_real_link() {
             "hot.o",
         ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let flags = sediment(d, &["link-flags", "--linker", "lld", "server.symorder"]);
-    assert!(flags.status.success(), "{}", stderr(&flags));
+    let flags = sediment_ok(d, &["link-flags", "--linker", "lld", "server.symorder"]);
     let flags = String::from_utf8(flags.stdout).unwrap();
     let mut args: Vec<&str> = flags.split_whitespace().collect();
     args.extend(["-o", "ordered", "server.o", "hot.o"]);
@@ -583,9 +618,8 @@ fn halves_check_flags_a_recording_whose_hot_code_changes() {
             ],
         );
     }
-    let out = sediment(d, &["record", "-o", "ph.sprof", "--", "./phases"]);
+    let out = sediment_ok(d, &["record", "-o", "ph.sprof", "--", "./phases"]);
     let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
     let advice: Vec<&str> = err
         .lines()
         .filter(|l| l.contains("two halves of the recording disagree"))
@@ -593,9 +627,8 @@ fn halves_check_flags_a_recording_whose_hot_code_changes() {
     assert_eq!(advice.len(), 1, "{err}");
     assert!(advice[0].contains("phases +"), "{err}");
     assert!(advice[0].contains("sediment merge"), "{err}");
-    let out = sediment(d, &["record", "-o", "hot.sprof", "--", "./hot", "200"]);
+    let out = sediment_ok(d, &["record", "-o", "hot.sprof", "--", "./hot", "200"]);
     let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
     assert!(!err.contains("disagree"), "{err}");
 }
 
@@ -698,7 +731,8 @@ fn permission_problems_are_one_line_for_an_unprivileged_user() {
 // stops, and the profile is written. Robust under load: SIGINT is sent once perf has its
 // event open (Sediment has armed its handler before it starts perf) and the program has spent
 // another half second of CPU time since, not after a fixed sleep; the program runs until
-// killed.
+// killed; and sediment is started with SIGINT at its default action whatever the test
+// runner's (a background job's SIGINT is ignored).
 #[test]
 fn record_pid_stops_on_sigint_and_writes() {
     require!("perf", "gcc");
@@ -719,12 +753,10 @@ fn record_pid_stops_on_sigint_and_writes() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let mut rec = Command::new(crate::common::sediment_bin())
-        .args(["record", "--pid", &hot.id().to_string(), "-o", "hot.sprof"])
-        .current_dir(d)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut rec = spawn_interruptible(
+        d,
+        &["record", "--pid", &hot.id().to_string(), "-o", "hot.sprof"],
+    );
     wait_for_perf(rec.id(), 1);
     // Half a second of CPU time recorded (clock ticks are 1/100 s on Linux).
     let from = cpu_ticks(hot.id());
@@ -736,11 +768,7 @@ fn record_pid_stops_on_sigint_and_writes() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(rec.id() as libc::pid_t, libc::SIGINT) };
-    let mut err = String::new();
-    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    let status = rec.wait().unwrap();
+    let (status, err) = interrupt(&mut rec);
     let _ = hot.kill();
     let _ = hot.wait();
     assert!(status.success(), "{status}: {err}");
