@@ -2,7 +2,7 @@
 //! file; `merge --prof-dir` merges an inbox of them per binary, matching, refusing and
 //! deduplicating, with provenance in the result. Real perf recordings of gcc-built programs.
 
-use crate::common::{run, sediment};
+use crate::common::{run, sediment, sediment_ok};
 use sediment_profile::Profile;
 use std::io::Read as _;
 use std::path::Path;
@@ -66,12 +66,7 @@ fn record_bundle(dir: &Path, file: &str, extra: &[&str]) {
     let mut args = vec!["record", "--bundle", file];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "./a", "150000000"]);
-    let out = sediment(dir, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(dir, &args);
 }
 
 fn build_id(bin: &Path) -> String {
@@ -229,11 +224,10 @@ fn inbox_merge_matches_refuses_and_counts_duplicates_once() {
         .find(&sediment_profile::FuncKey::global("own_work"))
         .is_some());
     // Byte-identical when run again.
-    let again = sediment(
+    sediment_ok(
         d,
         &["merge", "--prof-dir", "out3", "--binary", "v2/a", "inbox"],
     );
-    assert!(again.status.success());
     assert_eq!(
         std::fs::read(d.join("out2/a.sprof")).unwrap(),
         std::fs::read(d.join("out3/a.sprof")).unwrap()
@@ -364,7 +358,7 @@ fn record_bundle_of_a_failing_command_writes_nothing() {
         &["./a failed under perf record", "--keep-partial"],
     );
     assert!(!d.join("x.sbundle").exists());
-    let out = sediment(
+    sediment_ok(
         d,
         &[
             "record",
@@ -374,11 +368,6 @@ fn record_bundle_of_a_failing_command_writes_nothing() {
             "--",
             "./a",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     assert!(members(&d.join("x.sbundle")).len() >= 2);
 }

@@ -171,14 +171,9 @@ pub fn fixture(rel: &str) -> PathBuf {
 /// Records `program` (run in `dir`) with `sediment record --via callgrind -o OUT`, asserts
 /// success, and returns the main executable's profile.
 pub fn record_callgrind(dir: &Path, out: &str, program: &str) -> sediment_profile::Profile {
-    let rec = sediment(
+    sediment_ok(
         dir,
         &["record", "--via", "callgrind", "-o", out, "--", program],
-    );
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
     );
     sediment_profile::Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
 }

@@ -33,12 +33,18 @@ fn run_bounded(cmd: &mut Command) -> Output {
 
 /// `sediment ld --real REAL -- ARGS` in `dir`, with `SEDIMENT_PROF_DIR=prof`.
 fn ld(dir: &Path, real: &str, args: &[&str]) -> Output {
+    ld_with(dir, &[], real, args)
+}
+
+/// [`ld`] with the environment variables `env` set too.
+fn ld_with(dir: &Path, env: &[(&str, &str)], real: &str, args: &[&str]) -> Output {
     run_bounded(
         Command::new(sediment_bin())
             .current_dir(dir)
             .env_remove("PROF_DIR")
             .env_remove("SEDIMENT_VERBOSE")
             .env("SEDIMENT_PROF_DIR", "prof")
+            .envs(env.iter().copied())
             .args(["ld", "--real", real, "--"])
             .args(args),
     )
@@ -203,23 +209,11 @@ fn regress_hostile_response_files_fail_the_link_in_one_line() {
     assert!(!d.join("a").exists(), "nothing linked");
 
     std::fs::write(d.join("objs.rsp"), "prog.o ".repeat(200)).unwrap();
-    let out = run_bounded(
-        Command::new(sediment_bin())
-            .current_dir(d)
-            .env_remove("SEDIMENT_PROF_DIR")
-            .env_remove("PROF_DIR")
-            .env("SEDIMENT_MAX_INPUT_BYTES", "1000")
-            .args([
-                "ld",
-                "--real",
-                "ld",
-                "--",
-                "-e",
-                "main",
-                "-o",
-                "a",
-                "@objs.rsp",
-            ]),
+    let out = ld_with(
+        d,
+        &[("SEDIMENT_MAX_INPUT_BYTES", "1000")],
+        "ld",
+        &["-e", "main", "-o", "a", "@objs.rsp"],
     );
     failed_one_line(
         &out,
@@ -232,13 +226,11 @@ fn regress_hostile_response_files_fail_the_link_in_one_line() {
     assert!(!d.join("a").exists(), "nothing linked");
 
     std::fs::write(d.join("l"), "@l ".repeat(30_000)).unwrap();
-    let out = run_bounded(
-        Command::new(sediment_bin())
-            .current_dir(d)
-            .env_remove("SEDIMENT_PROF_DIR")
-            .env_remove("PROF_DIR")
-            .env("SEDIMENT_MAX_MEMORY", "50000000")
-            .args(["ld", "--real", "ld", "--", "-e", "main", "-o", "a", "@l"]),
+    let out = ld_with(
+        d,
+        &[("SEDIMENT_MAX_MEMORY", "50000000")],
+        "ld",
+        &["-e", "main", "-o", "a", "@l"],
     );
     failed_one_line(
         &out,

@@ -11,7 +11,7 @@
 //! link time links unchanged with one line, and a profile of another program fails the link
 //! and leaves no output.
 
-use crate::common::{fails_one_line, have_tool, sediment, sediment_bin, sediment_ok};
+use crate::common::{fails_one_line, have_tool, sediment_bin, sediment_ok};
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, FunctionOrder, Meta, ProfileBuilder};
 use std::path::{Path, PathBuf};
@@ -61,14 +61,9 @@ impl Project {
         pb.add_call(&g("main"), &g("f2"), 100);
         pb.add_call(&g("main"), &g("f5"), 100);
         std::fs::write(dir.path().join("prof/alpha.sprof"), pb.build().to_text()).unwrap();
-        let out = sediment(
+        sediment_ok(
             dir.path(),
             &["order", "-p", "prof/alpha.sprof", "-o", "alpha.order"],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
         let order = FunctionOrder::from_text(
             &std::fs::read_to_string(dir.path().join("alpha.order")).unwrap(),
@@ -90,14 +85,9 @@ impl Project {
 
     /// Writes the shims with the profile directory baked in; returns the `-B` flag.
     pub(crate) fn wrappers(&self) -> String {
-        let out = sediment(
+        let out = sediment_ok(
             self.path(),
             &["wrappers", "--prof-dir", "prof", "sediment-ld"],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
@@ -489,15 +479,9 @@ fn regress_wrappers_refuse_a_prof_dir_that_is_a_file() {
     );
     assert!(!d.join("shims").exists(), "nothing written");
 
-    let out = sediment(d, &["wrappers", "--prof-dir", "later", "shims"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(d, &["wrappers", "--prof-dir", "later", "shims"]);
 
-    let out = sediment(d, &["wrappers", "plain"]);
-    assert!(out.status.success());
+    sediment_ok(d, &["wrappers", "plain"]);
     let out = Command::new(d.join("plain/ld"))
         .current_dir(d)
         .env("SEDIMENT_PROF_DIR", "profiles")
