@@ -23,7 +23,7 @@
 //! compressed, [`MAX_UNPACKED_BYTES`] unpacked (the gzip stream is counted as it is read, so
 //! a gzip bomb stops at the limit), [`MAX_MEMBERS`] members, a manifest of
 //! [`MAX_MANIFEST_BYTES`]; what the bundles of one run may unpack together ([`RunBudget`]): the
-//! run's read budget (`SEDIMENT_MAX_INPUT_BYTES`, default 4 GiB: [`crate::fsio::ReadBudget`]),
+//! run's read budget (`SEDIMENT_MAX_INPUT_BYTES`, default 4 GiB: `fsio::ReadBudget`),
 //! and [`MAX_RUN_MEMBERS`] members. Past any of them, a member other than the manifest and
 //! `profiles/*.sprof`, a manifest entry without its profile (or the reverse): one-line errors
 //! naming the file and the problem, never the tar library's own words. `record --bundle`

@@ -357,11 +357,11 @@ pub fn split_lto(
 
 /// The command line `args` with its response files (`@FILE`) expanded
 /// ([`sediment_link::response::expand`]), each read by
-/// [`fsio::ReadBudget::read_response_file`]: a name that cannot be opened or a directory
+/// `fsio::ReadBudget::read_response_file`: a name that cannot be opened or a directory
 /// stays a literal argument, as in GNU; a FIFO, a socket, a device or a kernel file is an
 /// error naming it. A stranger's response file is bounded by the budgets every input has: each
-/// file by [`fsio::MAX_INPUT_BYTES`], all of them together by the run's read budget
-/// ([`fsio::MAX_INPUT_BYTES_ENV`], default [`fsio::DEFAULT_RUN_INPUT_BYTES`]), the arguments
+/// file by `fsio::MAX_INPUT_BYTES`, all of them together by the run's read budget
+/// (`fsio::MAX_INPUT_BYTES_ENV`, default `fsio::DEFAULT_RUN_INPUT_BYTES`), the arguments
 /// they expand to by the memory limit ([`crate::membudget`], `SEDIMENT_MAX_MEMORY`), and the
 /// number of files by [`sediment_link::response::MAX_EXPANSIONS`].
 pub fn expand_response_files(args: &[OsString]) -> Result<sediment_link::response::Expansion> {
