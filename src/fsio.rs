@@ -97,14 +97,30 @@ impl ReadBudget {
     }
 
     /// The error for `path`, which would take the run past the limit.
-    fn exceeded(&self, path: &Path) -> anyhow::Error {
+    pub fn exceeded(&self, path: &Path) -> anyhow::Error {
         anyhow::anyhow!(
             "{}: reading it would take this run past its {}-byte input limit ({} bytes read \
-             before it; see --max-input-bytes)",
+             before it; see --max-input-bytes or {MAX_INPUT_BYTES_ENV})",
             path.display(),
             self.limit,
             self.used
         )
+    }
+
+    /// Bytes left before the limit.
+    pub fn left(&self) -> u64 {
+        self.limit.saturating_sub(self.used)
+    }
+
+    /// Charges `bytes` read from `path` by the caller (what a compressed input unpacks to, say):
+    /// an error naming `path` and the limit when they take the run past it (nothing charged
+    /// then).
+    pub fn charge(&mut self, path: &Path, bytes: u64) -> Result<()> {
+        if bytes > self.left() {
+            return Err(self.exceeded(path));
+        }
+        self.used += bytes;
+        Ok(())
     }
 
     /// [`read_bytes`], charged to the budget.
@@ -124,6 +140,46 @@ impl ReadBudget {
     /// file), charged to the budget.
     pub fn read_named_file(&mut self, path: &Path) -> Result<Option<Vec<u8>>> {
         read_named_within(path, Some(self))
+    }
+
+    /// Reads a response file (`@FILE` on a linker's command line), charged to the budget and
+    /// held to [`MAX_INPUT_BYTES`]. `Ok(None)` when the path names nothing, names a directory,
+    /// or cannot be opened: `@FILE` then stays on the line as it is, and the linker reports it
+    /// in its own words, as GNU does. An error naming the file when it is a FIFO, a socket, a
+    /// device or a file of a kernel pseudo file system: reading one may wait for a writer
+    /// for ever or never end, in Sediment or in the linker after it, so no link goes on with
+    /// it. As in `read_named_within`, a device is never opened, and the file is opened once
+    /// with `O_NONBLOCK` and checked again on the handle (a FIFO swapped in never blocks).
+    pub fn read_response_file(&mut self, path: &Path) -> Result<Option<Vec<u8>>> {
+        let not_regular = || {
+            anyhow::anyhow!(
+                "{}: a response file that is not a regular file (a FIFO, a socket, a device or a kernel file)",
+                path.display()
+            )
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {}
+            Ok(m) if m.is_dir() => return Ok(None),
+            Ok(_) => return Err(not_regular()),
+            Err(_) => return Ok(None),
+        }
+        let file = match open_nonblocking(path) {
+            Ok(f) => f,
+            // Swapped for a socket, which cannot be opened.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Err(not_regular()),
+            Err(_) => return Ok(None),
+        };
+        let meta = file
+            .metadata()
+            .with_context(|| format!("{}: cannot read its metadata", path.display()))?;
+        if meta.is_dir() {
+            return Ok(None);
+        }
+        if !meta.is_file() || on_pseudo_file_system(&file) {
+            return Err(not_regular());
+        }
+        crate::membudget::expanding(path);
+        read_opened_within(path, file, Some(self)).map(Some)
     }
 }
 
@@ -808,6 +864,56 @@ mod tests {
         std::fs::write(&p, "sediment-profile 1\nfn 0 x\n").unwrap();
         let err = format!("{:#}", read_profile_slot(&p).err().unwrap());
         assert!(err.starts_with(&format!("{}: ", p.display())), "{err}");
+    }
+
+    // A response file (`@FILE` on a linker's line) is read within the budgets: a FIFO is an
+    // error naming it at once (no wait for a writer, even swapped in after the path was
+    // checked), so is a device, a file over the per-file limit (a sparse file: its size is
+    // refused before any byte is read) or over what is left of the run's budget; a name that
+    // is not there and a directory stay literal arguments (`None`).
+    #[test]
+    fn response_files_are_read_within_the_budgets() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let budget = &mut ReadBudget::new(100);
+        let err = |r: Result<Option<Vec<u8>>>| format!("{:#}", r.expect_err("an error"));
+
+        let fifo = d.join("fifo.rsp");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let mut b = ReadBudget::new(100);
+            tx.send(b.read_response_file(&path).map_err(|e| format!("{e:#}")))
+        });
+        let told = rx.recv_timeout(std::time::Duration::from_secs(10));
+        let e = told.expect("reading a FIFO blocked").unwrap_err();
+        assert!(e.starts_with(&format!("{}: ", fifo.display())), "{e}");
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+
+        let e = err(budget.read_response_file(Path::new("/dev/zero")));
+        assert!(e.starts_with("/dev/zero: "), "{e}");
+
+        let huge = d.join("huge.rsp");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_INPUT_BYTES + 1)
+            .unwrap();
+        let e = err(ReadBudget::new(u64::MAX).read_response_file(&huge));
+        assert!(e.starts_with(&format!("{}: ", huge.display())), "{e}");
+        assert!(e.contains("limit"), "{e}");
+
+        let ok = d.join("ok.rsp");
+        std::fs::write(&ok, vec![b'a'; 60]).unwrap();
+        assert_eq!(budget.read_response_file(&ok).unwrap().unwrap().len(), 60);
+        let e = err(budget.read_response_file(&ok));
+        assert!(e.starts_with(&format!("{}: ", ok.display())), "{e}");
+        assert!(e.contains("100-byte input limit"), "the run's budget: {e}");
+
+        assert_eq!(budget.read_response_file(&d.join("missing")).unwrap(), None);
+        assert_eq!(budget.read_response_file(d).unwrap(), None);
     }
 
     // Spellings of one path: `.` components and repeated `/` go, `..` and perf's invented

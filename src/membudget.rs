@@ -10,6 +10,10 @@
 //! import. The line is formatted without allocating (the allocator cannot allocate), and the
 //! process exits with `_exit`, as no destructor may run with the heap refusing.
 //!
+//! The linker shims hold the same limit while they expand a link's response files (a file of
+//! a few megabytes naming itself thousands of times expands to gigabytes of arguments); the
+//! line then says which response file was being expanded.
+//!
 //! The limit is `--max-memory BYTES` when given, else [`MAX_MEMORY_ENV`] when set, else
 //! three quarters of the machine's physical memory ([`default_limit`]). Outside a [`Limit`]
 //! the counter is kept but never checked.
@@ -20,7 +24,7 @@
 //! allocator bounds every importer, present and future, by one rule.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 /// The environment variable that sets the limit when `--max-memory` is not given.
 pub const MAX_MEMORY_ENV: &str = "SEDIMENT_MAX_MEMORY";
@@ -32,6 +36,9 @@ static LIMIT: AtomicUsize = AtomicUsize::new(0);
 /// The path of the input read last ([`reading`]), cut to [`CONTEXT_MAX`] bytes.
 static CONTEXT: [AtomicU8; CONTEXT_MAX] = [const { AtomicU8::new(0) }; CONTEXT_MAX];
 static CONTEXT_LEN: AtomicUsize = AtomicUsize::new(0);
+/// Whether the input named is a response file being expanded ([`expanding`]) rather than an
+/// input being imported ([`reading`]).
+static EXPANDING: AtomicBool = AtomicBool::new(false);
 /// The longest input path the message shows (longer ones are cut, with `...`).
 const CONTEXT_MAX: usize = 256;
 
@@ -91,9 +98,15 @@ fn refuse(limit: usize) -> ! {
     for c in &CONTEXT[..len] {
         line.push(&[c.load(Ordering::Relaxed)]);
     }
-    line.push(b": importing it takes this run past its memory limit of ");
-    line.number(limit);
-    line.push(b" bytes (see --max-memory or ");
+    if EXPANDING.load(Ordering::Relaxed) {
+        line.push(b": expanding it takes this run past its memory limit of ");
+        line.number(limit);
+        line.push(b" bytes (see ");
+    } else {
+        line.push(b": importing it takes this run past its memory limit of ");
+        line.number(limit);
+        line.push(b" bytes (see --max-memory or ");
+    }
     line.push(MAX_MEMORY_ENV.as_bytes());
     line.push(b")\n");
     // SAFETY: write(2) of an initialised buffer, then _exit(2): no allocation, no destructor.
@@ -146,6 +159,19 @@ impl Line {
 /// Tells the limit which input is being read, for its message: its path, cut to a few
 /// hundred bytes, control characters shown as `?`.
 pub fn reading(path: &std::path::Path) {
+    EXPANDING.store(false, Ordering::Relaxed);
+    name_input(path);
+}
+
+/// Tells the limit which response file is being read and expanded (the linker shims: the
+/// arguments a file expands to are what the limit bounds there), for its message.
+pub fn expanding(path: &std::path::Path) {
+    EXPANDING.store(true, Ordering::Relaxed);
+    name_input(path);
+}
+
+/// Keeps `path` for the message: cut to a few hundred bytes, control characters shown as `?`.
+fn name_input(path: &std::path::Path) {
     let text = path.as_os_str().as_encoded_bytes();
     let (shown, cut) = if text.len() > CONTEXT_MAX {
         (&text[..CONTEXT_MAX - 3], true)

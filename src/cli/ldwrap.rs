@@ -9,6 +9,9 @@
 //! each running `sediment ld --real /usr/bin/<name> -- "$@"`; a build adds `-BDIR/` to its link
 //! flags (LDFLAGS, `CMAKE_*_LINKER_FLAGS`, `c_link_args`, `%build_ldflags`) and nothing else
 //! changes. `integrations/` has the snippets for RPM, CMake, Meson and make (docs/guide/packaging.md).
+//! Beside the shims it writes a GCC specs file, [`SPECS_FILE`], whose `self_spec` adds that
+//! `-B` ([`sediment_link::specs`]): `-specs=DIR/gcc.specs` reaches the links libtool makes of
+//! shared libraries, from which it drops `-B`.
 //!
 //! At each link `sediment ld`:
 //! 1. finds the output (`-o FILE`) and the profile for it: `$SEDIMENT_PROF_DIR` (or
@@ -19,7 +22,10 @@
 //!    the wrappers. Response files (`@file`, which CMake, Ninja and Meson use for long lines,
 //!    and the compiler driver then too) are read first ([`sediment_link::response`], GNU's
 //!    quoting, nested files expanded); an ordered link passes the real linker one response
-//!    file of its own with the whole line and the ordering option;
+//!    file of its own with the whole line and the ordering option. A response file that is a
+//!    FIFO, a socket or a device, or that is larger than the input budgets allow, fails the
+//!    link with one line naming it ([`link_stage::expand_response_files`]): neither the shim
+//!    nor the linker after it may wait on it for ever or hold it all;
 //! 3. otherwise orders the profile (`$SEDIMENT_ALGORITHM`, default `c3`), resolves the order
 //!    against the ELF relocatable objects and archives on the command line (every argument
 //!    that is such a file; option values like the dynamic linker or the LTO plugin are shared
@@ -104,11 +110,18 @@ use sediment_link::{BfdFlavor, Linker};
 use sediment_order::{Algorithm, CallGraph};
 use sediment_profile::FuncKey;
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Linker names a shim is written for, with the Debian path they usually have.
 const SHIMS: [&str; 4] = ["ld", "ld.bfd", "ld.gold", "ld.lld"];
+
+/// The GCC specs file written beside the shims ([`sediment_link::specs`]): `-specs=DIR/gcc.specs`
+/// brings gcc's links to the shims where the build drops `-B` (libtool's links of shared
+/// libraries). The packaging hooks (integrations/rpm/macros.sediment, the Debian rules in
+/// docs/guide/packaging.md) name it before `sediment wrappers` runs, so the name is fixed.
+pub const SPECS_FILE: &str = "gcc.specs";
 
 /// Arguments of `sediment wrappers`.
 #[derive(clap::Args)]
@@ -149,9 +162,10 @@ pub struct LdArgs {
     pub args: Vec<OsString>,
 }
 
-/// Runs `sediment wrappers`: finds the linkers, then writes their shims as one set
-/// (`fsio::replace_files`, executable), in DIR created if missing (`fsio::in_dir`), so a
-/// failure (no linker on PATH, a directory in the way of a shim) leaves DIR as it was.
+/// Runs `sediment wrappers`: finds the linkers, then writes their shims (executable) and the
+/// GCC specs file naming DIR ([`SPECS_FILE`]) as one set (`fsio::replace_files`), in DIR
+/// created if missing (`fsio::in_dir`), so a failure (no linker on PATH, a directory in the
+/// way of a shim) leaves DIR as it was. Prints the `-B` flag on standard output.
 pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
     let me = std::env::current_exe().context("cannot find the sediment executable")?;
     let prof_dir = match &args.prof_dir {
@@ -206,22 +220,26 @@ pub fn run_wrappers(args: WrappersArgs) -> Result<()> {
             .dir
             .canonicalize()
             .with_context(|| format!("{}: cannot resolve", args.dir.display()))?;
+        let specs = sediment_link::specs::gcc_specs(dir.as_os_str().as_bytes())?;
+        let specs_path = dir.join(SPECS_FILE);
         let paths: Vec<PathBuf> = scripts.iter().map(|(name, _)| dir.join(name)).collect();
-        let set: Vec<fsio::Replacement<'_>> = paths
+        let mut set: Vec<fsio::Replacement<'_>> = paths
             .iter()
             .zip(&scripts)
             .map(|(path, (_, script))| {
                 fsio::Replacement::write(path, script.as_bytes()).with_mode(0o755)
             })
             .collect();
+        set.push(fsio::Replacement::write(&specs_path, &specs));
         fsio::replace_files(&set)?;
         Ok(dir)
     })?;
     let written: Vec<&str> = scripts.iter().map(|(name, _)| *name).collect();
     eprintln!(
-        "sediment wrappers: wrote {} to {}",
+        "sediment wrappers: wrote {} and {SPECS_FILE} to {}; GCC builds through libtool: -specs={}",
         written.join(", "),
-        dir.display()
+        dir.display(),
+        dir.join(SPECS_FILE).display()
     );
     println!("-B{}/", dir.display());
     Ok(())
@@ -247,7 +265,9 @@ fn check_prof_dir(dir: &Path, what: &str) -> Result<()> {
 /// Runs `sediment ld`: plans the ordering, runs the real linker, checks an LTO link's output,
 /// exits with the linker's status.
 pub fn run_ld(args: LdArgs) -> Result<()> {
-    let line = match link_stage::expand_response_files(&args.args) {
+    let line = match link_stage::expand_response_files(&args.args)
+        .map_err(|e| anyhow!("{e:#}; nothing linked"))?
+    {
         Expansion::Plain => None,
         Expansion::Expanded(line) => Some(line),
         Expansion::TooDeep(first) => {
@@ -255,9 +275,10 @@ pub fn run_ld(args: LdArgs) -> Result<()> {
                 "sediment ld: not ordered: the response file {} expands more than {MAX_EXPANSIONS} response files (does one name itself?)",
                 Path::new(&first).display()
             );
-            return run_unchanged(&args);
+            return run_unchanged(&for_target(args, None));
         }
     };
+    let args = for_target(args, line.as_deref());
     let plan = plan(&args.real, line.as_deref().unwrap_or(&args.args))?;
     let Some(p) = &plan else {
         return run_unchanged(&args);
@@ -608,9 +629,10 @@ fn find_in_path(name: &str, skip: &Path) -> Option<PathBuf> {
 /// shim run that target's GNU ld or gold (`aarch64-linux-gnu-ld`) instead of the host's, and
 /// lld as it is ([`crate::pipeline::target`]; docs/guide/packaging.md, "Every architecture
 /// from one profile"). When the target's linker is not on `PATH`, one line says so and the
-/// given linker runs.
-pub fn for_target(args: LdArgs) -> LdArgs {
-    let chosen = crate::pipeline::target::linker(&args.real, &args.args);
+/// given linker runs. `line` is the command line with its response files expanded, when it
+/// had any.
+fn for_target(args: LdArgs, line: Option<&[OsString]>) -> LdArgs {
+    let chosen = crate::pipeline::target::linker(&args.real, line.unwrap_or(&args.args));
     if let Some(line) = &chosen.missing {
         eprintln!("sediment ld: {line}");
     }

@@ -72,7 +72,8 @@ pub enum Command {
     /// Check an order against object files and write the chosen linker's ordering input.
     Link(link::Args),
     /// Write linker shims into a directory: with `-BDIR/` every link of a package build is
-    /// ordered from its own profile when one exists, and left unchanged when none does.
+    /// ordered from its own profile when one exists, and left unchanged when none does; with
+    /// gcc, `-specs=DIR/gcc.specs` (written beside them) does the same where libtool drops `-B`.
     #[command(after_help = vocab::LINK_TIME_ENV_HELP)]
     Wrappers(ldwrap::WrappersArgs),
     /// Run a real linker, adding the ordering input for its output's profile (used by the shims;
@@ -132,7 +133,7 @@ pub fn main() {
         Command::Pgo(a) => pgo::run(a),
         Command::Link(a) => link::run(a),
         Command::Wrappers(a) => ldwrap::run_wrappers(a),
-        Command::Ld(a) => ldwrap::run_ld(ldwrap::for_target(a)),
+        Command::Ld(a) => ldwrap::run_ld(a),
         Command::LinkFlags(a) => link::run_flags(a),
         Command::Verify(a) => verify::run(a),
         Command::Compare(a) => compare::run(a),

@@ -343,7 +343,8 @@ fn write(
                 total,
                 profiles: bundle::entries(&imported.profiles),
             };
-            let bytes = bundle::to_bytes(&manifest, &imported.profiles)?;
+            let bytes = bundle::to_bytes(&manifest, &imported.profiles)
+                .map_err(|e| anyhow::anyhow!("{}: {e:#}; nothing written", path.display()))?;
             fsio::write_atomic(&path, &bytes)?;
             for w in &imported.warnings {
                 eprintln!("sediment: warning: {}", sediment_profile::quote_whole(w));

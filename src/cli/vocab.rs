@@ -61,6 +61,10 @@ pub const LINK_TIME_ENV_HELP: &str = "Environment (read at each link):
   SEDIMENT_VERBOSE     When set, say on stderr why a link was left unordered
   SEDIMENT_MIN_SHARE   Least share (0 to 1) of the profile's weight that must be in the link's
                        functions, else it links unordered as a stale profile (default: 0.5)
+  SEDIMENT_MAX_INPUT_BYTES  Bytes a link's response files (@FILE) may hold together
+                       (default: 4 GiB; each file at most 1 GiB)
+  SEDIMENT_MAX_MEMORY  Bytes the shim may hold while it expands them (default: three
+                       quarters of the machine's memory)
   COLLECT_GCC_OPTIONS  Set by gcc: whether a GCC LTO link has -ffunction-sections";
 
 /// Parses a `SHARE`, a number from 0 to 1 (docs/reference/vocabulary.md), as every option and

@@ -356,15 +356,21 @@ pub fn split_lto(
 }
 
 /// The command line `args` with its response files (`@FILE`) expanded
-/// ([`sediment_link::response::expand`]). Only a regular file is read: a name that cannot be
-/// opened, a directory or a FIFO stays a literal argument, as in GNU.
-pub fn expand_response_files(args: &[OsString]) -> sediment_link::response::Expansion {
-    sediment_link::response::expand(args, |p| {
-        if !std::fs::metadata(p).is_ok_and(|m| m.is_file()) {
-            return None;
-        }
-        std::fs::read(p).ok()
-    })
+/// ([`sediment_link::response::expand`]), each read by
+/// `fsio::ReadBudget::read_response_file`: a name that cannot be opened or a directory
+/// stays a literal argument, as in GNU; a FIFO, a socket, a device or a kernel file is an
+/// error naming it. A stranger's response file is bounded by the budgets every input has: each
+/// file by `fsio::MAX_INPUT_BYTES`, all of them together by the run's read budget
+/// (`fsio::MAX_INPUT_BYTES_ENV`, default `fsio::DEFAULT_RUN_INPUT_BYTES`), the arguments
+/// they expand to by the memory limit ([`crate::membudget`], `SEDIMENT_MAX_MEMORY`), and the
+/// number of files by [`sediment_link::response::MAX_EXPANSIONS`].
+pub fn expand_response_files(args: &[OsString]) -> Result<sediment_link::response::Expansion> {
+    if !args.iter().any(|a| a.as_encoded_bytes().starts_with(b"@")) {
+        return Ok(sediment_link::response::Expansion::Plain);
+    }
+    let mut budget = fsio::ReadBudget::from_flag_or_env(None)?;
+    let _memory = crate::membudget::Limit::from_flag_or_env(None)?;
+    sediment_link::response::expand(args, |p| budget.read_response_file(p))
 }
 
 /// Writes `args` as the response file `args` in `dir` (the private directory of

@@ -415,14 +415,20 @@ pub fn merge_inbox(inbox: &Inbox<'_>) -> Result<InboxResult> {
     // Read every bundle; the same bytes twice are one submission.
     let mut bundles: Vec<(f64, PathBuf, Bundle)> = Vec::new();
     let mut duplicates = Vec::new();
+    // Bounded: what the bundles unpack to by the run's budget (bundle::RunBudget), and what
+    // their profiles take in memory by the memory limit, as an import's inputs are.
+    let run = &mut bundle::RunBudget::from_env()?;
+    let memory = crate::membudget::Limit::from_flag_or_env(None)?;
     for (w, path) in inbox.inputs {
-        let b = bundle::read(path)?;
+        crate::membudget::reading(path);
+        let b = bundle::read(path, run)?;
         if let Some((_, first, _)) = bundles.iter().find(|(_, _, o)| o.hash == b.hash) {
             duplicates.push((path.clone(), first.clone()));
             continue;
         }
         bundles.push((*w, path.clone(), b));
     }
+    drop(memory);
     // The current build: its binaries by base name.
     let mut build: BTreeMap<String, (PathBuf, sediment_elf::Binary)> = BTreeMap::new();
     for path in inbox.binaries {

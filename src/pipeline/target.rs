@@ -11,8 +11,7 @@
 //! input) is then that linker's. A foreign emulation the given linker has itself (`elf_i386`
 //! for `gcc -m32` on x86-64) keeps it: it is asked once (`ld -V`) before any other is looked for.
 
-use sediment_link::response::Expansion;
-use sediment_link::target::{emulation, linker_for, supported_emulations, Program, Target};
+use sediment_link::target::{linker_for, supported_emulations, Program, Target};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -28,10 +27,12 @@ pub struct Chosen {
     pub missing: Option<String>,
 }
 
-/// The linker for a link of `args` through the shim standing for `real`: `real` itself, unless
-/// the link is for another target, `real` is GNU ld or gold
-/// ([`sediment_link::target::linker_for`]) and does not list the target's emulation in its
-/// `-V`; then the first of the target's programs on `PATH`.
+/// The linker for a link of `args` (the command line with its response files expanded: a
+/// driver given a response file, as CMake and Ninja write for long lines, hands the linker
+/// one, with the emulation inside; [`super::link::expand_response_files`]) through the shim
+/// standing for `real`: `real` itself, unless the link is for another target, `real` is GNU
+/// ld or gold ([`sediment_link::target::linker_for`]) and does not list the target's
+/// emulation in its `-V`; then the first of the target's programs on `PATH`.
 pub fn linker(real: &Path, args: &[OsString]) -> Chosen {
     let given = Chosen {
         path: real.to_path_buf(),
@@ -42,20 +43,6 @@ pub fn linker(real: &Path, args: &[OsString]) -> Chosen {
         return given;
     };
     let host_big_endian = cfg!(target_endian = "big");
-    // A driver given a response file (CMake and Ninja write them for long lines) hands the
-    // linker one, with the emulation inside: read it as the linker will
-    // ([`super::link::expand_response_files`]).
-    let expanded;
-    let args = match emulation(args) {
-        None => match super::link::expand_response_files(args) {
-            Expansion::Expanded(line) => {
-                expanded = line;
-                &expanded
-            }
-            Expansion::Plain | Expansion::TooDeep(_) => args,
-        },
-        Some(_) => args,
-    };
     let (target, programs) = match linker_for(name, args, std::env::consts::ARCH, host_big_endian) {
         Program::Given => return given,
         Program::Cross { target, programs } => (target, programs),

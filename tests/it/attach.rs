@@ -2,7 +2,7 @@
 //! server under load, a CPU loop, short-lived programs, a JIT), recorded while they run; the
 //! profiles they give, and an order from one of them applied to a real link.
 
-use crate::common::{fixture, sediment};
+use crate::common::{fixture, sediment, sediment_ok};
 use object::{Object as _, ObjectSymbol as _};
 use sediment_profile::{FuncKey, Profile};
 use std::io::{BufRead as _, Read as _, Write as _};
@@ -249,14 +249,119 @@ fn record_pid_of_a_dead_process_is_one_line() {
     assert!(!dir.path().join("x.sprof").exists());
 }
 
-/// Builds `dir/NAME` from one C file whose hot function is `FUNC`.
+/// `sediment ARGS` started in `dir` with standard error piped and SIGINT at its default
+/// action: a test suite run from a shell's background job (or `nohup`) passes SIGINT on
+/// ignored, and Sediment keeps a signal that was ignored at start ignored, so the SIGINT a test
+/// sends would never arrive.
+fn spawn_interruptible(dir: &Path, args: &[&str]) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = Command::new(crate::common::sediment_bin());
+    cmd.args(args).current_dir(dir).stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe, as a pre_exec hook must be.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Sends SIGINT to `rec` (started by [`spawn_interruptible`]) and waits for it to end, two
+/// minutes at most (then it is killed and the test fails); its status and standard error.
+fn interrupt(rec: &mut Child) -> (std::process::ExitStatus, String) {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(rec.id() as libc::pid_t, libc::SIGINT) };
+    let mut pipe = rec.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = pipe.read_to_string(&mut err);
+        err
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = rec.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = rec.kill();
+            let _ = rec.wait();
+            panic!("sediment did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (status, reader.join().unwrap())
+}
+
+/// Perf events the process `pid` holds open (`anon_inode:[perf_event]` descriptors).
+fn perf_events_open(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |fds| {
+        fds.flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|l| l.as_os_str() == "anon_inode:[perf_event]")
+            })
+            .count()
+    })
+}
+
+/// Waits until a process descended from `sediment` (PID `pid`: its `perf record`) holds at
+/// least `events` perf events open: the recording has started, whatever the machine's load.
+/// Fails after two minutes.
+fn wait_for_perf(pid: u32, events: usize) {
+    let start = std::time::Instant::now();
+    while crate::common::descendants(pid)
+        .into_iter()
+        .map(perf_events_open)
+        .max()
+        .unwrap_or(0)
+        < events
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "perf did not start recording"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The CPUs online (`/sys/devices/system/cpu/online`: `0-3,6`), on each of which `perf record
+/// -a` opens an event.
+fn online_cpus() -> usize {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    text.trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// CPU time `pid` has used so far (user and system), in clock ticks (`/proc/PID/stat`).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    // After the name: state is field 3; utime and stime are fields 14 and 15.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Builds `dir/NAME` from one C file whose hot function is `FUNC`. Each run spends at least
+/// 200 ms of CPU time in `FUNC` (measured by the program itself), however loaded the machine:
+/// short-lived, yet sampled for sure.
 fn build_short(dir: &Path, name: &str, func: &str, salt: u32) {
     let src = format!(
-        "__attribute__((noinline)) unsigned long {func}(unsigned long n) {{\n\
+        "#include <time.h>\n\
+         __attribute__((noinline)) unsigned long {func}(unsigned long n) {{\n\
          volatile unsigned long s = {salt};\n\
          for (unsigned long i = 0; i < n; i++) s += i ^ (s >> 3);\n\
          return s; }}\n\
-         int main(void) {{ return (int)({func}(30000000) & 1); }}\n"
+         static double cpu(void) {{ struct timespec t;\n\
+         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }}\n\
+         int main(void) {{ unsigned long s = 0;\n\
+         do s += {func}(1000000); while (cpu() < 0.2);\n\
+         return (int)(s & 1); }}\n"
     );
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
@@ -274,7 +379,11 @@ fn build_short(dir: &Path, name: &str, func: &str, salt: u32) {
 
 // The whole machine for a few seconds while short-lived test programs run one after another:
 // a profile for each of them in the profile directory, and two builds of one name kept apart
-// by build-id.
+// by build-id. Robust under load: the programs start once perf has its events open, each run
+// spends 200 ms of CPU time, every program runs at least twice and the recording lasts at
+// least 4 s after perf started (Sediment's own samples are counted), and it is stopped with
+// SIGINT once the programs are done (a fixed `--duration` could end before a loaded machine
+// ran them; the long one here only bounds a failed test).
 #[test]
 fn record_all_profiles_short_lived_programs() {
     require!("perf", "gcc");
@@ -286,25 +395,22 @@ fn record_all_profiles_short_lived_programs() {
     build_short(d, "beta", "beta_work", 2);
     build_short(&d.join("a"), "tool", "tool_a", 3);
     build_short(&d.join("b"), "tool", "tool_b", 4);
-    let mut rec = Command::new(crate::common::sediment_bin())
-        .args(["record", "--all", "--duration", "5", "--prof-dir", "pd"])
-        .current_dir(d)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut rec = spawn_interruptible(
+        d,
+        &["record", "--all", "--duration", "300", "--prof-dir", "pd"],
+    );
     // perf needs a moment to start on every CPU.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    wait_for_perf(rec.id(), online_cpus());
     let start = std::time::Instant::now();
     let mut runs = 0;
-    while start.elapsed() < std::time::Duration::from_millis(2500) {
+    while runs < 8 || start.elapsed() < std::time::Duration::from_secs(4) {
         for prog in ["alpha", "beta", "a/tool", "b/tool"] {
             Command::new(d.join(prog)).status().unwrap();
             runs += 1;
         }
     }
-    let mut err = String::new();
-    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(rec.wait().unwrap().success(), "{err}");
+    let (status, err) = interrupt(&mut rec);
+    assert!(status.success(), "{err}");
     assert!(runs >= 4, "{runs}");
     assert!(err.contains("ran outside any binary"), "{err}");
     for (file, func) in [("alpha.sprof", "alpha_work"), ("beta.sprof", "beta_work")] {
@@ -360,8 +466,7 @@ fn jit_samples_are_counted_not_attributed() {
         d,
         &["-O2", "-o", "jit", fixture("live/jit.c").to_str().unwrap()],
     );
-    let out = sediment(d, &["record", "-o", "jit.sprof", "--", "./jit"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sediment_ok(d, &["record", "-o", "jit.sprof", "--", "./jit"]);
     let err = stderr(&out);
     let line: Vec<&str> = err
         .lines()
@@ -415,9 +520,8 @@ fn pid_profile_orders_a_real_link() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     record_server(d);
-    let out = sediment(d, &["order", "-p", "server.sprof", "-o", "server.order"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let out = sediment(
+    sediment_ok(d, &["order", "-p", "server.sprof", "-o", "server.order"]);
+    sediment_ok(
         d,
         &[
             "link",
@@ -431,9 +535,7 @@ fn pid_profile_orders_a_real_link() {
             "hot.o",
         ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let flags = sediment(d, &["link-flags", "--linker", "lld", "server.symorder"]);
-    assert!(flags.status.success(), "{}", stderr(&flags));
+    let flags = sediment_ok(d, &["link-flags", "--linker", "lld", "server.symorder"]);
     let flags = String::from_utf8(flags.stdout).unwrap();
     let mut args: Vec<&str> = flags.split_whitespace().collect();
     args.extend(["-o", "ordered", "server.o", "hot.o"]);
@@ -516,9 +618,8 @@ fn halves_check_flags_a_recording_whose_hot_code_changes() {
             ],
         );
     }
-    let out = sediment(d, &["record", "-o", "ph.sprof", "--", "./phases"]);
+    let out = sediment_ok(d, &["record", "-o", "ph.sprof", "--", "./phases"]);
     let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
     let advice: Vec<&str> = err
         .lines()
         .filter(|l| l.contains("two halves of the recording disagree"))
@@ -526,9 +627,8 @@ fn halves_check_flags_a_recording_whose_hot_code_changes() {
     assert_eq!(advice.len(), 1, "{err}");
     assert!(advice[0].contains("phases +"), "{err}");
     assert!(advice[0].contains("sediment merge"), "{err}");
-    let out = sediment(d, &["record", "-o", "hot.sprof", "--", "./hot", "200"]);
+    let out = sediment_ok(d, &["record", "-o", "hot.sprof", "--", "./hot", "200"]);
     let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
     assert!(!err.contains("disagree"), "{err}");
 }
 
@@ -628,7 +728,11 @@ fn permission_problems_are_one_line_for_an_unprivileged_user() {
 }
 
 // `--pid` without `--duration` ends on Ctrl-C (SIGINT to sediment alone here): the recording
-// stops, and the profile is written.
+// stops, and the profile is written. Robust under load: SIGINT is sent once perf has its
+// event open (Sediment has armed its handler before it starts perf) and the program has spent
+// another half second of CPU time since, not after a fixed sleep; the program runs until
+// killed; and sediment is started with SIGINT at its default action whatever the test
+// runner's (a background job's SIGINT is ignored).
 #[test]
 fn record_pid_stops_on_sigint_and_writes() {
     require!("perf", "gcc");
@@ -645,22 +749,26 @@ fn record_pid_stops_on_sigint_and_writes() {
         ],
     );
     let mut hot = Command::new(d.join("hot"))
-        .arg("3000")
+        .arg("1000000")
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let mut rec = Command::new(crate::common::sediment_bin())
-        .args(["record", "--pid", &hot.id().to_string(), "-o", "hot.sprof"])
-        .current_dir(d)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(rec.id() as libc::pid_t, libc::SIGINT) };
-    let mut err = String::new();
-    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    let status = rec.wait().unwrap();
+    let mut rec = spawn_interruptible(
+        d,
+        &["record", "--pid", &hot.id().to_string(), "-o", "hot.sprof"],
+    );
+    wait_for_perf(rec.id(), 1);
+    // Half a second of CPU time recorded (clock ticks are 1/100 s on Linux).
+    let from = cpu_ticks(hot.id());
+    let start = std::time::Instant::now();
+    while cpu_ticks(hot.id()) < from + 50 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "the program got no CPU time"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (status, err) = interrupt(&mut rec);
     let _ = hot.kill();
     let _ = hot.wait();
     assert!(status.success(), "{status}: {err}");

@@ -4,7 +4,7 @@
 //! `-freorder-blocks-and-partition`, profiled under callgrind, linked with lld and the emitted
 //! order; the split sections and the final addresses are checked with the ELF readers.
 
-use crate::common::{fails_one_line, have_tool, sediment, sh};
+use crate::common::{fails_one_line, have_tool, sediment, sediment_ok, sh};
 use object::{Object, ObjectSection, ObjectSymbol};
 use sediment_elf::{read_bb_addr_map, Binary};
 use std::path::Path;
@@ -35,12 +35,7 @@ int main(int argc, char **argv) {
 "#;
 
 fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = sediment(dir, args);
-    assert!(
-        out.status.success(),
-        "sediment {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = sediment_ok(dir, args);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

@@ -2,7 +2,7 @@
 //! file; `merge --prof-dir` merges an inbox of them per binary, matching, refusing and
 //! deduplicating, with provenance in the result. Real perf recordings of gcc-built programs.
 
-use crate::common::{run, sediment};
+use crate::common::{run, sediment, sediment_ok};
 use sediment_profile::Profile;
 use std::io::Read as _;
 use std::path::Path;
@@ -66,12 +66,7 @@ fn record_bundle(dir: &Path, file: &str, extra: &[&str]) {
     let mut args = vec!["record", "--bundle", file];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "./a", "150000000"]);
-    let out = sediment(dir, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(dir, &args);
 }
 
 fn build_id(bin: &Path) -> String {
@@ -229,11 +224,10 @@ fn inbox_merge_matches_refuses_and_counts_duplicates_once() {
         .find(&sediment_profile::FuncKey::global("own_work"))
         .is_some());
     // Byte-identical when run again.
-    let again = sediment(
+    sediment_ok(
         d,
         &["merge", "--prof-dir", "out3", "--binary", "v2/a", "inbox"],
     );
-    assert!(again.status.success());
     assert_eq!(
         std::fs::read(d.join("out2/a.sprof")).unwrap(),
         std::fs::read(d.join("out3/a.sprof")).unwrap()
@@ -270,6 +264,77 @@ fn inbox_merge_refuses_a_file_that_is_not_a_bundle() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("'2' is not a share"));
 }
 
+/// A tar file of `count` members (`profiles/p<i>.sprof`), each holding `size` zero bytes,
+/// compressed by the system's gzip (fast, however large the tar file): what a hostile sender
+/// makes.
+fn crafted_bundle(count: usize, size: usize) -> Vec<u8> {
+    let mut tar = tar::Builder::new(Vec::new());
+    let data = vec![0u8; size];
+    for i in 0..count {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(size as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut h, format!("profiles/p{i}.sprof"), data.as_slice())
+            .unwrap();
+    }
+    let tar = tar.into_inner().unwrap();
+    let mut gzip = std::process::Command::new("gzip")
+        .args(["-1", "-c"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = gzip.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &tar).unwrap());
+    let out = gzip.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+// Regression: an over-size bundle in the inbox failed with the tar library's words ("failed
+// to read entire block") or was held whole. Now reading is bounded per bundle and per run:
+// a gzip bomb (16 MiB of zeros in a few kilobytes) past the run's read budget, and a bundle of
+// more members than a bundle may hold (65,537 empty ones), are each one line naming the file
+// and the limit; nothing is written.
+#[test]
+fn regress_inbox_merge_refuses_an_over_size_bundle_in_one_line() {
+    require!("gzip");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("bomb")).unwrap();
+    let bomb = crafted_bundle(1, 16 << 20);
+    assert!(bomb.len() < 100_000, "premise: a small file");
+    std::fs::write(d.join("bomb/x.sbundle"), &bomb).unwrap();
+    let out = std::process::Command::new(crate::common::sediment_bin())
+        .current_dir(d)
+        .env("SEDIMENT_MAX_INPUT_BYTES", "1000000")
+        .args(["merge", "--prof-dir", "out", "bomb"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "bomb/x.sbundle: reading it would take this run past its 1000000-byte input limit"
+        ),
+        "{err}"
+    );
+    assert!(!d.join("out").exists(), "nothing written");
+
+    std::fs::create_dir_all(d.join("many")).unwrap();
+    let many = crafted_bundle(65_537, 0);
+    std::fs::write(d.join("many/x.sbundle"), many).unwrap();
+    crate::common::fails_one_line(
+        d,
+        &["merge", "--prof-dir", "out", "many"],
+        &["many/x.sbundle: more than 65536 members, more than a bundle may hold"],
+    );
+    assert!(!d.join("out").exists(), "nothing written");
+}
+
 fn read_profile(path: &Path) -> Profile {
     Profile::from_text(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -293,7 +358,7 @@ fn record_bundle_of_a_failing_command_writes_nothing() {
         &["./a failed under perf record", "--keep-partial"],
     );
     assert!(!d.join("x.sbundle").exists());
-    let out = sediment(
+    sediment_ok(
         d,
         &[
             "record",
@@ -303,11 +368,6 @@ fn record_bundle_of_a_failing_command_writes_nothing() {
             "--",
             "./a",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     assert!(members(&d.join("x.sbundle")).len() >= 2);
 }

@@ -2,7 +2,7 @@
 //! a fresh valgrind run: exact call counts known from the programs' source, golden profile
 //! texts, and damaged files.
 
-use crate::common::{fixture, have_tool, sediment};
+use crate::common::{fixture, have_tool, sediment, sediment_ok};
 use sediment_import::callgrind::{self, Input};
 use sediment_profile::Profile;
 use std::process::Command;
@@ -358,7 +358,7 @@ fn import_command_uses_addresses() {
     let dir = tempfile::tempdir().unwrap();
     let bin = fixture("callgrind/twins/twins");
     let input = fixture("callgrind/twins.out");
-    let out = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "import",
@@ -371,8 +371,6 @@ fn import_command_uses_addresses() {
             "p.sprof",
         ],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     let written = std::fs::read_to_string(dir.path().join("p.sprof")).unwrap();
     let want = std::fs::read_to_string(fixture("callgrind/twins.golden")).unwrap();
     assert_eq!(written, want);
@@ -393,7 +391,7 @@ fn record_splits_header_statics() {
         .arg(&bin)
         .arg(src.join("a.c"))
         .arg(src.join("b.c")));
-    let out = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "record",
@@ -405,8 +403,6 @@ fn record_splits_header_statics() {
             bin.to_str().unwrap(),
         ],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     let text = std::fs::read_to_string(dir.path().join("p.sprof")).unwrap();
     let p = Profile::from_text(&text).unwrap();
     assert_eq!(p.meta.binary, bin.to_str().unwrap());
@@ -419,8 +415,7 @@ fn import_files(dir: &std::path::Path, files: &[String], out: &str) -> Profile {
     let mut args = vec!["import", "--format", "callgrind"];
     args.extend(files.iter().map(String::as_str));
     args.extend(["-o", out]);
-    let o = sediment(dir, &args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    sediment_ok(dir, &args);
     Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
 }
 
@@ -558,9 +553,8 @@ fn record_keeps_the_main_executable_unless_asked() {
         let mut args = vec!["record", "--via", "callgrind", "-o", &out];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "./p"]);
-        let o = sediment(d, &args);
+        let o = sediment_ok(d, &args);
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(o.status.success(), "{err}");
         err
     };
     let err = record("main", &[]);

@@ -18,6 +18,21 @@ pub fn sediment(dir: &Path, args: &[&str]) -> Output {
         .expect("run sediment")
 }
 
+/// Runs `sediment` with the given arguments in `dir` and asserts that it succeeded (the
+/// failure message shows the arguments and both outputs); returns the output.
+#[track_caller]
+pub fn sediment_ok(dir: &Path, args: &[&str]) -> Output {
+    let out = sediment(dir, args);
+    assert!(
+        out.status.success(),
+        "sediment {args:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs `sediment` in `dir` expecting failure with one line of stderr holding every needle;
 /// returns the output for the caller's checks of what was (not) written.
 pub fn fails_one_line(dir: &Path, args: &[&str], needles: &[&str]) -> Output {
@@ -156,14 +171,9 @@ pub fn fixture(rel: &str) -> PathBuf {
 /// Records `program` (run in `dir`) with `sediment record --via callgrind -o OUT`, asserts
 /// success, and returns the main executable's profile.
 pub fn record_callgrind(dir: &Path, out: &str, program: &str) -> sediment_profile::Profile {
-    let rec = sediment(
+    sediment_ok(
         dir,
         &["record", "--via", "callgrind", "-o", out, "--", program],
-    );
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
     );
     sediment_profile::Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
 }
@@ -180,4 +190,30 @@ pub fn run(dir: &Path, tool: &str, args: &[&str]) {
         "{tool} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The processes descended from `pid` (children, their children, ...), from `/proc`.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            if let Some((_, rest)) = stat.rsplit_once(')') {
+                if let Some(ppid) = rest.split_whitespace().nth(1) {
+                    parent_of.push((p, ppid.parse::<u32>().unwrap_or(0)));
+                }
+            }
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|e| e.1 == p).map(|e| e.0));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }

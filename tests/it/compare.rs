@@ -6,7 +6,7 @@ use std::path::Path;
 
 use sediment_measure::{cachegrind, instruction_footprint, parse_json, Metrics};
 
-use crate::common::{fixture, have_tool, sediment};
+use crate::common::{fixture, have_tool, sediment, sediment_ok};
 
 fn read(rel: &str) -> String {
     std::fs::read_to_string(fixture(rel)).unwrap()
@@ -19,12 +19,7 @@ use crate::common::run;
 fn compare_json(dir: &Path, binaries: &[&str]) -> Vec<(String, Metrics)> {
     let mut args = vec!["compare", "--json"];
     args.extend_from_slice(binaries);
-    let out = sediment(dir, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = sediment_ok(dir, &args);
     parse_json(&String::from_utf8(out.stdout).unwrap()).unwrap()
 }
 
@@ -158,8 +153,7 @@ fn compare_sees_hot_functions_split_by_cold_code() {
     assert_eq!(base.stdout_fnv1a, new.stdout_fnv1a);
 
     // The text table has the same numbers and a ratio column.
-    let out = sediment(d, &["compare", "base", "new"]);
-    assert!(out.status.success());
+    let out = sediment_ok(d, &["compare", "base", "new"]);
     let table = String::from_utf8(out.stdout).unwrap();
     let row = table
         .lines()
@@ -277,12 +271,7 @@ fn demo_pipeline_meets_the_layout_target() {
     require!("ld.lld", "ld.gold", "ld.bfd");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = sediment(d, &["demo", "--dir", ".", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = sediment_ok(d, &["demo", "--dir", ".", "--json"]);
 
     // main lands in .text.startup, and the 40 units each have their own static `mix`.
     let main_o = std::fs::read(d.join("main.o")).unwrap();
@@ -391,14 +380,9 @@ fn compare_stdin_missing_file_is_a_one_line_error() {
     }
     // A device is read like a file: the bench gives `--stdin /dev/null`.
     if have_tool("valgrind") {
-        let out = sediment(
+        sediment_ok(
             dir.path(),
             &["compare", "--stdin", "/dev/null", "/bin/true", "/bin/true"],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
     }
 }

@@ -8,7 +8,7 @@
 //! and each architecture's matched share are `sediment verify`'s (and `sediment match`'s share
 //! agrees).
 
-use crate::common::{record_callgrind, sediment};
+use crate::common::{record_callgrind, sediment, sediment_ok};
 use sediment_elf::Binary;
 use sediment_profile::FunctionOrder;
 use std::path::{Path, PathBuf};
@@ -88,8 +88,7 @@ impl Project {
         let expected = ok(Command::new(p.join("app")).current_dir(p));
         let profile = record_callgrind(p, "prof/app.sprof", "./app");
         assert_eq!(profile.meta.arch.as_deref(), Some("x86_64"), "premise");
-        let out = sediment(p, &["order", "-p", "prof/app.sprof", "-o", "app.order"]);
-        assert!(out.status.success(), "{}", stderr(&out));
+        sediment_ok(p, &["order", "-p", "prof/app.sprof", "-o", "app.order"]);
         let order =
             FunctionOrder::from_text(&std::fs::read_to_string(p.join("app.order")).unwrap())
                 .unwrap()
@@ -204,7 +203,7 @@ fn arch_of(binary: &Path) -> String {
 
 /// `sediment match`'s matched share of the profile on `binary`, and the target's architecture.
 fn matched_share(p: &Project, binary: &Path) -> (f64, String) {
-    let out = sediment(
+    let out = sediment_ok(
         p.path(),
         &[
             "match",
@@ -215,7 +214,6 @@ fn matched_share(p: &Project, binary: &Path) -> (f64, String) {
             "--json",
         ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     (
         v["matched_share"].as_f64().unwrap(),
@@ -360,8 +358,7 @@ fn regress_cross_links_through_the_shims_run_the_targets_linker() {
     let p = dir.path();
     std::fs::write(p.join("prog.c"), PROG).unwrap();
     std::fs::write(p.join("flags.rsp"), "-O2\n-ffunction-sections\n").unwrap();
-    let out = sediment(p, &["wrappers", "shims"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sediment_ok(p, &["wrappers", "shims"]);
     let b = String::from_utf8(out.stdout).unwrap().trim().to_string();
     for arch in ARCHES {
         let gcc = format!("{arch}-linux-gnu-gcc");

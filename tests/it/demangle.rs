@@ -1,7 +1,7 @@
 //! Demangled names in reports (`--no-demangle` to see symbol names), on real g++ and rustc
 //! output; profiles, order files and linker inputs keep the symbol names.
 
-use crate::common::{run, sediment, sh};
+use crate::common::{run, sediment, sediment_ok, sh};
 
 fn stdout_ok(out: &std::process::Output) -> String {
     assert!(
@@ -191,12 +191,7 @@ fn link_warnings_show_demangled_names() {
         ];
         args.extend_from_slice(extra);
         args.push("a.o");
-        let out = sediment(d, &args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = sediment_ok(d, &args);
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let err = link(&[]);

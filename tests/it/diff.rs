@@ -3,7 +3,7 @@
 //! through their ELF symbols. Expected numbers are read from the two binaries' symbol tables
 //! with `sediment_elf`, never written into the test.
 
-use crate::common::{fails_one_line, have_tool, sediment};
+use crate::common::{fails_one_line, have_tool, sediment, sediment_ok};
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, Meta, ProfileBuilder};
 use std::path::Path;
@@ -90,14 +90,9 @@ fn diff_names_the_grown_function_as_the_cause_of_the_shift() {
     pb.add_self(&FuncKey::global("first"), 100);
     std::fs::write(dir.path().join("p.sprof"), pb.build().to_text()).unwrap();
 
-    let out = sediment(
+    let out = sediment_ok(
         dir.path(),
         &["diff", "old", "new", "-p", "p.sprof", "--json"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let segments = v["segments"].as_array().unwrap();
@@ -154,14 +149,9 @@ fn diff_names_the_grown_function_as_the_cause_of_the_shift() {
     );
 
     // The heat map of both builds marks exactly those lines as executed.
-    let out = sediment(
+    sediment_ok(
         dir.path(),
         &["heatmap", "old", "new", "-p", "p.sprof", "-o", "heat.svg"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let svg = std::fs::read_to_string(dir.path().join("heat.svg")).unwrap();
     for (build, b) in [("old", &old), ("new", &new)] {
@@ -191,8 +181,7 @@ fn diff_names_the_grown_function_as_the_cause_of_the_shift() {
     }
 
     // The text report says the same in words, and the same inputs give the same bytes.
-    let text = sediment(dir.path(), &["diff", "old", "new", "-p", "p.sprof"]);
-    assert!(text.status.success());
+    let text = sediment_ok(dir.path(), &["diff", "old", "new", "-p", "p.sprof"]);
     let t = String::from_utf8(text.stdout.clone()).unwrap();
     assert!(t.contains("grows size +"), "{t}");
     let again = sediment(dir.path(), &["diff", "old", "new", "-p", "p.sprof"]);
@@ -312,16 +301,6 @@ fn regress_profile_of_another_program_is_refused() {
         "none",
     );
     // The right pairs still work.
-    let out = sediment(d, &["diff", "old", "new", "-p", "old.sprof"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = sediment(d, &["heatmap", "new", "-p", "old.sprof", "-o", "h.svg"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(d, &["diff", "old", "new", "-p", "old.sprof"]);
+    sediment_ok(d, &["heatmap", "new", "-p", "old.sprof", "-o", "h.svg"]);
 }

@@ -2,7 +2,7 @@
 //! no recording, a killed `merge` leaves no temporary file, and a killed `record` leaves no
 //! profiler or workload running.
 
-use crate::common::sediment_bin;
+use crate::common::{descendants, sediment_bin};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -144,32 +144,6 @@ fn killed_merge_leaves_no_temporary_file() {
         std::fs::remove_dir_all(&out).unwrap();
     }
     assert!(caught > 0, "no kill landed while the output was written");
-}
-
-/// The processes descended from `pid` (children, their children, ...), from `/proc`.
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut parent_of = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-            if let Some((_, rest)) = stat.rsplit_once(')') {
-                if let Some(ppid) = rest.split_whitespace().nth(1) {
-                    parent_of.push((p, ppid.parse::<u32>().unwrap_or(0)));
-                }
-            }
-        }
-    }
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(parent_of.iter().filter(|e| e.1 == p).map(|e| e.0));
-        i += 1;
-    }
-    found.remove(0);
-    found
 }
 
 /// Sends SIGTERM to `child` (a sediment run), reaps it, and waits up to 8 s for `procs` (its

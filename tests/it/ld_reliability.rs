@@ -33,12 +33,18 @@ fn run_bounded(cmd: &mut Command) -> Output {
 
 /// `sediment ld --real REAL -- ARGS` in `dir`, with `SEDIMENT_PROF_DIR=prof`.
 fn ld(dir: &Path, real: &str, args: &[&str]) -> Output {
+    ld_with(dir, &[], real, args)
+}
+
+/// [`ld`] with the environment variables `env` set too.
+fn ld_with(dir: &Path, env: &[(&str, &str)], real: &str, args: &[&str]) -> Output {
     run_bounded(
         Command::new(sediment_bin())
             .current_dir(dir)
             .env_remove("PROF_DIR")
             .env_remove("SEDIMENT_VERBOSE")
             .env("SEDIMENT_PROF_DIR", "prof")
+            .envs(env.iter().copied())
             .args(["ld", "--real", real, "--"])
             .args(args),
     )
@@ -171,6 +177,72 @@ fn regress_a_fifo_where_the_profile_belongs_does_not_hang() {
         ["sediment: prof/a.sprof: not a regular file (a FIFO or a socket)"],
         "{err}"
     );
+}
+
+// Regression: a response file (`@FILE`) was read whole with no limit, its arguments held
+// however many they came to, and a FIFO one was passed on to the real linker, which waited on
+// it for ever. Now every link through the shim (with or without a profile) is held to the
+// input budgets: a FIFO, a file over the run's read budget, and a file naming itself
+// thousands of times (a few kilobytes expanding to gigabytes of arguments) each fail the link
+// with one line naming the file, at once; nothing is linked.
+#[test]
+fn regress_hostile_response_files_fail_the_link_in_one_line() {
+    require!("gcc", "ld");
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    project(d);
+    let fifo = d.join("fifo.rsp");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let out = ld(d, "ld", &["-e", "main", "-o", "a", "@fifo.rsp"]);
+    failed_one_line(
+        &out,
+        "a FIFO",
+        &[
+            "fifo.rsp: a response file that is not a regular file",
+            "nothing linked",
+        ],
+    );
+    assert!(!d.join("a").exists(), "nothing linked");
+
+    std::fs::write(d.join("objs.rsp"), "prog.o ".repeat(200)).unwrap();
+    let out = ld_with(
+        d,
+        &[("SEDIMENT_MAX_INPUT_BYTES", "1000")],
+        "ld",
+        &["-e", "main", "-o", "a", "@objs.rsp"],
+    );
+    failed_one_line(
+        &out,
+        "over the read budget",
+        &[
+            "objs.rsp: reading it would take this run past its 1000-byte input limit",
+            "nothing linked",
+        ],
+    );
+    assert!(!d.join("a").exists(), "nothing linked");
+
+    std::fs::write(d.join("l"), "@l ".repeat(30_000)).unwrap();
+    let out = ld_with(
+        d,
+        &[("SEDIMENT_MAX_MEMORY", "50000000")],
+        "ld",
+        &["-e", "main", "-o", "a", "@l"],
+    );
+    failed_one_line(
+        &out,
+        "a file naming itself",
+        &["sediment: l: expanding it takes this run past its memory limit of 50000000 bytes"],
+    );
+    assert!(!d.join("a").exists(), "nothing linked");
+
+    // Premise: the same links with ordinary response files succeed.
+    std::fs::write(d.join("ok.rsp"), "prog.o").unwrap();
+    let out = ld(d, "ld", &["-e", "main", "-o", "a", "@ok.rsp"]);
+    assert!(out.status.success(), "{out:?}");
 }
 
 /// A profile of `binary` where `main` calls `f` and `g`, all three hot.

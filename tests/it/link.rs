@@ -3,7 +3,7 @@
 //! (lld, gold, GNU ld, mold via the ld -r route), the program run, and the symbol order of the
 //! linked binary checked with the `object` crate.
 
-use crate::common::{have_tool, sediment};
+use crate::common::{have_tool, sediment, sediment_ok};
 use object::{Object, ObjectSymbol, SymbolKind};
 use sediment_elf::objects::{read_objects, Binding};
 use sediment_profile::{FuncKey, FunctionOrder};
@@ -161,7 +161,7 @@ fn stderr(out: &std::process::Output) -> String {
 /// `sediment link` + `link-flags` + gcc link; returns the linked program's path.
 fn link_with(dir: &Path, linker: &str) -> std::path::PathBuf {
     let file = format!("{linker}.order");
-    let out = sediment(
+    sediment_ok(
         dir,
         &[
             "link",
@@ -176,13 +176,7 @@ fn link_with(dir: &Path, linker: &str) -> std::path::PathBuf {
             "p.o",
         ],
     );
-    assert!(
-        out.status.success(),
-        "sediment link {linker}: {}",
-        stderr(&out)
-    );
-    let flags = sediment(dir, &["link-flags", "--linker", linker, &file]);
-    assert!(flags.status.success(), "{}", stderr(&flags));
+    let flags = sediment_ok(dir, &["link-flags", "--linker", linker, &file]);
     let flags = String::from_utf8(flags.stdout).unwrap();
     let exe = dir.join(format!("prog_{linker}"));
     let mut args: Vec<String> = flags.split_whitespace().map(str::to_string).collect();
@@ -387,7 +381,7 @@ fn mold_prelink_route() {
     build_objects(dir);
     let expected = expected_output(dir);
     write_order(dir, &reversed_order());
-    let out = sediment(
+    let out = sediment_ok(
         dir,
         &[
             "link",
@@ -402,7 +396,6 @@ fn mold_prelink_route() {
             "p.o",
         ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("mold cannot order functions itself"));
     let flags = sediment(dir, &["link-flags", "--linker", "mold", "mold.ld"]);
     let flags = String::from_utf8(flags.stdout).unwrap();
@@ -443,7 +436,7 @@ fn link_output_is_deterministic() {
         let mut outs = Vec::new();
         for i in 0..2 {
             let f = format!("{linker}{i}.out");
-            let o = sediment(
+            sediment_ok(
                 dir,
                 &[
                     "link",
@@ -458,14 +451,13 @@ fn link_output_is_deterministic() {
                     "p.o",
                 ],
             );
-            assert!(o.status.success(), "{}", stderr(&o));
             outs.push(std::fs::read(dir.join(f)).unwrap());
         }
         assert_eq!(outs[0], outs[1], "{linker}");
         let mut other = reversed_order();
         other.reverse();
         write_order(dir, &other);
-        let o = sediment(
+        sediment_ok(
             dir,
             &[
                 "link",
@@ -480,7 +472,6 @@ fn link_output_is_deterministic() {
                 "p.o",
             ],
         );
-        assert!(o.status.success());
         assert_ne!(
             std::fs::read(dir.join("x.out")).unwrap(),
             outs[0],
@@ -574,7 +565,7 @@ fn link_warnings_are_counted() {
     let mut keys = reversed_order();
     keys.extend(["gone1", "gone2"].map(FuncKey::global));
     write_order(dir, &keys);
-    let o = sediment(
+    let o = sediment_ok(
         dir,
         &[
             "link",
@@ -589,7 +580,6 @@ fn link_warnings_are_counted() {
             "p_plain.o",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
         err.contains("warning: 2 of 12 order entries not found in the objects: gone1, gone2\n"),
@@ -635,7 +625,7 @@ fn script_injection_never_reaches_output() {
     );
     for linker in ["lld", "gold", "bfd", "mold"] {
         let f = format!("{linker}.out");
-        let o = sediment(
+        let o = sediment_ok(
             dir,
             &[
                 "link",
@@ -649,7 +639,6 @@ fn script_injection_never_reaches_output() {
                 "b.o",
             ],
         );
-        assert!(o.status.success(), "{linker}: {}", stderr(&o));
         let text = std::fs::read_to_string(dir.join(&f)).unwrap();
         assert!(
             !text.contains("INCLUDE") && !text.contains("evil.ld"),
@@ -727,7 +716,7 @@ fn hidden_functions_have_one_key_whatever_the_linker() {
     assert_eq!(orders[0], orders[1], "the same keys from both linkers");
     // The keys read from the lld binary find every function in the objects.
     write_order(dir, &orders[0]);
-    let out = sediment(
+    let out = sediment_ok(
         dir,
         &[
             "link",
@@ -741,7 +730,6 @@ fn hidden_functions_have_one_key_whatever_the_linker() {
             "m.o",
         ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("3 of 3 functions found"),
         "{}",
@@ -823,8 +811,7 @@ fn link_flags_checks_the_file() {
     fails("lld", "frag.ld", "line 1 `/* sediment: GNU ld");
     fails("gold", "notes.txt", "is not a section name");
     let ok = |linker: &str, file: &str| {
-        let out = sediment(dir, &["link-flags", "--linker", linker, file]);
-        assert!(out.status.success(), "{}", stderr(&out));
+        let out = sediment_ok(dir, &["link-flags", "--linker", linker, file]);
         String::from_utf8(out.stdout).unwrap()
     };
     assert_eq!(
@@ -919,7 +906,7 @@ fn link_counts_the_c_runtime_apart() {
         runtime.len() >= 2,
         "premise: the recording has the C runtime: {runtime:?}"
     );
-    let out = sediment(
+    sediment_ok(
         d,
         &[
             "order",
@@ -931,24 +918,18 @@ fn link_counts_the_c_runtime_apart() {
             "p.order",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let order = std::fs::read_to_string(d.join("p.order")).unwrap();
     assert!(
         order.contains("_start"),
         "premise: the order has _start: {order}"
     );
-    let out = sediment(
+    let out = sediment_ok(
         d,
         &[
             "link", "--linker", "lld", "--order", "p.order", "-o", "p.sym", "p.o",
         ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     assert!(!err.contains("warning"), "{err}");
     let line: Vec<&str> = err.lines().filter(|l| l.contains("C runtime")).collect();
     assert_eq!(line.len(), 1, "{err}");

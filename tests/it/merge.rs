@@ -1,7 +1,7 @@
 //! `sediment merge`: weighted inputs normalized and summed, exact text out, one-line errors,
 //! no output on failure, identical bytes on rerun.
 
-use crate::common::sediment;
+use crate::common::{sediment, sediment_ok};
 use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
 use std::fs;
 use std::path::Path;
@@ -57,14 +57,13 @@ fn merge_two_profiles_exactly() {
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path());
     for out in ["m1.sprof", "m2.sprof"] {
-        let o = sediment(
+        sediment_ok(
             dir.path(),
             // `-f` is the old spelling of `-p`, still accepted.
             &[
                 "merge", "-o", out, "-w", "3", "-f", "a.sprof", "-w", "1", "-f", "b.sprof",
             ],
         );
-        assert!(o.status.success(), "{}", stderr(&o));
     }
     let m1 = fs::read(dir.path().join("m1.sprof")).unwrap();
     let m2 = fs::read(dir.path().join("m2.sprof")).unwrap();
@@ -92,18 +91,16 @@ fn merge_two_profiles_exactly() {
 fn default_weight_and_input_order() {
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path());
-    let o = sediment(
+    sediment_ok(
         dir.path(),
         &["merge", "-o", "x.sprof", "-p", "a.sprof", "b.sprof"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "merge", "-o", "y.sprof", "-w", "1.0", "-p", "b.sprof", "-f", "a.sprof",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let x = fs::read_to_string(dir.path().join("x.sprof")).unwrap();
     let y = fs::read_to_string(dir.path().join("y.sprof")).unwrap();
     assert_eq!(x, y);
@@ -156,7 +153,7 @@ fn different_binaries_need_force() {
         "sediment: a.sprof and o.sprof: different binary (`demo` vs `other`); use --force to merge anyway\n"
     );
     assert!(!dir.path().join("out.sprof").exists());
-    let o = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "merge",
@@ -169,7 +166,6 @@ fn different_binaries_need_force() {
             "o.sprof",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let p = Profile::from_text(&fs::read_to_string(dir.path().join("out.sprof")).unwrap()).unwrap();
     assert_eq!(p.meta.binary, "/usr/bin/demo");
     assert_eq!(p.meta.event.as_deref(), Some("cpu-clock"));
@@ -256,8 +252,7 @@ fn fleet_options_weight_inputs() {
         args.extend_from_slice(extra);
         args.extend_from_slice(&["-w", "2", "a1.sprof", "-w", "1", "a2.sprof", "a3.sprof"]);
         args.extend_from_slice(&["b1.sprof", "c1.sprof"]);
-        let o = sediment(dir.path(), &args);
-        assert!(o.status.success(), "{}", stderr(&o));
+        sediment_ok(dir.path(), &args);
         Profile::from_text(&fs::read_to_string(dir.path().join("out.sprof")).unwrap()).unwrap()
     };
     let w = |v: &[u64]| -> Vec<(String, u64)> {
@@ -341,8 +336,7 @@ fn directory_list_and_threads_agree() {
     let out = |args: &[&str]| -> Vec<u8> {
         let mut all = vec!["merge", "-o", "out.sprof"];
         all.extend_from_slice(args);
-        let o = sediment(dir.path(), &all);
-        assert!(o.status.success(), "{}", stderr(&o));
+        sediment_ok(dir.path(), &all);
         fs::read(dir.path().join("out.sprof")).unwrap()
     };
     let one = out(&["-j", "1", "--per-submitter", "inbox"]);

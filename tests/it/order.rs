@@ -1,6 +1,6 @@
 //! `sediment order`: profile in, order file out; deterministic, and bad profiles rejected cleanly.
 
-use crate::common::{sediment, sh};
+use crate::common::{sediment, sediment_ok, sh};
 use std::fs;
 
 /// A hand-written profile: `main -> work -> helper` hot, `cold` never seen.
@@ -21,8 +21,7 @@ fn stderr(o: &std::process::Output) -> String {
 
 /// Runs `sediment args` in `d`, asserts it succeeded, and returns its standard error.
 fn ok(d: &std::path::Path, args: &[&str]) -> String {
-    let o = sediment(d, args);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = sediment_ok(d, args);
     stderr(&o)
 }
 
@@ -32,8 +31,7 @@ fn order_c3_is_deterministic() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
     for out in ["a.order", "b.order"] {
-        let o = sediment(dir.path(), &["order", "-p", "p.sprof", "-o", out]);
-        assert!(o.status.success(), "{}", stderr(&o));
+        sediment_ok(dir.path(), &["order", "-p", "p.sprof", "-o", out]);
     }
     let a = fs::read(dir.path().join("a.order")).unwrap();
     let b = fs::read(dir.path().join("b.order")).unwrap();
@@ -55,7 +53,7 @@ fn order_c3_is_deterministic() {
 fn order_hot() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("p.sprof"), PROFILE).unwrap();
-    let o = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "order",
@@ -67,7 +65,6 @@ fn order_hot() {
             "h.order",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let text = fs::read_to_string(dir.path().join("h.order")).unwrap();
     let entries: Vec<&str> = text
         .lines()
@@ -160,11 +157,10 @@ fn order_ext_tsp_and_cdsort_are_deterministic() {
     ] {
         let mut texts = Vec::new();
         for out in ["a.order", "b.order"] {
-            let o = sediment(
+            sediment_ok(
                 dir.path(),
                 &["order", "-p", "p.sprof", "--algorithm", alg, "-o", out],
             );
-            assert!(o.status.success(), "{alg}: {}", stderr(&o));
             texts.push(fs::read(dir.path().join(out)).unwrap());
         }
         assert_eq!(texts[0], texts[1], "{alg}");
@@ -197,8 +193,7 @@ fn order_compare_prints_every_algorithm() {
         "--algorithm",
         "tiered",
     ];
-    let a = sediment(dir.path(), &args);
-    assert!(a.status.success(), "{}", stderr(&a));
+    let a = sediment_ok(dir.path(), &args);
     let b = sediment(dir.path(), &args);
     assert_eq!(a.stdout, b.stdout);
     let table = String::from_utf8(a.stdout).unwrap();
@@ -237,11 +232,10 @@ fn order_compare_prints_every_algorithm() {
     let c3: Vec<&str> = rows[1].split('|').map(str::trim).collect();
     assert_eq!(c3[2..7], ["1", "1", "6", "100.0%", "5.5000e1"]);
     assert!(!dir.path().join("x.order").exists());
-    let o = sediment(
+    sediment_ok(
         dir.path(),
         &["order", "-p", "p.sprof", "--compare", "-o", "x.order"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     assert!(dir.path().join("x.order").exists());
     // Without --compare an output is required.
     let o = sediment(dir.path(), &["order", "-p", "p.sprof"]);
@@ -259,7 +253,7 @@ fn order_bp_follows_startup_order() {
         "sediment-order 1\ncold -\nnope -\nmain -\n",
     )
     .unwrap();
-    let o = sediment(
+    let o = sediment_ok(
         dir.path(),
         &[
             "order",
@@ -273,7 +267,6 @@ fn order_bp_follows_startup_order() {
             "bp.order",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stderr(&o),
         "sediment: warning: first.order: 1 of 3 functions are not in the profile, ignored\n"
@@ -555,7 +548,7 @@ fn compare_has_the_current_layout_and_recommends_from_the_replay() {
         &["-O1", "-ffunction-sections", "app.c", "-o", "app"],
     );
     crate::common::record_callgrind(d, "app.sprof", "./app");
-    let out = sediment(
+    let out = sediment_ok(
         d,
         &[
             "order",
@@ -569,11 +562,6 @@ fn compare_has_the_current_layout_and_recommends_from_the_replay() {
         ],
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let pages = |prefix: &str| -> u64 {
         let row = text
             .lines()

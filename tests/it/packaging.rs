@@ -11,7 +11,7 @@
 //! link time links unchanged with one line, and a profile of another program fails the link
 //! and leaves no output.
 
-use crate::common::{fails_one_line, have_tool, sediment, sediment_bin};
+use crate::common::{fails_one_line, have_tool, sediment_bin, sediment_ok};
 use sediment_elf::Binary;
 use sediment_profile::{FuncKey, FunctionOrder, Meta, ProfileBuilder};
 use std::path::{Path, PathBuf};
@@ -61,14 +61,9 @@ impl Project {
         pb.add_call(&g("main"), &g("f2"), 100);
         pb.add_call(&g("main"), &g("f5"), 100);
         std::fs::write(dir.path().join("prof/alpha.sprof"), pb.build().to_text()).unwrap();
-        let out = sediment(
+        sediment_ok(
             dir.path(),
             &["order", "-p", "prof/alpha.sprof", "-o", "alpha.order"],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
         let order = FunctionOrder::from_text(
             &std::fs::read_to_string(dir.path().join("alpha.order")).unwrap(),
@@ -90,14 +85,9 @@ impl Project {
 
     /// Writes the shims with the profile directory baked in; returns the `-B` flag.
     pub(crate) fn wrappers(&self) -> String {
-        let out = sediment(
+        let out = sediment_ok(
             self.path(),
             &["wrappers", "--prof-dir", "prof", "sediment-ld"],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
@@ -489,15 +479,9 @@ fn regress_wrappers_refuse_a_prof_dir_that_is_a_file() {
     );
     assert!(!d.join("shims").exists(), "nothing written");
 
-    let out = sediment(d, &["wrappers", "--prof-dir", "later", "shims"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(d, &["wrappers", "--prof-dir", "later", "shims"]);
 
-    let out = sediment(d, &["wrappers", "plain"]);
-    assert!(out.status.success());
+    sediment_ok(d, &["wrappers", "plain"]);
     let out = Command::new(d.join("plain/ld"))
         .current_dir(d)
         .env("SEDIMENT_PROF_DIR", "profiles")
@@ -971,8 +955,9 @@ fn regress_archives_named_with_l_are_ordered() {
 // Regression (issue 33, a real package): libtool drops a bare `-B` from the link of a shared
 // library (it passes on only the compiler flags it knows), so jq's `libjq.so` linked unordered
 // with `-B<shims>` in LDFLAGS while the `jq` executable was ordered. The packaging hooks
-// (bench/package/debian-rules.mk, integrations/rpm/macros.sediment) add the shims through a
-// GCC specs file instead, whose `self_spec` adds the `-B`: libtool passes `-specs=` on.
+// (bench/package/debian-rules.mk, integrations/rpm/macros.sediment) add the shims through the
+// GCC specs file `sediment wrappers` writes beside them, whose `self_spec` adds the `-B`:
+// libtool passes `-specs=` on.
 #[test]
 fn regress_libtool_library_links_reach_the_shims_through_a_specs_file() {
     require!("gcc", "libtool", "ld.lld");
@@ -983,9 +968,7 @@ fn regress_libtool_library_links_reach_the_shims_through_a_specs_file() {
     )
     .unwrap();
     let b = p.wrappers();
-    let shims = b.trim_start_matches("-B").trim_end_matches('/');
-    let specs = p.path().join("gcc.specs");
-    std::fs::write(&specs, format!("*self_spec:\n+ -B{shims}/\n\n")).unwrap();
+    let specs = p.path().join("sediment-ld/gcc.specs");
     let libtool = |args: &[&str]| {
         let out = Command::new("libtool")
             .current_dir(p.path())
@@ -1040,4 +1023,59 @@ fn regress_libtool_library_links_reach_the_shims_through_a_specs_file() {
         "{log}"
     );
     assert!(p.is_ordered(&lib), "ordered through the specs file");
+}
+
+// `sediment wrappers` writes the GCC specs file beside the shims: gcc reads it (`-specs=`, no
+// `-B`) and links through the shims, in a directory whose name needs escaping in a spec string
+// (white space and `%`); without a profile for the output the link is the real linker's own,
+// and so is a link reading the empty specs file the packaging hooks leave without sediment.
+#[test]
+fn wrappers_write_a_specs_file_gcc_links_through() {
+    require!("gcc");
+    let p = Project::new();
+    let out = sediment_ok(p.path(), &["wrappers", "--prof-dir", "prof", "shims 50%"]);
+    let shims = p.path().canonicalize().unwrap().join("shims 50%");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("-B{}/", shims.display()),
+        "stdout: the -B flag, as before"
+    );
+    let specs = shims.join("gcc.specs");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("-specs={}", specs.display())),
+        "the flag is named: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gcc = |output: &str, specs_flag: Option<&Path>| {
+        let mut cmd = Command::new("gcc");
+        cmd.current_dir(p.path())
+            .args(["-O1", "-ffunction-sections", "-o", output, "prog.c"]);
+        if let Some(s) = specs_flag {
+            cmd.arg(format!("-specs={}", s.display()));
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "gcc -o {output}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let log = gcc("alpha", Some(&specs));
+    assert!(
+        log.contains("sediment ld: alpha: ordered 4 of 4 profiled functions"),
+        "the link ran through the shim: {log}"
+    );
+    assert!(p.is_ordered(&p.path().join("alpha")), "alpha ordered");
+    let log = gcc("beta", Some(&specs));
+    assert!(!log.contains("sediment ld"), "{log}");
+    gcc("beta.plain", None);
+    assert!(
+        p.same_bytes("beta", "beta.plain"),
+        "a link without a profile is the real linker's own"
+    );
+    // Without sediment installed the packaging hooks leave the specs file empty: gcc takes it.
+    let empty = p.path().join("empty.specs");
+    std::fs::write(&empty, "").unwrap();
+    gcc("beta.empty", Some(&empty));
+    assert!(
+        p.same_bytes("beta.empty", "beta.plain"),
+        "an empty specs file"
+    );
 }

@@ -4,20 +4,10 @@
 //! over generated inputs with the edge cases (empty profiles, same-named statics, functions in
 //! some inputs only, extreme weights, several binaries in one table).
 
-use crate::common::{fails_one_line, fixture, require_python, sediment};
+use crate::common::{fails_one_line, fixture, require_python, sediment, sediment_ok};
 use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// Runs sediment in `dir`, asserting success.
-fn ok(dir: &Path, args: &[&str]) {
-    let out = sediment(dir, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Every `.sprof` file of `dir` whose name starts with `prefix`, as (name, text), sorted by name.
 fn texts_with_prefix(dir: &Path, prefix: &str) -> Vec<(String, String)> {
@@ -103,11 +93,11 @@ fn round_trip_is_byte_identical() {
     assert!(inputs.len() >= 5, "{inputs:?}");
     for input in &inputs {
         let s = input.to_str().unwrap();
-        ok(
+        sediment_ok(
             d,
             &["export", "--format", "parquet", "-p", s, "-o", "t.parquet"],
         );
-        ok(
+        sediment_ok(
             d,
             &[
                 "import",
@@ -123,7 +113,7 @@ fn round_trip_is_byte_identical() {
         assert_eq!(back, want, "{}", input.display());
         // The same profile exports to the same bytes.
         let first = std::fs::read(d.join("t.parquet")).unwrap();
-        ok(
+        sediment_ok(
             d,
             &["export", "--format", "parquet", "-p", s, "-o", "t2.parquet"],
         );
@@ -141,7 +131,7 @@ fn one_profile_per_binary() {
     for (i, p) in profiles.iter().enumerate() {
         std::fs::write(d.join(format!("p{i}.sprof")), p.to_text()).unwrap();
     }
-    ok(
+    sediment_ok(
         d,
         &[
             "export",
@@ -155,7 +145,7 @@ fn one_profile_per_binary() {
             "t.parquet",
         ],
     );
-    ok(
+    sediment_ok(
         d,
         &[
             "import",
@@ -172,7 +162,7 @@ fn one_profile_per_binary() {
     assert_eq!(got[1].1, profiles[0].to_text());
     assert_eq!(got[0].1, profiles[1].to_text());
     // --cluster NAME: only that binary, as the main one.
-    ok(
+    sediment_ok(
         d,
         &[
             "import",
@@ -226,7 +216,7 @@ fn bad_table_is_one_line_error() {
     assert!(!d.join("o.sprof").exists());
     // A real table cut short.
     std::fs::write(d.join("p.sprof"), edge_profiles()[0].to_text()).unwrap();
-    ok(
+    sediment_ok(
         d,
         &[
             "export",
@@ -314,7 +304,7 @@ fn pprof_from_many_hosts_is_one_table() {
     for (i, host) in ["web-1", "web-2", "db-1"].iter().enumerate() {
         let out = format!("{host}.sprof");
         let t = (1_700_000_000 + 3600 * i).to_string();
-        ok(
+        sediment_ok(
             d,
             &[
                 "import",
@@ -338,8 +328,8 @@ fn pprof_from_many_hosts_is_one_table() {
     for s in &sprofs {
         args.extend(["-p", s.as_str()]);
     }
-    ok(d, &args);
-    ok(
+    sediment_ok(d, &args);
+    sediment_ok(
         d,
         &[
             "import",
@@ -352,7 +342,7 @@ fn pprof_from_many_hosts_is_one_table() {
     );
     let mut args = vec!["merge", "-o", "want.sprof"];
     args.extend(sprofs.iter().map(String::as_str));
-    ok(d, &args);
+    sediment_ok(d, &args);
     let got = texts_with_prefix(d, "burn.");
     assert_eq!(got.len(), 1, "one binary: {got:?}");
     assert_eq!(
@@ -375,14 +365,14 @@ fn pprof_windows_in_one_import_equal_import_then_merge() {
     }
     let mut args = vec!["import", "--format", "pprof", "-o", "all.sprof"];
     args.extend(windows);
-    ok(d, &args);
+    sediment_ok(d, &args);
     let mut merge = vec!["merge", "-o", "want.sprof"];
     let singles: Vec<String> = windows.iter().map(|w| format!("{w}.sprof")).collect();
     for (w, out) in windows.iter().zip(&singles) {
-        ok(d, &["import", "--format", "pprof", w, "-o", out]);
+        sediment_ok(d, &["import", "--format", "pprof", w, "-o", out]);
         merge.push(out);
     }
-    ok(d, &merge);
+    sediment_ok(d, &merge);
     let got = std::fs::read_to_string(d.join("all.sprof")).unwrap();
     assert_eq!(got, std::fs::read_to_string(d.join("want.sprof")).unwrap());
     assert!(got.contains("meta merge-inputs 3\n"), "{got}");
@@ -531,7 +521,7 @@ fn merge_per_binary(d: &Path, inputs: &[Input], opts: &[&str]) -> Vec<String> {
             ]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        ok(d, &args);
+        sediment_ok(d, &args);
         texts.push(std::fs::read_to_string(d.join(out)).unwrap());
     }
     texts.sort();
@@ -544,7 +534,7 @@ fn export_tables(d: &Path, inputs: &[Input]) -> Vec<String> {
     for (n, i) in inputs.iter().enumerate() {
         let t = format!("in{n}.parquet");
         let w = i.weight.to_string();
-        ok(
+        sediment_ok(
             d,
             &[
                 "export", "--format", "parquet", "-w", &w, "-p", &i.file, "-o", &t,
@@ -576,7 +566,7 @@ fn run_sql(d: &Path, script: &str, tag: &str, opts: &[&str], tables: &[String]) 
         String::from_utf8_lossy(&out.stderr)
     );
     let prefix = format!("{tag}.sprof");
-    ok(
+    sediment_ok(
         d,
         &["import", "--format", "parquet", &out_table, "-o", &prefix],
     );

@@ -2,7 +2,7 @@
 //! program whose hot loop is known, the committed fixture against its golden profiles, and
 //! damaged inputs (one-line error, non-zero exit, no output file).
 
-use crate::common::{fixture, have_tool, sediment};
+use crate::common::{fixture, have_tool, sediment, sediment_ok};
 use sediment_profile::{FuncKey, Profile};
 use std::path::Path;
 use std::process::Command;
@@ -57,14 +57,9 @@ fn record_finds_the_hot_loop_and_its_caller() {
     }
     let dir = tempfile::tempdir().unwrap();
     build_hot(dir.path(), &[]);
-    let out = sediment(
+    sediment_ok(
         dir.path(),
         &["record", "-o", "hot.sprof", "--", "./hot", "60"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let p = read_profile(&dir.path().join("hot.sprof"));
     assert_eq!(p.meta.source, "perf");
@@ -83,7 +78,7 @@ fn record_finds_the_hot_loop_and_its_caller() {
     // Leaf mode never credits main -> work: only first-caller edges exist.
     assert_eq!(edge(&p, &FuncKey::global("main"), &work), 0);
 
-    let out = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "record",
@@ -95,11 +90,6 @@ fn record_finds_the_hot_loop_and_its_caller() {
             "./hot",
             "30",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let c = read_profile(&dir.path().join("chain.sprof"));
     assert!(
@@ -116,7 +106,7 @@ fn fixture_matches_golden_profiles() {
     let dir = tempfile::tempdir().unwrap();
     for mode in ["leaf", "chain"] {
         let out_path = dir.path().join(format!("{mode}.sprof"));
-        let out = sediment(
+        sediment_ok(
             dir.path(),
             &[
                 "import",
@@ -130,11 +120,6 @@ fn fixture_matches_golden_profiles() {
                 "-o",
                 out_path.to_str().unwrap(),
             ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
         let got = std::fs::read_to_string(&out_path).unwrap();
         let golden = fixture(&format!("perf/hot.{mode}.sprof"));
@@ -369,12 +354,11 @@ fn regress_plt_samples_are_not_init() {
         bin.functions.iter().position(|f| f.key.name == "_init")
     );
 
-    let out = sediment(
+    let out = sediment_ok(
         d,
         &["record", "-o", "plt.sprof", "--", "./plt", "100000000"],
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     assert!(err.contains("were in PLT stubs"), "{err}");
     let p = read_profile(&d.join("plt.sprof"));
     let init = p

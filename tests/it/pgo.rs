@@ -5,7 +5,7 @@
 //! `hot_step` 10 times per loop iteration, and never calls `cold_path` without a second
 //! argument.
 
-use crate::common::{have_tool, sediment, sh};
+use crate::common::{have_tool, sediment, sediment_ok, sh};
 
 const PROFGEN: &str = "/usr/lib/llvm-16/bin/llvm-profgen";
 
@@ -132,14 +132,9 @@ fn function(profile: &str, name: &str) -> Option<FnSamples> {
 fn callgrind_profile_feeds_llvm_profgen_and_clang() {
     let Some(tmp) = trained(true) else { return };
     let dir = tmp.path();
-    let out = sediment(
+    sediment_ok(
         dir,
         &["pgo", "--binary", "app", "cg.out", "-o", "app.unsym"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let unsym = std::fs::read_to_string(dir.join("app.unsym")).unwrap();
     let ranges: usize = unsym.lines().next().unwrap().parse().unwrap();
@@ -208,8 +203,7 @@ fn pgo_output_is_deterministic() {
     let Some(tmp) = trained(true) else { return };
     let dir = tmp.path();
     for out in ["a.unsym", "b.unsym"] {
-        let o = sediment(dir, &["pgo", "--binary", "app", "cg.out", "-o", out]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        sediment_ok(dir, &["pgo", "--binary", "app", "cg.out", "-o", out]);
     }
     assert_eq!(
         std::fs::read(dir.join("a.unsym")).unwrap(),
@@ -308,9 +302,8 @@ fn regress_profile_of_another_build_with_the_same_name_is_refused() {
     assert!(err.contains("lie outside oth/app's code"), "{err}");
     assert!(!dir.join("u.txt").exists());
     // `-p` is the old spelling of the positional INPUT, a hidden alias.
-    let o = sediment(
+    sediment_ok(
         dir,
         &["pgo", "--binary", "app", "-p", "cg.out", "-o", "u.txt"],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

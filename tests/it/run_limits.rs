@@ -2,7 +2,7 @@
 //! descriptor per file, the paths a stranger's profile names are read once per file, and the
 //! bytes one run reads are bounded.
 
-use crate::common::sediment_bin;
+use crate::common::{sediment_bin, sediment_ok};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -58,11 +58,6 @@ fn regress_import_of_many_profiles_holds_no_descriptor_per_file() {
     assert!(out.status.success(), "{}", err.lines().last().unwrap_or(""));
     let written = std::fs::read_dir(d.join("out")).unwrap().count();
     assert_eq!(written, 300);
-}
-
-/// Runs `sediment args` in `dir`.
-fn sediment(dir: &Path, args: &[&str]) -> Output {
-    crate::common::sediment(dir, args)
 }
 
 /// Names in `dir`, sorted.
@@ -149,7 +144,7 @@ fn regress_perf_script_dso_spelled_many_ways_is_one_profile() {
 /// writes exactly one profile, whose `meta total` is `total`.
 fn imports_to_one_profile(d: &Path, format: &str, input: &str, limit: u64, total: u64) {
     let limit = limit.to_string();
-    let out = sediment(
+    let out = sediment_ok(
         d,
         &[
             "import",
@@ -163,7 +158,6 @@ fn imports_to_one_profile(d: &Path, format: &str, input: &str, limit: u64, total
         ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     assert_eq!(names(&d.join("out")), ["p.sprof"], "{err}");
     let p = std::fs::read_to_string(d.join("out/p.sprof")).unwrap();
     let want = format!("meta total {total}");
@@ -190,12 +184,11 @@ fn regress_proc_file_named_as_object_is_treated_as_missing() {
              ob={object}\nfl=a.c\nfn=main\n0 5\n"
         );
         std::fs::write(d.join("p.cg"), text).unwrap();
-        let out = sediment(
+        let out = sediment_ok(
             d,
             &["import", "--format", "callgrind", "-o", "p.sprof", "p.cg"],
         );
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{object}: {err}");
         assert!(
             err.contains(&format!(
                 "1 objects could not be read to attribute their symbols (first: {object})"

@@ -3,7 +3,7 @@
 //! library's and the dependencies' `.rlib` archives), and `sediment match` carrying a profile
 //! across a rebuild that renamed every function of the crate (Rust symbol hashes).
 
-use crate::common::{sediment, sh};
+use crate::common::{sediment, sediment_ok, sh};
 use sediment_elf::Binary;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -150,14 +150,9 @@ fn is_std(name: &str) -> bool {
 
 /// Records `exe` under perf into `out` in `dir`.
 fn record(dir: &Path, exe: &Path, out: &str) -> sediment_profile::Profile {
-    let rec = sediment(
+    sediment_ok(
         dir,
         &["record", "-o", out, "--", exe.to_str().unwrap(), "60"],
-    );
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
     );
     sediment_profile::Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
 }
@@ -176,12 +171,7 @@ fn cargo_route_orders_the_crate_and_std() {
     let before = binary(&exe);
     std::fs::copy(&exe, d.join("app.default")).unwrap();
     record(d, &exe, "app.sprof");
-    let out = sediment(d, &["order", "-p", "app.sprof", "-o", "app.order"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(d, &["order", "-p", "app.sprof", "-o", "app.order"]);
 
     let mut args = vec![
         "link",
@@ -195,9 +185,8 @@ fn cargo_route_orders_the_crate_and_std() {
     ];
     let rlibs = std_rlibs();
     args.extend(rlibs.iter().map(String::as_str));
-    let out = sediment(d, &args);
+    let out = sediment_ok(d, &args);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     assert!(err.contains("written by name (--unseen-by-name)"), "{err}");
     let order: Vec<String> = std::fs::read_to_string(d.join("app.symorder"))
         .unwrap()
@@ -219,16 +208,11 @@ fn cargo_route_orders_the_crate_and_std() {
     let exe = cargo_build(d, &[]);
     let after = binary(&exe);
     // `sediment verify`, the guide's check, holds it; the default link does not.
-    let v = sediment(
+    let v = sediment_ok(
         d,
         &["verify", exe.to_str().unwrap(), "--order", "app.order"],
     );
     let text = String::from_utf8_lossy(&v.stdout);
-    assert!(
-        v.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&v.stderr)
-    );
     assert!(text.contains("(100.0%)"), "{text}");
     let addr = |b: &Binary| -> HashMap<String, u64> {
         b.functions
@@ -293,7 +277,7 @@ fn match_carries_a_profile_across_a_rust_rebuild() {
         old.to_text()
     );
 
-    let out = sediment(
+    let out = sediment_ok(
         d,
         &[
             "match",
@@ -305,11 +289,6 @@ fn match_carries_a_profile_across_a_rust_rebuild() {
             "v2.sprof",
             "--json",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let matched = j["matched_weight"].as_u64().unwrap();

@@ -4,7 +4,7 @@
 //! recording), no temporary file may be left, and every linked program must be byte-equal to
 //! the one a serial build (`make -j1`) links.
 
-use crate::common::sediment;
+use crate::common::sediment_ok;
 use sediment_profile::{FuncKey, Meta, Profile, ProfileBuilder};
 use std::path::Path;
 use std::process::Command;
@@ -54,12 +54,7 @@ fn project(d: &Path) {
         }
         std::fs::write(d.join(format!("prof/{name}.sprof")), b.build().to_text()).unwrap();
     }
-    let out = sediment(d, &["wrappers", "--prof-dir", "prof", "shims"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = sediment_ok(d, &["wrappers", "--prof-dir", "prof", "shims"]);
     let b_flag = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let links: Vec<String> = (0..LINKS).map(|i| format!("p{i:02}")).collect();
     let records: Vec<String> = (0..RECORDS).map(|i| format!("rec{i}")).collect();

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::common::{fixture, have_tool, sediment};
+use crate::common::{fixture, have_tool, sediment, sediment_ok};
 
 use crate::common::run;
 
@@ -12,12 +12,7 @@ use crate::common::run;
 fn sim(dir: &Path, binary: &str, args: &[&str]) -> (serde_json::Value, String) {
     let mut a = vec!["sim", "--json", binary, "--"];
     a.extend_from_slice(args);
-    let out = sediment(dir, &a);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = sediment_ok(dir, &a);
     let text = String::from_utf8(out.stdout).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     (v["columns"][0]["metrics"].clone(), text)
@@ -130,12 +125,7 @@ fn sim_agrees_with_cachegrind_and_is_deterministic() {
         let a = [
             "sim", "--json", "--shifts", "4", "-j", jobs, "loop", "--", "100000",
         ];
-        let out = sediment(dir.path(), &a);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = sediment_ok(dir.path(), &a);
         out.stdout
     };
     assert_eq!(shifted("1"), shifted("2"), "-j 1 and -j 2 differ");
@@ -209,12 +199,7 @@ fn columns(doc: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
 
 /// Runs `sediment ARGS` in `dir`, fails the test with its stderr, returns stdout as JSON.
 fn json_of(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let out = sediment(dir, args);
-    assert!(
-        out.status.success(),
-        "sediment {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = sediment_ok(dir, args);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -233,12 +218,7 @@ fn demo_sim_ranks_layouts_like_cachegrind_and_predicts_relinks() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = sediment(d, &["demo", "--dir", ".", "--build-only"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(d, &["demo", "--dir", ".", "--build-only"]);
     let mut objects: Vec<String> = std::fs::read_dir(d)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -254,7 +234,7 @@ fn demo_sim_ranks_layouts_like_cachegrind_and_predicts_relinks() {
     };
     link("default", &[]);
     let iters = "300";
-    let out = sediment(
+    sediment_ok(
         d,
         &[
             "record",
@@ -267,15 +247,10 @@ fn demo_sim_ranks_layouts_like_cachegrind_and_predicts_relinks() {
             iters,
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     for alg in ["hot", "c3"] {
         let order = format!("{alg}.order");
         let sym = format!("{alg}.sym");
-        let out = sediment(
+        sediment_ok(
             d,
             &[
                 "order",
@@ -287,19 +262,9 @@ fn demo_sim_ranks_layouts_like_cachegrind_and_predicts_relinks() {
                 &order,
             ],
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         let mut a = vec!["link", "--linker", "lld", "--order", &order, "-o", &sym];
         a.extend(objects.iter().map(String::as_str));
-        let out = sediment(d, &a);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        sediment_ok(d, &a);
         link(alg, &[format!("-Wl,--symbol-ordering-file={sym}")]);
     }
     let layouts = ["default", "hot", "c3"];
@@ -349,14 +314,9 @@ fn demo_sim_ranks_layouts_like_cachegrind_and_predicts_relinks() {
 
     // `compare --shifts`: the cachegrind table loses its I1 rows, which come back once, below,
     // over the shifted layouts.
-    let out = sediment(
+    let out = sediment_ok(
         d,
         &["compare", "--shifts", "2", "default", "c3", "--", iters],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let (exact, shifted) = text.split_once("\n# 2 layouts per column").unwrap();
@@ -397,12 +357,7 @@ int main(int argc, char **argv) {
         .status()
         .unwrap();
     assert!(ok.success());
-    let out = sediment(dir.path(), &["sim", "--first-order", "fo.order", "./fo"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sediment_ok(dir.path(), &["sim", "--first-order", "fo.order", "./fo"]);
     let order = sediment_profile::FunctionOrder::from_text(
         &std::fs::read_to_string(dir.path().join("fo.order")).unwrap(),
     )
@@ -418,7 +373,7 @@ int main(int argc, char **argv) {
     assert!(pos("main") < pos("a1") && pos("a1") < pos("b2") && pos("b2") < pos("c3"));
 
     // It feeds `bp` directly.
-    let rec = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "record",
@@ -430,12 +385,7 @@ int main(int argc, char **argv) {
             "./fo",
         ],
     );
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
-    let bp = sediment(
+    sediment_ok(
         dir.path(),
         &[
             "order",
@@ -449,21 +399,11 @@ int main(int argc, char **argv) {
             "bp.order",
         ],
     );
-    assert!(
-        bp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&bp.stderr)
-    );
 
     // `order --compare --simulate` replays every algorithm's order on one lackey run.
-    let cmp = sediment(
+    let cmp = sediment_ok(
         dir.path(),
         &["order", "-p", "fo.sprof", "--compare", "--simulate", "./fo"],
-    );
-    assert!(
-        cmp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cmp.stderr)
     );
     let text = String::from_utf8(cmp.stdout).unwrap();
     let header = text

@@ -1,6 +1,6 @@
 //! `sediment stat`: two real shell loops, one four times longer, run interleaved.
 
-use crate::common::sediment;
+use crate::common::{sediment, sediment_ok};
 
 /// A shell loop of `n` iterations (about 1 µs each in dash), as a command line.
 fn loop_cmd(n: u32) -> Vec<String> {
@@ -26,14 +26,9 @@ fn stat_args<'a>(extra: &[&'a str], a: &'a [String], b: &'a [String]) -> Vec<&'a
 fn stat_detects_fourfold_loop() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (loop_cmd(20_000), loop_cmd(80_000));
-    let out = sediment(
+    let out = sediment_ok(
         dir.path(),
         &stat_args(&["-n", "5", "--json", "--seed", "7"], &a, &b),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stat --json is JSON");
     assert_eq!(v["runs"], 5);
@@ -117,14 +112,9 @@ fn stat_detects_fourfold_loop() {
 fn stat_prints_table() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (vec!["true".to_string()], loop_cmd(1000));
-    let out = sediment(
+    let out = sediment_ok(
         dir.path(),
         &stat_args(&["-n", "2", "--warmup", "0", "--no-alternate"], &a, &b),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("A: true\nB: sh -c "), "{text}");
@@ -278,9 +268,7 @@ fn layout_verdicts(
     args.extend_from_slice(a);
     args.push(":::");
     args.extend_from_slice(b);
-    let out = sediment(dir, &args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let out = sediment_ok(dir, &args);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v["labels"],

@@ -3,7 +3,7 @@
 //! with them, and must flag the atomic and the lock that share a cache line, and not the
 //! 64-byte-aligned variant.
 
-use crate::common::{have_tool, sediment};
+use crate::common::{have_tool, sediment, sediment_ok};
 use std::process::Command;
 
 const SOURCE: &str = r#"
@@ -44,16 +44,11 @@ fn structs_report_agrees_with_the_compiler_and_flags_shared_lines() {
         .unwrap();
     assert!(ok.success());
     let truth = Command::new(dir.path().join("st")).output().unwrap();
-    let out = sediment(
+    let out = sediment_ok(
         dir.path(),
         &[
             "structs", "--binary", "st", "--all", "--json", "--top", "100",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let find = |name: &str| {
@@ -183,12 +178,7 @@ fn structs_weighs_members_by_a_dhat_profile_and_proposes_the_first_line() {
     let json = |extra: &[&str]| {
         let mut args = vec!["structs", "acc", "--accesses", "small.dhat", "--json"];
         args.extend_from_slice(extra);
-        let out = sediment(dir.path(), &args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = sediment_ok(dir.path(), &args);
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
     let member = |v: &serde_json::Value, name: &str| {

@@ -3,7 +3,7 @@
 //! functions the binary lacks; GCC's clones and LTO renames; a stripped binary; and the
 //! pre-build check of a profile directory against a build tree.
 
-use crate::common::{fails_one_line, sediment, sh};
+use crate::common::{fails_one_line, sediment, sediment_ok, sh};
 use sediment_profile::{FuncKey, FunctionOrder};
 use std::path::Path;
 
@@ -101,14 +101,8 @@ fn link_both(dir: &Path, linker: &str) {
     ];
     let objs = objects();
     args.extend(objs.iter().map(String::as_str));
-    let out = sediment(dir, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let flags = sediment(dir, &["link-flags", "--linker", linker, &file]);
-    assert!(flags.status.success());
+    sediment_ok(dir, &args);
+    let flags = sediment_ok(dir, &["link-flags", "--linker", linker, &file]);
     let flags = String::from_utf8(flags.stdout).unwrap();
     let mut gcc: Vec<String> = flags.split_whitespace().map(str::to_string).collect();
     gcc.extend(objs.iter().cloned());
@@ -165,7 +159,7 @@ fn ordered_link_passes_default_link_fails() {
         // A threshold the default link meets passes it.
         let share = b["in_order_share"].as_f64().unwrap();
         let low = format!("{share}");
-        let out = sediment(
+        sediment_ok(
             dir,
             &[
                 "verify",
@@ -175,11 +169,6 @@ fn ordered_link_passes_default_link_fails() {
                 "--min-in-order",
                 &low,
             ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
     }
 }
@@ -240,7 +229,7 @@ fn profile_missing_share() {
     let found = 1.0 - share;
     let above = format!("{}", (found + 0.01).min(1.0));
     let below = format!("{}", found - 0.01);
-    let out = sediment(
+    let out = sediment_ok(
         dir,
         &[
             "verify",
@@ -252,11 +241,6 @@ fn profile_missing_share() {
             "--min-found",
             &below,
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("missing: 2, "), "{text}");
@@ -468,13 +452,8 @@ fn prebuild_check_lists_profiles_that_match_nothing() {
         "sediment-profile 1\nmeta binary other-tool\nfn 0 10 - x -\n",
     )
     .unwrap();
-    let out = sediment(dir, &["verify", "--prof-dir", "profiles", "build"]);
+    let out = sediment_ok(dir, &["verify", "--prof-dir", "profiles", "build"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let row = |p: &str| {
         text.lines()
             .find(|l| l.starts_with(p))
@@ -543,7 +522,7 @@ fn shim_links_hold_their_profile() {
         sh(dir, "gcc", &cc);
     };
     build(&[]);
-    let rec = sediment(
+    sediment_ok(
         dir,
         &[
             "record",
@@ -555,21 +534,11 @@ fn shim_links_hold_their_profile() {
             "./prog",
         ],
     );
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
     // The recorded build itself does not hold the profile's order (its sources define each
     // chain callee first, C3 places callers first).
     let (ok, json, _) = verify_json(dir, &["prog", "-p", "profs/prog.sprof"]);
     assert!(!ok, "the default link passed: {json}");
-    let shims = sediment(dir, &["wrappers", "--prof-dir", "profs", "shims"]);
-    assert!(
-        shims.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shims.stderr)
-    );
+    let shims = sediment_ok(dir, &["wrappers", "--prof-dir", "profs", "shims"]);
     let b = String::from_utf8(shims.stdout).unwrap();
     for linker in ["lld", "gold", "bfd"] {
         build(&[b.trim(), &format!("-fuse-ld={linker}")]);
@@ -655,7 +624,7 @@ fn same_named_statics_are_found_by_file() {
         ..Default::default()
     };
     std::fs::write(dir.join("order.txt"), order.to_text()).unwrap();
-    let out = sediment(
+    sediment_ok(
         dir,
         &[
             "link",
@@ -669,11 +638,6 @@ fn same_named_statics_are_found_by_file() {
             "s2.o",
             "m.o",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let flags = sediment(dir, &["link-flags", "--linker", "bfd", "bfd.input"]);
     let flags = String::from_utf8(flags.stdout).unwrap();

@@ -36,7 +36,8 @@
 //!    linker shims of `sediment wrappers`): the output, the inputs, whether the build already
 //!    orders or scripts the link, LTO plugins, and the option that makes each linker read the
 //!    emitted file; [`response`] reads and writes the response files (`@FILE`) such a command
-//!    line may hold.
+//!    line may hold; [`specs`] writes the GCC specs file that brings links which drop `-B`
+//!    (libtool's) to the linker shims.
 //!
 //! 5. [`call_graph`] writes a profile's call edges as lld's `--call-graph-ordering-file`, for
 //!    lld's own C3 (`sediment export --format lld-call-graph`).
@@ -62,6 +63,7 @@ pub mod placement;
 pub mod resolve;
 pub mod response;
 pub mod safe;
+pub mod specs;
 pub mod target;
 pub mod verify;
 
@@ -117,6 +119,10 @@ pub enum Error {
         /// What does not match, with the offending text escaped.
         problem: String,
     },
+    /// A directory a GCC specs file cannot name ([`specs::gcc_specs`]); the path is shown
+    /// escaped, on one line.
+    #[error("{0}: a GCC specs file cannot name a directory whose path holds a newline")]
+    SpecsPath(String),
 }
 
 /// The linkers Sediment writes inputs for.

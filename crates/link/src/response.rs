@@ -15,6 +15,10 @@
 //!   whose file cannot be read stays a literal argument, which the linker then reports as an
 //!   input it cannot find.
 //!
+//! What may be read is the caller's decision: its reader returns the file's bytes, `None`
+//! for a file that stays literal, or an error, which ends the expansion (a file too large for
+//! the caller's budget, a FIFO that would make it wait for a writer).
+//!
 //! [`write()`] writes arguments back in a form those rules read unchanged: every white-space,
 //! quote and backslash character escaped with a backslash, an empty argument as `''`.
 //!
@@ -103,8 +107,12 @@ pub enum Expansion {
 }
 
 /// Expands the response files of `args` ([`split`] on each file's contents, read with `read`,
-/// which returns `None` for a file that cannot be read: then `@FILE` stays as it is).
-pub fn expand(args: &[OsString], mut read: impl FnMut(&Path) -> Option<Vec<u8>>) -> Expansion {
+/// which returns `None` for a file that cannot be read: then `@FILE` stays as it is). The
+/// first error `read` returns is the result: no more files are read.
+pub fn expand<E>(
+    args: &[OsString],
+    mut read: impl FnMut(&Path) -> Result<Option<Vec<u8>>, E>,
+) -> Result<Expansion, E> {
     let mut out: Vec<OsString> = Vec::with_capacity(args.len());
     // Arguments still to look at, last first.
     let mut todo: Vec<OsString> = args.iter().rev().cloned().collect();
@@ -115,22 +123,24 @@ pub fn expand(args: &[OsString], mut read: impl FnMut(&Path) -> Option<Vec<u8>>)
             out.push(a);
             continue;
         };
-        let Some(text) = read(Path::new(std::ffi::OsStr::from_bytes(file))) else {
+        // At the limit, the next file is not read: a file naming itself stops there without
+        // one more read.
+        if expansions == MAX_EXPANSIONS {
+            return Ok(Expansion::TooDeep(first.unwrap_or(a)));
+        }
+        let Some(text) = read(Path::new(std::ffi::OsStr::from_bytes(file)))? else {
             out.push(a);
             continue;
         };
         first.get_or_insert_with(|| a.clone());
         expansions += 1;
-        if expansions > MAX_EXPANSIONS {
-            return Expansion::TooDeep(first.unwrap_or(a));
-        }
         todo.extend(split(&text).into_iter().rev());
     }
-    if expansions == 0 {
+    Ok(if expansions == 0 {
         Expansion::Plain
     } else {
         Expansion::Expanded(out)
-    }
+    })
 }
 
 #[cfg(test)]
@@ -198,21 +208,51 @@ mod tests {
             ("inner", &b"b.o -lx"[..]),
             ("loop", &b"x.o @loop"[..]),
         ]);
-        let read = |p: &Path| files.get(p.to_str().unwrap()).map(|b| b.to_vec());
+        let read = |p: &Path| Ok::<_, ()>(files.get(p.to_str().unwrap()).map(|b| b.to_vec()));
         let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
         assert_eq!(
             expand(&args(&["-o", "app", "@outer", "@missing", "e.o"]), read),
-            Expansion::Expanded(args(&[
+            Ok(Expansion::Expanded(args(&[
                 "-o", "app", "a.o", "b.o", "-lx", "c d.o", "@missing", "e.o"
-            ]))
+            ])))
         );
         assert_eq!(
             expand(&args(&["a.o", "@missing", "@"]), read),
-            Expansion::Plain
+            Ok(Expansion::Plain)
         );
         assert_eq!(
-            expand(&args(&["@loop"]), read),
-            Expansion::TooDeep("@loop".into())
+            expand(&args(&["@missing", "@loop"]), read),
+            Ok(Expansion::TooDeep("@loop".into())),
+            "the first file expanded is named"
         );
+    }
+
+    // A file naming itself is read MAX_EXPANSIONS times, not once more: the depth is capped
+    // before the read, whatever the reader charges for it.
+    #[test]
+    fn a_cycle_stops_at_the_limit_before_reading_again() {
+        let mut reads = 0;
+        let got = expand(&[OsString::from("@self")], |_| {
+            reads += 1;
+            Ok::<_, ()>(Some(b"x.o @self @self".to_vec()))
+        });
+        assert_eq!(got, Ok(Expansion::TooDeep("@self".into())));
+        assert_eq!(reads, MAX_EXPANSIONS);
+    }
+
+    // The reader's error ends the expansion at once, and is the result: the files after the
+    // refused one are not read.
+    #[test]
+    fn a_refused_file_ends_the_expansion() {
+        let mut read_names = Vec::new();
+        let got = expand(&["@a", "@huge", "@b"].map(OsString::from), |p: &Path| {
+            read_names.push(p.to_string_lossy().into_owned());
+            match p.to_str() {
+                Some("huge") => Err("huge: larger than the limit".to_string()),
+                _ => Ok(Some(b"x.o".to_vec())),
+            }
+        });
+        assert_eq!(got, Err("huge: larger than the limit".to_string()));
+        assert_eq!(read_names, ["a", "huge"]);
     }
 }
