@@ -6,6 +6,10 @@
 that a later run can keep rows it does not measure again and the report can tell whether they
 are still comparable.
 
+`listdiff OLD NEW`: the functions whose entries differ between two
+`-fbasic-block-sections=list=` files (`!name`, then its `!!` cluster lines), sorted, one a
+line: the objects defining them are the ones build 2 recompiles for a new list.
+
 `report`: the `cxx` section of bench/RESULTS.md from the work directory (variants.txt,
 cols/train/, cols/heldout/, steps/stat-LABEL.json, steps/times.tsv, steps/blocks-check.status).
 One table per workload in the bench's format: each cell the value and its ratio to the default
@@ -20,6 +24,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 
 # (field, title, how): s0 = the unshifted layout, median = median_low over the shifts.
@@ -119,9 +124,24 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
+def entries(path):
+    """Per function of a list file, its cluster lines."""
+    out, name = {}, None
+    for line in open(path, encoding="utf-8").read().splitlines():
+        if line.startswith("!!"):
+            out[name].append(line)
+        elif line.startswith("!"):
+            name = line[1:]
+            out.setdefault(name, [])
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
+    lp = sub.add_parser("listdiff")
+    lp.add_argument("old")
+    lp.add_argument("new")
     sp = sub.add_parser("split")
     for name in ("--json", "--dir", "--work"):
         sp.add_argument(name, required=True)
@@ -133,6 +153,12 @@ def main():
     a = p.parse_args()
     if a.cmd == "split":
         split(a)
+        return
+    if a.cmd == "listdiff":
+        old, new = entries(a.old), entries(a.new)
+        changed = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+        # `comm` in bench/cxx/run reads it: byte order, as `sort` in the C locale.
+        sys.stdout.write("".join(n + "\n" for n in sorted(changed, key=lambda n: n.encode())))
         return
     w = a.work
     labels = open(os.path.join(w, "variants.txt"), encoding="utf-8").read().split()
