@@ -176,8 +176,10 @@ def main():
     shifts = int(a.shifts)
     out = ["<!-- BEGIN cxx -->", "## `cxx`: cppcheck 2.10 (C++, Debian's source package)", "",
            f"Command: `bench/cxx/run` (this run {a.elapsed}; the two clang builds took "
-           f"{times.get('build-labels', '?')} s and {times.get('build-list', '?')} s when last built, "
-           "reused when their flags and list file are unchanged). "
+           f"{times.get('build-labels', '?')} s and {times.get('build-list', '?')} s when last built in full, "
+           "reused when their flags and list file are unchanged"
+           + (f"; build 2 last brought up to a new list file in {times['build-list-update']} s"
+              if "build-list-update" in times else "") + "). "
            + (f"Rows measured in this run: {', '.join(f'`{x}`' for x in new)}; kept from an earlier run "
               f"on the same binaries and default link: {', '.join(f'`{x}` ({when[x]})' for x in kept)}. "
               if kept else "") +
