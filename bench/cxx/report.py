@@ -8,7 +8,8 @@ are still comparable.
 
 `listdiff OLD NEW`: the functions whose entries differ between two
 `-fbasic-block-sections=list=` files (`!name`, then its `!!` cluster lines), sorted, one a
-line: the objects defining them are the ones build 2 recompiles for a new list.
+line (both names of a `!D2/D1` alias line): the objects defining them are the ones build 2
+recompiles for a new list.
 
 `report`: the `cxx` section of bench/RESULTS.md from the work directory (variants.txt,
 cols/train/, cols/heldout/, steps/stat-LABEL.json, steps/times.tsv, steps/blocks-check.status).
@@ -156,7 +157,8 @@ def main():
         return
     if a.cmd == "listdiff":
         old, new = entries(a.old), entries(a.new)
-        changed = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+        # A `!D2/D1` line names a function and its alias (docs/design/blocks.md): both names.
+        changed = {x for n in old.keys() | new.keys() if old.get(n) != new.get(n) for x in n.split("/")}
         # `comm` in bench/cxx/run reads it: byte order, as `sort` in the C locale.
         sys.stdout.write("".join(n + "\n" for n in sorted(changed, key=lambda n: n.encode())))
         return
