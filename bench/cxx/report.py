@@ -199,8 +199,8 @@ def main():
            "lld-call-graph` of the training profile); `bolt-functions` (BOLT 16 `-reorder-functions=hfsort+`, "
            "from BOLT's own instrumented training run; BOLT 16 has no cdsort); `bolt-full` (the same profile, "
            "`-reorder-blocks=ext-tsp -reorder-functions=hfsort+ -split-functions -split-all-cold`); "
-           "`bolt-full-nolbr` (bolt-full from `sediment export --format fdata`, no_lbr samples of the "
-           "callgrind profile); `sediment-c3`" + (
+           "`bolt-full-nolbr` (bolt-full from `sediment export --format fdata`: `no_lbr` samples at the "
+           "instruction addresses of the callgrind profile's per-instruction counts); `sediment-c3`" + (
                f"; `sediment-{a.best}` (Sediment's best function order: the algorithm `sediment order "
                "--compare --simulate` recommends from its replay of the training run)" if a.best != "c3" else
                " (also Sediment's best function order: the algorithm `sediment order --compare --simulate` "
