@@ -16,6 +16,8 @@
 //!   (`sediment_sim::align::choose`), under a size budget (`--max-growth`, percent of the code);
 //!   written to FILE (an order file's format: one function per line) and checked by the
 //!   simulator in a second run: as linked, every function on the boundary, the chosen ones.
+//!   With `--capsules`, 4 KiB capsule boundaries chosen for stability instead
+//!   (`crate::pipeline::align::capsules`), checked beside the layout as linked.
 //! - **Build** (`--build -o DIR --binary BIN OBJECTS... -- ARGS`): the sweep's table, then the
 //!   same alignments built for real: the objects relinked unchanged (`as linked`) and with every
 //!   executable section aligned to 1, 2, ..., 512 bytes (`crate::pipeline::relink::aligned_copies`,
@@ -86,10 +88,11 @@ pub struct Args {
     pub boundary: u64,
     /// With `--select`: choose capsule boundaries instead: functions to start on a 4 KiB
     /// boundary (one way of the L1 I-cache, a page), so that growth before one of them moves
-    /// the code after it by whole multiples of 4 KiB and changes no cache set; as many as the
-    /// budget pays for, each at the executed function after one of the largest stretches of
-    /// code that did not run; given the program's OBJECTS, at the start of the code of the
-    /// objects that ran most instead (a change in any earlier object is then absorbed).
+    /// the code after it by whole multiples of 4 KiB and changes no cache set. Chosen so that
+    /// growth (at `--grow-after`; else at the end of each of the OBJECTS' code; else at the end
+    /// of every function) moves as little executed code against the rest as the budget allows,
+    /// counting the padding the binary as linked needs; among capsules that protect the same
+    /// code, the one needing the least padding.
     #[arg(long, requires = "select")]
     pub capsules: bool,
     /// Size budget of `--select`: at most this percentage of the code in padding.
@@ -333,26 +336,28 @@ fn select(
             args.align
         );
     }
-    let chosen = if args.capsules && !args.objects.is_empty() {
-        let groups = object_starts(&args.objects, &recorded)?;
-        sediment_sim::align::capsules_at_objects(&groups, boundary, args.align, budget)
-    } else if args.capsules {
-        sediment_sim::align::capsules(
-            &rec.unit_ranges(),
-            rec.starts(),
-            rec.sizes(),
-            boundary,
-            args.align,
-            budget,
-        )
-    } else {
-        sediment_sim::align::choose(&rec.unit_ranges(), boundary, args.align, budget)
-    };
     let mut names: Vec<String> = Vec::new();
-    for i in chosen {
-        let name = &recorded.names[i];
-        if !names.contains(name) {
-            names.push(name.clone());
+    let mut note = String::new();
+    if args.capsules {
+        let caps = crate::pipeline::align::capsules(
+            &recorded,
+            &args.objects,
+            args.grow_after.as_deref(),
+            boundary,
+            budget,
+        )?;
+        let (before, after) = caps.choice.damage;
+        note = format!(
+            "; growth at {}: hot code moved against the rest {:.4} as linked, {:.4} with them; padding {} bytes as linked",
+            caps.growth, before, after, caps.choice.padding
+        );
+        names = caps.names;
+    } else {
+        for i in sediment_sim::align::choose(&rec.unit_ranges(), boundary, args.align, budget) {
+            let name = &recorded.names[i];
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
         }
     }
     let mut order = sediment_profile::FunctionOrder {
@@ -371,7 +376,7 @@ fn select(
     order.meta.insert("boundary".into(), boundary.to_string());
     crate::fsio::write_atomic(out, order.to_text().as_bytes())?;
     eprintln!(
-        "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}",
+        "sediment align: {} functions to align to {} bytes (budget {budget} bytes, {}% of {code}), written to {}{note}",
         names.len(),
         boundary,
         args.max_growth,
@@ -396,62 +401,6 @@ fn select(
         vec![(format!("all {boundary}"), Aligned::All(boundary)), chosen]
     };
     report(args, binary, &plan)
-}
-
-/// Per object, in the order given: the unit starting its code (the lowest-addressed of its
-/// functions in a plain `.text.NAME` section: gcc's `.text.unlikely`, `.text.startup`,
-/// `.text.hot` and `.text.exit` pieces are placed apart by the linker) and the executed bytes of
-/// all its functions in the recorded run. Objects none of whose functions is in the binary are
-/// left out.
-fn object_starts(
-    objects: &[PathBuf],
-    recorded: &crate::pipeline::measure::Recorded,
-) -> Result<Vec<(usize, u128)>> {
-    const APART: [&str; 4] = [".text.unlikely", ".text.startup", ".text.hot", ".text.exit"];
-    let rec = &recorded.recording;
-    let starts = rec.starts();
-    let mut weight = vec![0u128; starts.len()];
-    for (u, _, len, count) in rec.unit_ranges() {
-        if let Some(w) = weight.get_mut(u as usize) {
-            *w += u128::from(len) * u128::from(count);
-        }
-    }
-    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
-    for (i, n) in recorded.names.iter().enumerate() {
-        by_name.entry(n.as_str()).or_default().push(i);
-    }
-    let mut groups = Vec::new();
-    for path in objects {
-        let data = crate::fsio::read_bytes(path)?;
-        let shown = path.display().to_string();
-        let files = sediment_elf::objects::read_objects(&shown, &data)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        for o in &files {
-            let mut first: Option<usize> = None;
-            let mut w = 0u128;
-            for f in &o.functions {
-                let Some(units) = by_name.get(f.name.as_str()) else {
-                    continue;
-                };
-                // A local name may be in several objects: its units all count, as `--select`
-                // aligns every function of a chosen name.
-                w += units.iter().map(|&u| weight[u]).sum::<u128>();
-                // A name of several functions cannot say where this object's code is.
-                if units.len() > 1 || APART.iter().any(|p| f.section.starts_with(p)) {
-                    continue;
-                }
-                for &u in units {
-                    if first.map_or(true, |x| starts[u] < starts[x]) {
-                        first = Some(u);
-                    }
-                }
-            }
-            if let Some(u) = first {
-                groups.push((u, w));
-            }
-        }
-    }
-    Ok(groups)
 }
 
 /// `--apply`: writes the aligned copies of the objects and prints their paths.

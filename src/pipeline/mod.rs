@@ -10,6 +10,7 @@
 //! found (warnings included) and its caller decides how to show it. The verbs in [`crate::cli`],
 //! the demo, the linker shims and the bench all call these functions.
 
+pub mod align;
 pub mod bundle;
 pub mod import;
 pub mod link;

@@ -348,3 +348,161 @@ fn align_bad_input_is_one_line() {
         &["--boundary"],
     );
 }
+
+/// Two objects. `a.s`: `_start` (28 bytes: 1000 calls of `h1` and `h2`, then `exit`) and `g`
+/// (16 bytes, never run); `b.s`: `c1` (0xfb0 bytes) and `c2` (0x40), never run, then `h1` and
+/// `h2` (48 bytes each, run 1000 times). Linked static at 0x401000: `_start` +0, `g` +0x20,
+/// `c1` +0x30, `c2` +0xfe0, `h1` +0x1020, `h2` +0x1050; 0x1080 bytes of code.
+const CAPS_A: &str = "\
+.section .text._start,\"ax\",@progbits
+.globl _start
+.type _start,@function
+.p2align 4
+_start:
+  mov $1000, %ecx
+1:
+  call h1
+  call h2
+  dec %ecx
+  jnz 1b
+  mov $60, %eax
+  xor %edi, %edi
+  syscall
+.size _start, .-_start
+.section .text.g,\"ax\",@progbits
+.globl g
+.type g,@function
+.p2align 4
+g:
+  .fill 15, 1, 0x90
+  ret
+.size g, .-g
+.section .note.GNU-stack,\"\",@progbits
+";
+
+const CAPS_B: &str = "\
+.section .text.c1,\"ax\",@progbits
+.globl c1
+.type c1,@function
+.p2align 4
+c1:
+  .fill 0xfaf, 1, 0x90
+  ret
+.size c1, .-c1
+.section .text.c2,\"ax\",@progbits
+.globl c2
+.type c2,@function
+.p2align 4
+c2:
+  .fill 0x3f, 1, 0x90
+  ret
+.size c2, .-c2
+.section .text.h1,\"ax\",@progbits
+.globl h1
+.type h1,@function
+.p2align 4
+h1:
+  .fill 47, 1, 0x90
+  ret
+.size h1, .-h1
+.section .text.h2,\"ax\",@progbits
+.globl h2
+.type h2,@function
+.p2align 4
+h2:
+  .fill 47, 1, 0x90
+  ret
+.size h2, .-h2
+.section .note.GNU-stack,\"\",@progbits
+";
+
+#[test]
+fn align_capsules_at_the_cheapest_protecting_boundary() {
+    // Growth at the end of a.o's code (`g`) moves `h1` and `h2` against `_start`. A capsule
+    // at `c1`, `c2` or `h1` protects both; on a 4 KiB boundary they need 4048, 32 and 4064
+    // bytes of padding: `c2` is chosen (1% of the 4224 bytes of code is 42). Given the objects
+    // instead of `--grow-after`, growth at each object's end gives the same choice (growth
+    // after `h2` moves nothing). Applied, `c2` starts at 0x402000 with every linker, `h1` and
+    // `h2` 32 bytes later than linked, and the code grows by 32 bytes. At 0.5% (21 bytes) no
+    // capsule fits.
+    require!("gcc", "valgrind", "ld.lld", "ld.gold", "ld.bfd");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.s"), CAPS_A).unwrap();
+    std::fs::write(d.join("b.s"), CAPS_B).unwrap();
+    run(d, "gcc", &["-c", "a.s", "-o", "a.o"]);
+    run(d, "gcc", &["-c", "b.s", "-o", "b.o"]);
+    link(d, None, &["a.o", "b.o"], "caps");
+    let names = ["_start", "g", "c1", "c2", "h1", "h2"];
+    let linked = starts(&d.join("caps"), &names);
+    let rel: Vec<u64> = linked.iter().map(|a| a - linked[0]).collect();
+    assert_eq!(rel, [0, 0x20, 0x30, 0xfe0, 0x1020, 0x1050]);
+    assert_eq!(linked[0] % 4096, 0);
+    let chosen_names = |file: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(d.join(file)).unwrap();
+        assert!(text.contains("meta boundary 4096\n"), "{text}");
+        text.lines()
+            .filter(|l| !l.starts_with("sediment-order") && !l.starts_with("meta "))
+            .map(str::to_string)
+            .collect()
+    };
+    let select = |file: &str, growth: &str, extra: &[&str]| {
+        let mut a = vec![
+            "align",
+            "--binary",
+            "caps",
+            "--select",
+            file,
+            "--capsules",
+            "--max-growth",
+            growth,
+            "--shifts",
+            "1",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        a.push("--");
+        json(&sediment(d, &a))
+    };
+    let v = select("by-growth", "1", &["--grow-after", "g"]);
+    assert_eq!(chosen_names("by-growth"), ["c2 -"]);
+    assert_eq!(v["rows"][1]["align"], "capsules 4096");
+    assert_eq!(v["rows"][1]["code_bytes"], 0x1080 + 32);
+    select("by-objects", "1", &["a.o", "b.o"]);
+    assert_eq!(chosen_names("by-objects"), ["c2 -"]);
+    select("none", "0.5", &["--grow-after", "g"]);
+    assert!(chosen_names("none").is_empty());
+
+    let out = sediment(
+        d,
+        &[
+            "align",
+            "--apply",
+            "by-objects",
+            "-o",
+            "capsuled",
+            "a.o",
+            "b.o",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for ld in ["lld", "gold", "bfd"] {
+        let name = format!("caps-{ld}");
+        link(
+            d,
+            Some(ld),
+            &["capsuled/0000-a.o", "capsuled/0001-b.o"],
+            &name,
+        );
+        let s = starts(&d.join(&name), &names);
+        let rel: Vec<u64> = s.iter().map(|a| a - s[0]).collect();
+        assert_eq!(rel, [0, 0x20, 0x30, 0x1000, 0x1040, 0x1070], "{ld}");
+        assert_eq!(s[3] % 4096, 0, "{ld}");
+        let status = std::process::Command::new(d.join(&name)).status().unwrap();
+        assert!(status.success(), "{ld}");
+    }
+}

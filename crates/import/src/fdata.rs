@@ -60,7 +60,8 @@
 //! functions; BOLT itself is the tool for what happens inside them.
 
 use crate::Error;
-use sediment_profile::{quote, FuncKey, Meta, Profile, ProfileBuilder};
+use sediment_profile::{quote, FuncId, FuncKey, Meta, Profile, ProfileBuilder};
+use std::fmt::Write as _;
 
 /// Value of `meta source` in profiles read from fdata.
 pub const SOURCE: &str = "fdata";
@@ -169,6 +170,7 @@ fn read_capped(path: &str, text: &str, binary: &str, budget: u64) -> Result<Prof
                 total = total.saturating_add(n);
                 if let Some(key) = at.key {
                     builder.add_self(&key, n);
+                    builder.add_sample(&key, at.offset, n);
                 }
             }
             _ => {
@@ -318,17 +320,33 @@ fn spell(key: &FuncKey) -> Option<(u8, String)> {
 pub struct Written {
     /// The fdata text (`no_lbr` form).
     pub text: String,
-    /// Sample lines written (functions with self weight).
+    /// Functions written (those with self weight or samples).
     pub functions: usize,
+    /// Of those, functions written at their instruction offsets (from the profile's samples);
+    /// the others are one sample at offset 0 with their self weight.
+    pub with_offsets: usize,
+    /// Sample lines written at instruction offsets.
+    pub offsets: usize,
     /// Functions with self weight left out because their key could not be spelled in fdata.
     pub skipped_functions: usize,
 }
 
-/// Writes `profile`'s self weights as `no_lbr` fdata (see the module docs). Lines follow the
-/// profile's canonical function order, so equal profiles give identical text.
+/// The event name BOLT is told for a profile's `meta event` when samples are written at
+/// instruction offsets: callgrind's `Ir` (instructions executed) is named `instructions`, the
+/// name that makes BOLT divide a block's samples by its instruction count, which turns
+/// per-instruction execution counts into the block's execution count. Other events keep
+/// their name.
+pub const INSTRUCTIONS_EVENT: &str = "instructions";
+
+/// Writes `profile` as `no_lbr` fdata (see the module docs). Lines follow the profile's
+/// canonical function order, then offset order, so equal profiles give identical text.
 pub fn write(profile: &Profile) -> Written {
     let mut text = String::from("no_lbr");
-    if let Some(event) = &profile.meta.event {
+    let ir = profile.meta.event.as_deref() == Some("Ir");
+    if ir && !profile.samples.is_empty() {
+        text.push(' ');
+        text.push_str(INSTRUCTIONS_EVENT);
+    } else if let Some(event) = &profile.meta.event {
         // `read` joins the header's event names with commas; split them back.
         if event.split(',').all(writable) {
             for name in event.split(',') {
@@ -338,19 +356,34 @@ pub fn write(profile: &Profile) -> Written {
         }
     }
     text.push('\n');
-    let (mut functions, mut skipped_functions) = (0, 0);
-    for f in profile.functions.iter().filter(|f| f.self_weight > 0) {
+    let (mut functions, mut skipped_functions, mut with_offsets, mut offsets) = (0, 0, 0, 0);
+    for (i, f) in profile.functions.iter().enumerate() {
+        let samples = profile.samples_of(i as FuncId);
+        if f.self_weight == 0 && samples.is_empty() {
+            continue;
+        }
         let Some((flag, name)) = spell(&f.key) else {
             skipped_functions += 1;
             continue;
         };
-        let w = f.self_weight.min(i64::MAX as u64);
-        text.push_str(&format!("{flag} {name} 0 {w}\n"));
         functions += 1;
+        if samples.is_empty() {
+            let w = f.self_weight.min(i64::MAX as u64);
+            let _ = writeln!(text, "{flag} {name} 0 {w}");
+            continue;
+        }
+        with_offsets += 1;
+        for s in samples {
+            let w = s.weight.min(i64::MAX as u64);
+            let _ = writeln!(text, "{flag} {name} {:x} {w}", s.offset);
+            offsets += 1;
+        }
     }
     Written {
         text,
         functions,
+        with_offsets,
+        offsets,
         skipped_functions,
     }
 }

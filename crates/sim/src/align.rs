@@ -14,7 +14,9 @@
 //! that are not alignment padding (they are dropped).
 //!
 //! Selective alignment is the same placement with one alignment per function: the chosen ones
-//! start on a line (64) or a line pair (128), the others keep a small default.
+//! start on a line (64) or a line pair (128), the others keep a small default. Capsules
+//! ([`capsules`]) are functions started on a 4 KiB boundary, chosen so that growth earlier in
+//! the code moves as little executed code against the rest as a padding budget allows.
 //!
 //! **Noise.** An I1 miss count moves by several percent when the code moves by a few bytes
 //! (`docs/design/statistics.md`). Each layout is therefore also placed from starts moved by
@@ -173,80 +175,236 @@ pub fn choose(
 /// it keeps every line in its cache set and every line offset.
 pub const CAPSULE_BOUNDARY: u64 = 4096;
 
-/// Capsule boundaries: functions to start on a [`CAPSULE_BOUNDARY`] so that code growing or
-/// shrinking before one of them moves the code after it by whole multiples of the boundary,
-/// which changes no cache set and no line offset. Growth in the cold code between two
-/// executed functions changes where the executed code after it sits against the executed code
-/// before it, which is what makes miss counts jump; a capsule starting at the executed function
-/// right after that cold stretch absorbs any growth inside it. Returns unit indices in address
-/// order.
+/// Smallest share of the damage as linked one capsule must remove to be chosen.
+pub const MIN_CAPSULE_GAIN: f64 = 0.001;
+
+/// Most capsules [`capsules`] chooses.
+pub const MAX_CAPSULES: usize = 64;
+
+/// What [`capsules`] chooses from: the units (functions, and code between them) of a linked
+/// binary in address order, what ran, where code may grow, and the budget.
+#[derive(Debug, Clone, Copy)]
+pub struct CapsuleProblem<'a> {
+    /// Start of every unit as linked, increasing.
+    pub starts: &'a [u64],
+    /// Executed weight of every unit (bytes fetched, count x length, or any measure of how
+    /// much the unit's place matters to the cache).
+    pub hot: &'a [f64],
+    /// Executed weight outside the units (shared libraries, the loader), on the same scale:
+    /// code that never moves with the binary's.
+    pub outside: f64,
+    /// Whether a capsule may start at each unit (it can be aligned on its own).
+    pub candidate: &'a [bool],
+    /// Where code grows: `(unit, weight)`, the unit whose end grows and how likely a change
+    /// lands there (e.g. the bytes of code it stands for).
+    pub growth: &'a [(usize, f64)],
+    /// The capsule boundary ([`CAPSULE_BOUNDARY`]).
+    pub boundary: u64,
+    /// Most bytes of padding the capsules may add to the binary as linked.
+    pub budget: u64,
+}
+
+/// What [`capsules`] chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapsuleChoice {
+    /// Units starting a capsule, in address order.
+    pub units: Vec<usize>,
+    /// Bytes of padding they add to the binary as linked.
+    pub padding: u64,
+    /// Expected movement of the hot code under the growth, as linked and with the capsules
+    /// ([`capsule_damage`], 0 to 0.25).
+    pub damage: (f64, f64),
+}
+
+/// Capsule boundaries chosen for stability: units to start on a `boundary` (4 KiB: one way of
+/// the L1 I-caches and a page) so that code growing before one of them moves the code after
+/// it by whole multiples of the boundary, which changes no cache set and no line offset.
 ///
-/// With `n` = `budget / (boundary - rest)` capsules affordable (worst-case padding each), the
-/// capsules start at the executed functions after the `n` largest stretches of code without
-/// executed functions (the one before the first executed function counts from the first
-/// unit's start), the bytes where an unrelated change is most likely to land; ties go to the
-/// earlier stretch. `starts` and `sizes` are every unit's, `ranges` as [`choose`] takes them.
-/// Empty when the budget affords none or nothing ran.
-pub fn capsules(
-    ranges: &[(u32, u64, u64, u64)],
-    starts: &[u64],
-    sizes: &[u64],
-    boundary: u64,
-    rest: u64,
-    budget: u64,
-) -> Vec<usize> {
-    let Some(n) = capsules_affordable(boundary, rest, budget) else {
-        return Vec::new();
-    };
-    let executed: std::collections::BTreeSet<usize> = ranges
-        .iter()
-        .filter(|r| r.3 > 0 && (r.0 as usize) < starts.len().min(sizes.len()))
-        .map(|r| r.0 as usize)
-        .collect();
-    let Some(&base) = starts.first() else {
-        return Vec::new();
-    };
-    // (cold bytes before it, unit) for every executed unit, address order.
-    let mut gaps: Vec<(u64, usize)> = Vec::with_capacity(executed.len());
-    let mut end = base;
-    for &u in &executed {
-        gaps.push((starts[u].saturating_sub(end), u));
-        end = end.max(starts[u].saturating_add(sizes[u]));
+/// Growth at the end of unit `p` moves the code from `p + 1` to the first capsule after `p`
+/// (the end of the code when there is none) against everything else: the code before `p`, the
+/// code after that capsule, and the code outside the binary. What makes miss counts jump is
+/// hot code that moves against hot code that stays, so the damage of the growth is the pairs
+/// it separates, `M * (T - M)`, with `M` the hot weight that moves and `T` all the hot weight,
+/// outside included (both as shares of `T`); [`capsule_damage`] sums it over the growth sites
+/// by their weights. The chooser is greedy: each step adds the candidate that lowers the damage
+/// most among those whose padding still fits the budget (ties: less padding, then the earlier
+/// unit), until no candidate lowers it. Among candidates that protect the same hot code (the
+/// cold starts between a growth site and the next hot unit) the one needing the least padding
+/// wins.
+///
+/// The padding of a capsule is what it needs in the binary as linked (with the capsules
+/// already chosen in place), `0` to `boundary - 1` bytes; a capsule whose padding fits in the
+/// gap before the next capsule adds nothing to the code's end. Later growth before a capsule
+/// eats into its gap; once the gap is used up the capsule moves by a whole boundary (still
+/// protecting what follows, at up to `boundary` more bytes).
+pub fn capsules(p: &CapsuleProblem<'_>) -> CapsuleChoice {
+    let n = p.starts.len().min(p.hot.len());
+    let hot_in: f64 = p.hot[..n].iter().map(|h| h.max(0.0)).sum();
+    let total = hot_in + p.outside.max(0.0);
+    let mut chosen: Vec<usize> = Vec::new();
+    if n == 0 || total <= 0.0 || p.boundary <= 1 {
+        return CapsuleChoice {
+            units: chosen,
+            padding: 0,
+            damage: (0.0, 0.0),
+        };
     }
-    gaps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut out: Vec<usize> = gaps.into_iter().take(n).map(|(_, u)| u).collect();
-    out.sort_unstable();
-    out
-}
-
-/// How many capsules `budget` bytes afford when each costs up to `boundary - rest` bytes of
-/// padding; `None` when a boundary costs nothing to reach (`boundary <= rest`: no capsule).
-fn capsules_affordable(boundary: u64, rest: u64, budget: u64) -> Option<usize> {
-    (boundary > rest).then(|| (budget / (boundary - rest)) as usize)
-}
-
-/// Capsule boundaries at object starts: `groups` holds, per object, the unit that starts its
-/// code (its first function in address order) and the object's executed bytes; the `n`
-/// objects with the most executed bytes (ties: the earlier group) get a capsule at their
-/// start, `n` = `budget / (boundary - rest)`. A change anywhere in the objects before a capsule
-/// then moves that object's code and all after it up to the next capsule by whole multiples of
-/// the boundary. Returns unit indices, sorted.
-pub fn capsules_at_objects(
-    groups: &[(usize, u128)],
-    boundary: u64,
-    rest: u64,
-    budget: u64,
-) -> Vec<usize> {
-    let Some(n) = capsules_affordable(boundary, rest, budget) else {
-        return Vec::new();
+    // Prefix sums over units: hot share before unit i, and per growth site (by unit) the sums
+    // of w, w*x and w*x^2 with x the hot share before the site's next unit.
+    let mut pre = vec![0.0f64; n + 1];
+    for i in 0..n {
+        pre[i + 1] = pre[i] + p.hot[i].max(0.0) / total;
+    }
+    let mut site = vec![(0.0f64, 0.0f64, 0.0f64); n + 1];
+    for &(u, w) in p.growth {
+        if u < n && w > 0.0 {
+            let x = pre[u + 1];
+            site[u + 1].0 += w;
+            site[u + 1].1 += w * x;
+            site[u + 1].2 += w * x * x;
+        }
+    }
+    let wsum: f64 = site.iter().map(|s| s.0).sum();
+    if wsum <= 0.0 {
+        return CapsuleChoice {
+            units: chosen,
+            padding: 0,
+            damage: (0.0, 0.0),
+        };
+    }
+    for i in 0..n {
+        site[i + 1].0 = site[i].0 + site[i + 1].0 / wsum;
+        site[i + 1].1 = site[i].1 + site[i + 1].1 / wsum;
+        site[i + 1].2 = site[i].2 + site[i + 1].2 / wsum;
+    }
+    // Damage of the sites at units lo..hi whose moved code ends at the hot share `a`:
+    // sum of w * (a - x) * (1 - a + x) = a(1-a) W0 + (2a-1) W1 - W2.
+    let span = |lo: usize, hi: usize, a: f64| -> f64 {
+        let w0 = site[hi].0 - site[lo].0;
+        let w1 = site[hi].1 - site[lo].1;
+        let w2 = site[hi].2 - site[lo].2;
+        a * (1.0 - a) * w0 + (2.0 * a - 1.0) * w1 - w2
     };
-    let mut ranked: Vec<(usize, &(usize, u128))> =
-        groups.iter().enumerate().filter(|(_, g)| g.1 > 0).collect();
-    ranked.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
-    let mut out: Vec<usize> = ranked.into_iter().take(n).map(|(_, g)| g.0).collect();
-    out.sort_unstable();
-    out.dedup();
-    out
+    let damage_of = |caps: &[usize]| -> f64 {
+        let mut d = 0.0;
+        let mut lo = 0;
+        for &c in caps.iter().chain(std::iter::once(&n)) {
+            d += span(lo, c, pre[c]);
+            lo = c;
+        }
+        d.max(0.0)
+    };
+    let before = damage_of(&[]);
+    let eps = before * 1e-9;
+    // A capsule must remove at least this much of the damage as linked: each one may cost a
+    // whole boundary in a later build, so a negligible gain does not pay.
+    let worth = before * MIN_CAPSULE_GAIN;
+    let starts = &p.starts[..n];
+    let b = p.boundary;
+    let pad_at = |s: u64| align_up(s, b).saturating_sub(s);
+    let mut spent = 0u64;
+    loop {
+        // Padding of every chosen capsule, each with the ones before it in place.
+        let mut pads: Vec<u64> = Vec::with_capacity(chosen.len());
+        let mut s = 0u64;
+        for &c in &chosen {
+            let pd = pad_at(starts[c].saturating_add(s));
+            pads.push(pd);
+            s = s.saturating_add(pd);
+        }
+        let mut best: Option<(f64, u64, usize)> = None;
+        let mut k = 0; // chosen[..k] are before u
+        let mut shift = 0u64; // their padding: how far u has moved
+        for u in 0..n {
+            while k < chosen.len() && chosen[k] < u {
+                shift = shift.saturating_add(pads[k]);
+                k += 1;
+            }
+            if !p.candidate.get(u).copied().unwrap_or(false) || chosen.get(k) == Some(&u) {
+                continue;
+            }
+            let lo = if k > 0 { chosen[k - 1] } else { 0 };
+            let next = chosen.get(k).copied().unwrap_or(n);
+            // Sites lo..u moved the code up to `next`; with u they move it up to u.
+            let gain = span(lo, u, pre[next]) - span(lo, u, pre[u]);
+            if gain <= worth.max(eps) {
+                continue;
+            }
+            let pad = pad_at(starts[u].saturating_add(shift));
+            let cost = match pads.get(k) {
+                None => pad,
+                Some(&gap) if pad <= gap => 0,
+                Some(_) => b,
+            };
+            if spent.saturating_add(cost) > p.budget {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((g, c, _)) => gain > g + eps || (gain >= g - eps && cost < c),
+            };
+            if better {
+                best = Some((gain, cost, u));
+            }
+        }
+        let Some((_, cost, u)) = best else { break };
+        if chosen.len() >= MAX_CAPSULES {
+            break;
+        }
+        spent = spent.saturating_add(cost);
+        let at = chosen.partition_point(|&c| c < u);
+        chosen.insert(at, u);
+    }
+    let padding = capsule_padding(starts, &chosen, b);
+    CapsuleChoice {
+        damage: (before, damage_of(&chosen)),
+        units: chosen,
+        padding,
+    }
+}
+
+/// Bytes of padding that starting `units` (sorted) on `boundary` adds to code whose units
+/// start at `starts`: the end of the code moves by the sum of the capsules' paddings, each
+/// computed with the capsules before it in place.
+pub fn capsule_padding(starts: &[u64], units: &[usize], boundary: u64) -> u64 {
+    let mut shift = 0u64;
+    for &u in units {
+        let Some(&s) = starts.get(u) else { continue };
+        let at = s.saturating_add(shift);
+        shift = shift.saturating_add(align_up(at, boundary) - at);
+    }
+    shift
+}
+
+/// The damage [`capsules`] minimises for a set of capsule units (sorted): over the growth
+/// sites (weights normalised to 1), the share of hot weight moved `M` times the share left in
+/// place `1 - M`. 0: no growth moves hot code against other hot code; 0.25 at most.
+pub fn capsule_damage(p: &CapsuleProblem<'_>, units: &[usize]) -> f64 {
+    let n = p.starts.len().min(p.hot.len());
+    let hot_in: f64 = p.hot[..n].iter().map(|h| h.max(0.0)).sum();
+    let total = hot_in + p.outside.max(0.0);
+    let wsum: f64 = p
+        .growth
+        .iter()
+        .filter(|g| g.0 < n)
+        .map(|g| g.1.max(0.0))
+        .sum();
+    if total <= 0.0 || wsum <= 0.0 {
+        return 0.0;
+    }
+    let mut pre = vec![0.0f64; n + 1];
+    for i in 0..n {
+        pre[i + 1] = pre[i] + p.hot[i].max(0.0) / total;
+    }
+    p.growth
+        .iter()
+        .filter(|g| g.0 < n && g.1 > 0.0)
+        .map(|&(s, w)| {
+            let next = units.iter().copied().find(|&c| c > s).unwrap_or(n);
+            let m = pre[next] - pre[s + 1];
+            w / wsum * m * (1.0 - m)
+        })
+        .sum()
 }
 
 /// One row of a sweep: a layout, the code size it gives, and its metrics over the shifts.
@@ -472,33 +630,98 @@ fn num(v: f64) -> String {
 mod tests {
     use super::*;
 
-    // Capsules by hand: units of 100 bytes at 0, 100, ..., 900; units 2, 5, 6 and 9 ran.
-    // Cold stretches before them: 200, 200 (300..500), 0, 200: two capsules go to the
-    // earliest of the largest (2 and 5), three to 2, 5 and 9, none without the budget.
-    // Object capsules: the budget pays for one, two or none; the most executed objects get
-    // them, objects that did not run never.
+    // Ten units of 0x100 bytes from 0xfd00; units 5 and 6 ran (weight 1 each), the shared
+    // libraries as much as both (2): growth at the end of unit 1 moves half the hot weight
+    // against the other half, damage 0.5 * 0.5 = 0.25. Units 2 to 5 protect all of it; unit 3
+    // sits at 0x10000 (no padding), so it is chosen even at a budget of 0. Moved to 0x10000,
+    // unit 3 needs 3328 bytes and unit 5, the cheapest of the four, 2816: chosen at 3000, and
+    // at 2600 only unit 6 fits (2560 bytes), protecting unit 6 alone: damage 0.25 * 0.75.
     #[test]
-    fn capsules_at_the_most_executed_objects() {
-        let g = [(0, 10), (7, 500), (12, 0), (20, 80)];
-        assert_eq!(capsules_at_objects(&g, 4096, 16, 4080), [7]);
-        assert_eq!(capsules_at_objects(&g, 4096, 16, 2 * 4080), [7, 20]);
-        assert_eq!(capsules_at_objects(&g, 4096, 16, 9 * 4080), [0, 7, 20]);
-        assert!(capsules_at_objects(&g, 4096, 16, 100).is_empty());
+    fn capsules_protect_the_hot_code_at_the_least_padding() {
+        let hot = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0];
+        let cand = [true; 10];
+        let growth = [(1usize, 1.0)];
+        let at = |base: u64, budget: u64| {
+            let starts: Vec<u64> = (0..10).map(|i| base + i * 0x100).collect();
+            capsules(&CapsuleProblem {
+                starts: &starts,
+                hot: &hot,
+                outside: 2.0,
+                candidate: &cand,
+                growth: &growth,
+                boundary: 4096,
+                budget,
+            })
+        };
+        let c = at(0xfd00, 0);
+        assert_eq!(c.units, [3]);
+        assert_eq!(c.padding, 0);
+        assert_eq!(c.damage, (0.25, 0.0));
+        let c = at(0x10000, 3000);
+        assert_eq!((c.units.as_slice(), c.padding), (&[5][..], 2816));
+        let c = at(0x10000, 2600);
+        assert_eq!((c.units.as_slice(), c.padding), (&[6][..], 2560));
+        assert!((c.damage.1 - 0.1875).abs() < 1e-12);
+        assert!(at(0x10000, 2000).units.is_empty());
+        // A unit that may not be aligned is never chosen.
+        let only = [
+            false, false, false, false, false, true, false, false, false, false,
+        ];
+        let starts: Vec<u64> = (0..10).map(|i| 0xfd00 + i * 0x100).collect();
+        let c = capsules(&CapsuleProblem {
+            starts: &starts,
+            hot: &hot,
+            outside: 2.0,
+            candidate: &only,
+            growth: &growth,
+            boundary: 4096,
+            budget: 4096,
+        });
+        assert_eq!((c.units.as_slice(), c.padding), (&[5][..], 3584));
     }
 
+    // Growth everywhere (every unit's end, weight 1): two hot units, 2 and 7, nothing
+    // outside; unit i at 0x10000 + i * 0xff0, so a capsule at unit i alone needs 16 * i
+    // bytes. Growth at units 2 to 6 moves unit 7 against unit 2: damage 5/10 * 0.25. A capsule
+    // at 7 ends that but makes growth at units 0 and 1 move unit 2 against unit 7 (0.05 left);
+    // a second one at 2 then costs nothing (its 32 bytes fit in the 112 before unit 7): both,
+    // damage 0, 112 bytes. At 100 bytes unit 7 does not fit; unit 6 (96 bytes) leaves growth
+    // at unit 6 moving unit 7 (0.025), and unit 2 again comes free.
     #[test]
-    fn capsules_follow_the_largest_cold_stretches() {
-        let starts: Vec<u64> = (0..10).map(|i| i * 100).collect();
-        let sizes = vec![100; 10];
-        let r = [(2, 0, 10, 10), (5, 0, 50, 2), (6, 4, 10, 1), (9, 0, 1, 100)];
-        assert_eq!(capsules(&r, &starts, &sizes, 4096, 16, 2 * 4080), [2, 5]);
-        assert_eq!(capsules(&r, &starts, &sizes, 4096, 16, 3 * 4080), [2, 5, 9]);
-        assert!(capsules(&r, &starts, &sizes, 4096, 16, 4079).is_empty());
-        assert_eq!(
-            capsules(&r, &starts, &sizes, 4096, 16, 9 * 4080),
-            [2, 5, 6, 9]
-        );
-        assert!(capsules(&[], &starts, &sizes, 4096, 16, 1 << 20).is_empty());
+    fn capsules_against_growth_anywhere() {
+        let mut hot = [0.0; 10];
+        hot[2] = 1.0;
+        hot[7] = 1.0;
+        let starts: Vec<u64> = (0..10).map(|i| 0x10000 + i * 0xff0).collect();
+        let growth: Vec<(usize, f64)> = (0..10).map(|i| (i, 1.0)).collect();
+        let p = |budget| CapsuleProblem {
+            starts: &starts,
+            hot: &hot,
+            outside: 0.0,
+            candidate: &[true; 10],
+            growth: &growth,
+            boundary: 4096,
+            budget,
+        };
+        assert!((capsule_damage(&p(0), &[]) - 0.125).abs() < 1e-12);
+        assert!((capsule_damage(&p(0), &[3]) - 0.15).abs() < 1e-12);
+        let c = capsules(&p(112));
+        assert_eq!((c.units.as_slice(), c.padding), (&[2, 7][..], 112));
+        assert!((c.damage.0 - 0.125).abs() < 1e-12);
+        assert!(c.damage.1.abs() < 1e-12);
+        let c = capsules(&p(100));
+        assert_eq!((c.units.as_slice(), c.padding), (&[2, 6][..], 96));
+        assert!((c.damage.1 - 0.025).abs() < 1e-12);
+        assert!((capsule_damage(&p(0), &c.units) - 0.025).abs() < 1e-12);
+        // At 95 bytes the best single capsule is unit 5 (80 bytes): growth at 5 and 6 still
+        // moves unit 7 (0.05 left), and unit 2 comes free again.
+        let c = capsules(&p(95));
+        assert_eq!((c.units.as_slice(), c.padding), (&[2, 5][..], 80));
+        assert!((c.damage.1 - 0.05).abs() < 1e-12);
+        // Padding with the capsules before in place: unit 3 needs 48 bytes, then unit 5
+        // (0x14fb0 + 48 = 0x14fe0) 32 more.
+        assert_eq!(capsule_padding(&starts, &[3, 5], 4096), 80);
+        assert_eq!(capsule_padding(&starts, &[], 4096), 0);
     }
 
     // Functions of 10, 40 and 7 bytes from 0x1000: packed at alignment 1, rounded at 16

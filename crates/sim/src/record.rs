@@ -351,6 +351,23 @@ impl Recording {
         v
     }
 
+    /// Share of the kept fetched bytes that fell outside every unit (shared libraries, the
+    /// loader, code without a symbol): 0 to 1, 0 when nothing was kept.
+    pub fn outside_share(&self) -> f64 {
+        let (mut out, mut all) = (0u64, 0u64);
+        for e in &self.events {
+            all = all.saturating_add(u64::from(e.len));
+            if e.unit == ABSOLUTE {
+                out = out.saturating_add(u64::from(e.len));
+            }
+        }
+        if all == 0 {
+            0.0
+        } else {
+            out as f64 / all as f64
+        }
+    }
+
     /// Executed bytes (count x length, summed) of every unit over the whole run.
     pub fn unit_weights(&self) -> Vec<u128> {
         let mut w = vec![0u128; self.starts.len()];
@@ -640,6 +657,8 @@ mod tests {
             ]
         );
         assert_eq!(r.unit_weights(), vec![0x10, 0x10]);
+        // 0xfc0 + 0x10 of 0xfe0 fetched bytes fell outside the functions.
+        assert!((r.outside_share() - 0xfd0 as f64 / 0xff0 as f64).abs() < 1e-12);
         // A straight run longer than the cap is cut into pieces of the cap.
         let mut r = Recording::new(vec![0], vec![3 * MAX_RANGE_LEN], 1 << 20).unwrap();
         r.push(0, 2 * MAX_RANGE_LEN + 1);

@@ -1,0 +1,121 @@
+//! The `align` stage's capsule choice: from a recorded run and, optionally, the program's
+//! objects, the inputs of `sediment_sim::align::capsules` (each unit's executed weight, the
+//! weight outside the binary, where a capsule may start, where code may grow) and its choice
+//! by name.
+//!
+//! Where code grows: the function named by `--grow-after`; else, given the objects, the end of
+//! each object's code (weighted by its code bytes: a change is likelier in a larger object);
+//! else the end of every function (weighted by its size). A capsule may start at a function
+//! whose name no other function of the binary has (a chosen name aligns every function of that
+//! name) and, given the objects, that sits in a section of its own that the linker keeps with
+//! the object's code (gcc's `.text.unlikely`, `.text.startup`, `.text.hot` and `.text.exit`
+//! pieces are placed apart).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use sediment_sim::align::{CapsuleChoice, CapsuleProblem};
+
+use super::measure::Recorded;
+
+/// Input-section prefixes that GNU ld's default script places apart from the object's code.
+const APART: [&str; 4] = [".text.unlikely", ".text.startup", ".text.hot", ".text.exit"];
+
+/// The capsules chosen, by name.
+#[derive(Debug, Clone)]
+pub struct Capsules {
+    /// Names of the functions starting a capsule, in address order.
+    pub names: Vec<String>,
+    /// The choice (units, padding as linked, damage before and after).
+    pub choice: CapsuleChoice,
+    /// Where the growth was taken to happen, for the user: a short description.
+    pub growth: String,
+}
+
+/// Chooses capsule boundaries (`boundary` bytes, at most `budget` bytes of padding as linked)
+/// for the run `recorded`, against growth after `grow_after` or, without it, at every object's
+/// end (given `objects`) or every function's end.
+pub fn capsules(
+    recorded: &Recorded,
+    objects: &[PathBuf],
+    grow_after: Option<&str>,
+    boundary: u64,
+    budget: u64,
+) -> Result<Capsules> {
+    let _t = super::timings::stage("align");
+    let rec = &recorded.recording;
+    let names = &recorded.names;
+    let starts = rec.starts();
+    let sizes = rec.sizes();
+    let hot: Vec<f64> = rec.unit_weights().iter().map(|&w| w as f64).collect();
+    let inside: f64 = hot.iter().sum();
+    let share = rec.outside_share().clamp(0.0, 0.999);
+    let outside = inside * share / (1.0 - share);
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, n) in names.iter().enumerate() {
+        by_name.entry(n.as_str()).or_default().push(i);
+    }
+    let unique = |n: &str| by_name.get(n).filter(|u| u.len() == 1).map(|u| u[0]);
+    let mut candidate: Vec<bool> = names.iter().map(|n| unique(n).is_some()).collect();
+    let mut growth: Vec<(usize, f64)> = Vec::new();
+    let mut described = String::new();
+    if !objects.is_empty() {
+        candidate = vec![false; names.len()];
+        for path in objects {
+            let data = crate::fsio::read_bytes(path)?;
+            let shown = path.display().to_string();
+            let files = sediment_elf::objects::read_objects(&shown, &data)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            for o in &files {
+                let mut last: Option<usize> = None;
+                let mut bytes = 0u64;
+                for f in &o.functions {
+                    if APART.iter().any(|p| f.section.starts_with(p)) {
+                        continue;
+                    }
+                    let Some(u) = unique(&f.name) else { continue };
+                    bytes = bytes.saturating_add(sizes[u]);
+                    if !f.shared_section {
+                        candidate[u] = true;
+                    }
+                    if last.map_or(true, |l| starts[u] > starts[l]) {
+                        last = Some(u);
+                    }
+                }
+                if let Some(u) = last {
+                    growth.push((u, bytes as f64));
+                }
+            }
+        }
+        described = format!("the end of each of {} objects' code", growth.len());
+    }
+    if let Some(f) = grow_after {
+        let Some(u) = names.iter().position(|n| n == f) else {
+            bail!("--grow-after {f}: no such function in the binary");
+        };
+        growth = vec![(u, 1.0)];
+        described = format!("the end of {f}");
+    } else if objects.is_empty() {
+        growth = sizes
+            .iter()
+            .enumerate()
+            .map(|(u, &z)| (u, z as f64))
+            .collect();
+        described = "the end of every function".into();
+    }
+    let choice = sediment_sim::align::capsules(&CapsuleProblem {
+        starts,
+        hot: &hot,
+        outside,
+        candidate: &candidate,
+        growth: &growth,
+        boundary,
+        budget,
+    });
+    Ok(Capsules {
+        names: choice.units.iter().map(|&u| names[u].clone()).collect(),
+        choice,
+        growth: described,
+    })
+}
