@@ -516,6 +516,74 @@ call 1 0 7\n";
     }
 
     #[test]
+    fn samples_make_version_2_and_round_trip() {
+        // Samples add `at` lines after the calls and say version 2; the rest of the text is
+        // what version 1 writes.
+        let mut b = ProfileBuilder::from(sample());
+        b.add_sample(&FuncKey::local("helper", "unit07.c"), 4, 30);
+        b.add_sample(&FuncKey::local("helper", "unit07.c"), 0, 20);
+        b.add_sample(&FuncKey::global("main"), 9, 10);
+        let p = b.build();
+        let text = p.to_text();
+        let v1 = sample().to_text();
+        assert_eq!(
+            text,
+            format!(
+                "sediment-profile 2\n{}# at FUNCTION OFFSET WEIGHT\nat 0 0 20\nat 0 4 30\nat 1 9 10\n",
+                &v1["sediment-profile 1\n".len()..]
+            )
+        );
+        assert_eq!(Profile::from_text(&text).unwrap(), p);
+        assert!(p.is_canonical());
+        assert_eq!(p.samples_of(0).len(), 2);
+        assert_eq!(p.samples_of(1)[0].offset, 9);
+        // Each rule of the `at` lines is checked, with the line named.
+        let cases = [
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 9 10\nat 1 9 10\n",
+                "out of order",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 5 9 10\n",
+                "unknown function 5",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 9 0\n",
+                "positive",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 9\n",
+                "FUNCTION OFFSET WEIGHT",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 09 10\n",
+                "canonical",
+            ),
+            ("at 0 0 20\n", "at 0 0 20\ncall 1 0 7\n", "before `at`"),
+        ];
+        for (from, to, what) in cases {
+            let bad = text.replacen(&format!("at 0 0 20\nat 0 4 30\n{from}"), to, 1);
+            let bad = if bad == text {
+                text.replacen(from, to, 1)
+            } else {
+                bad
+            };
+            let e = Profile::from_text(&bad).unwrap_err().to_string();
+            assert!(e.starts_with("line ") && e.contains(what), "{what}: {e}");
+        }
+        // `at` lines in a version-1 file, and version 2 without them, are refused.
+        let e = Profile::from_text(&text.replacen("sediment-profile 2", "sediment-profile 1", 1));
+        assert!(e.unwrap_err().to_string().contains("need format version 2"));
+        let e = Profile::from_text(&v1.replacen("sediment-profile 1", "sediment-profile 2", 1));
+        assert!(e.unwrap_err().to_string().contains("without `at` lines"));
+    }
+
+    #[test]
     fn odd_names_round_trip_as_single_tokens() {
         let mut b = ProfileBuilder::new(Meta {
             binary: "my prog".into(),

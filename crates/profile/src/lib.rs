@@ -1,5 +1,7 @@
 //! The Sediment profile model: functions, their self weight, and weighted call edges of one
-//! executable, plus the metadata that says where the numbers came from.
+//! executable, where known the weight at each instruction offset inside the functions
+//! ([`Sample`], for BOLT's sample profile), plus the metadata that says where the numbers came
+//! from.
 //!
 //! Every importer produces a [`Profile`], every ordering algorithm consumes one, and the text
 //! form written by [`Profile::to_text`] is the one file a user keeps per executable (documented

@@ -916,4 +916,33 @@ mod tests {
             prop_assert_eq!(merge(&refs).unwrap().to_text(), merge(&refs).unwrap().to_text());
         }
     }
+
+    #[test]
+    fn samples_are_scaled_and_summed_like_self_weights() {
+        // Each input is scaled to MERGE_SCALE per unit of weight, its samples by the factor of
+        // its self weights, and a sample both inputs have is their sum; `sum` adds unscaled.
+        let one = |offset: u64, w: u64| {
+            let mut b = ProfileBuilder::new(meta("app"));
+            b.add_self(&FuncKey::global("f"), 100);
+            b.add_sample(&FuncKey::global("f"), 0, 100 - w);
+            b.add_sample(&FuncKey::global("f"), offset, w);
+            b.build()
+        };
+        let (a, b) = (one(8, 40), one(16, 40));
+        let m = merge(&[(1.0, &a), (1.0, &b)]).unwrap();
+        let scale = MERGE_SCALE as u64;
+        let got: Vec<(u64, u64)> = m.samples.iter().map(|s| (s.offset, s.weight)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, scale * 120 / 100),
+                (8, scale * 40 / 100),
+                (16, scale * 40 / 100)
+            ]
+        );
+        assert!(m.is_canonical());
+        let s = sum(a, &b);
+        let got: Vec<(u64, u64)> = s.samples.iter().map(|s| (s.offset, s.weight)).collect();
+        assert_eq!(got, vec![(0, 120), (8, 40), (16, 40)]);
+    }
 }
