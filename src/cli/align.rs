@@ -125,6 +125,10 @@ pub struct Args {
     /// The `valgrind` executable.
     #[arg(long, value_name = "PROGRAM", default_value = "valgrind")]
     pub valgrind: OsString,
+    /// Give every run of the binary this file as its standard input (default: empty), for
+    /// programs driven by a script on stdin such as `postgres --single`.
+    #[arg(long, value_name = "FILE")]
+    pub stdin: Option<PathBuf>,
     /// The relocatable objects to copy (`--apply`) or build from (`--build`).
     #[arg(value_name = "OBJECT")]
     pub objects: Vec<PathBuf>,
@@ -143,6 +147,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some(list) = &args.apply {
         return apply(&args, list);
+    }
+    if let Some(path) = &args.stdin {
+        crate::cli::vocab::check_stdin(path)?;
     }
     if !args.objects.is_empty() && !args.build && !args.capsules {
         bail!("object files are only read by --apply, --build and --capsules");
@@ -183,7 +190,13 @@ pub fn run(args: Args) -> Result<()> {
 
 /// Simulates the plan's aligned layouts and formats them as a sweep table (or JSON).
 fn report(args: &Args, binary: &std::path::Path, plan: &Plan) -> Result<String> {
-    let simulated = simulate(binary, &args.args, &args.valgrind, plan, None)?;
+    let simulated = simulate(
+        binary,
+        &args.args,
+        &args.valgrind,
+        plan,
+        args.stdin.as_deref(),
+    )?;
     let labels =
         std::iter::once("as linked".to_string()).chain(plan.aligned.iter().map(|a| a.0.clone()));
     let rows = labels
@@ -245,6 +258,7 @@ fn build(args: &Args, predicted: String) -> Result<String> {
     let mut opts = sediment_measure::onepass::OnePassOptions {
         cache: None,
         valgrind: args.valgrind.clone(),
+        stdin: args.stdin.clone(),
         ..Default::default()
     };
     if let Some(j) = args.jobs {
@@ -301,8 +315,13 @@ fn select(
             args.max_growth
         );
     }
-    let (_, recorded) =
-        crate::pipeline::measure::record(binary, &args.args, &args.valgrind, &Plan::as_linked())?;
+    let (_, recorded) = crate::pipeline::measure::record(
+        binary,
+        &args.args,
+        &args.valgrind,
+        &Plan::as_linked(),
+        args.stdin.as_deref(),
+    )?;
     let rec = &recorded.recording;
     let code = sediment_sim::align::code_bytes(rec.starts(), rec.sizes());
     let budget = (code as f64 * args.max_growth / 100.0) as u64;

@@ -82,9 +82,14 @@ pub struct Args {
         requires = "layouts"
     )]
     link_args: Vec<String>,
-    /// Simulations to run at once (`--layouts`; default: the number of cores).
+    /// Simulations to run at once (`--layouts`; default: the number of cores). A program whose
+    /// runs lock a file they share (`postgres --single` and its data directory) needs `-j 1`.
     #[arg(long, short = 'j', value_name = "N", requires = "layouts")]
     jobs: Option<usize>,
+    /// Give every run of the workload this file as its standard input (`--layouts`; default:
+    /// empty), for programs driven by a script on stdin such as `postgres --single`.
+    #[arg(long, value_name = "FILE", requires = "layouts")]
+    stdin: Option<std::path::PathBuf>,
     /// CMD_A [ARGS...] ::: CMD_B [ARGS...]; with `--layouts`: INPUTS_A... ::: INPUTS_B... [-- ARGS...]
     #[arg(last = true, required = true, value_name = "CMD_A ::: CMD_B")]
     commands: Vec<String>,
@@ -156,6 +161,9 @@ fn run_layouts(args: &Args, k: usize) -> Result<()> {
     if !(2..=MAX_LAYOUTS).contains(&k) {
         bail!("--layouts {k}: the number of layouts must be in 2..={MAX_LAYOUTS}");
     }
+    if let Some(path) = &args.stdin {
+        crate::cli::vocab::check_stdin(path)?;
+    }
     let (a, b) = split_commands(&args.commands)?;
     // B's side ends at a `--`, after which come the workload's arguments.
     let (b, workload): (Vec<String>, Vec<OsString>) = match b.0.iter().position(|w| w == "--") {
@@ -224,6 +232,7 @@ fn run_layouts(args: &Args, k: usize) -> Result<()> {
     }
     let mut opts = sediment_measure::onepass::OnePassOptions {
         cache: None,
+        stdin: args.stdin.clone(),
         ..Default::default()
     };
     if let Some(j) = args.jobs {

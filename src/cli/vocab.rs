@@ -36,6 +36,23 @@ pub fn parse_weight(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Checks `--stdin FILE` (`compare`, `stat --layouts`, `align`): a file every run of the
+/// workload reads as its standard input, opened afresh for each run. Checked once, before any
+/// run starts, so a wrong one is one line: a file, a device such as /dev/null or a pipe can be
+/// read; a directory cannot.
+pub fn check_stdin(path: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    if meta.is_dir() {
+        anyhow::bail!(
+            "{}: a directory, not a file to read (--stdin)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// The environment variable naming the profile directory.
 pub const PROF_DIR_ENV: &str = "SEDIMENT_PROF_DIR";
 /// Its older spelling, still honoured when [`PROF_DIR_ENV`] is unset.

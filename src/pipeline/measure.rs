@@ -225,19 +225,21 @@ pub fn simulate(
     Ok(run_traced(binary, args, valgrind, plan, stdin)?.0)
 }
 
-/// [`simulate`], also keeping the run ([`Plan::record`], or the default cap when unset).
+/// [`simulate`], also keeping the run ([`Plan::record`], or the default cap when unset); the
+/// program reads `stdin` (a file) or nothing.
 pub fn record(
     binary: &Path,
     args: &[OsString],
     valgrind: &OsString,
     plan: &Plan,
+    stdin: Option<&Path>,
 ) -> Result<(Simulated, Recorded)> {
     let _t = timings::stage("measure");
     let mut plan = plan.clone();
     plan.record = plan
         .record
         .or(Some(sediment_sim::record::DEFAULT_MAX_EVENTS));
-    match run_traced(binary, args, valgrind, &plan, None)? {
+    match run_traced(binary, args, valgrind, &plan, stdin)? {
         (s, Some(r)) => Ok((s, r)),
         (_, None) => bail!("{}: the trace has no instruction", binary.display()),
     }

@@ -276,6 +276,7 @@ fn recorded_run(req: &Request<'_>, notes: &mut Vec<String>) -> Result<([u64; 2],
                 req.workload,
                 &"valgrind".into(),
                 &plan,
+                None,
             )?;
             let m = &layouts.layouts[0][0].misses();
             let saved = Saved {
