@@ -610,7 +610,7 @@ pub enum ProfileSlot {
     /// socket, a device.
     Other(std::fs::FileType),
     /// The profile, read and parsed.
-    Profile(sediment_profile::Profile),
+    Profile(Box<sediment_profile::Profile>),
 }
 
 /// Reads the profile at a path a profile *belongs* at (a profile directory's
@@ -672,7 +672,7 @@ fn open_profile_slot(path: &Path) -> Result<ProfileSlot> {
         return Ok(ProfileSlot::Other(meta.file_type()));
     }
     let bytes = read_opened(path, file)?;
-    parse_profile(path, bytes).map(ProfileSlot::Profile)
+    parse_profile(path, bytes).map(|p| ProfileSlot::Profile(Box::new(p)))
 }
 
 /// Reads a linked ELF file's function symbols; errors name the file.

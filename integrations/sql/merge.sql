@@ -1,4 +1,4 @@
--- `sediment merge` as one SQL query over Sediment's Parquet table (schema version 1,
+-- `sediment merge` as one SQL query over Sediment's Parquet table (schema versions 1 and 2,
 -- docs/design/parquet.md), for DuckDB and Apache Spark (runners: duckdb_merge.py,
 -- spark_merge.py; guide: docs/guide/fleet.md).
 --
@@ -38,6 +38,9 @@
 --
 -- Not checked here (sediment merge refuses them unless --force): different architectures
 -- within one build-id (the result has no arch, as with --force).
+--
+-- Not merged here: the per-instruction `sample` rows of schema version 2 (they are left out
+-- of the result, whose profiles therefore have none); `sediment merge` keeps them.
 WITH
 subs AS (
   SELECT profile AS id, binary_name, build_id, arch, event, submitter, recorded_at,
@@ -104,6 +107,7 @@ terms AS (
                * f.factor * CAST(4294967296 AS DOUBLE),
                POWER(CAST(2 AS DOUBLE), 96)) AS x
   FROM profiles r JOIN factors f ON f.id = r.profile
+  WHERE r.kind IN ('profile', 'function', 'call')
 ),
 rounded_terms AS (
   SELECT terms.*,

@@ -148,6 +148,7 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let bytes = fsio::read_bytes(&args.binary)?;
     let binary = Binary::parse(&bin_path, &bytes)?;
     let map = read_bb_addr_map(&bin_path, &bytes)?;
+    let aliases = sediment_elf::aliases(&bin_path, &bytes)?;
 
     // Function level: the profile of the main binary, attributed by address.
     let options = import::Options {
@@ -195,7 +196,7 @@ fn run_plan(args: PlanArgs) -> Result<()> {
         hot_coverage: (args.hot_coverage * 10_000.0).round() as u32,
         keep_block_order: args.keep_block_order,
     };
-    let plan = plan(&binary, &map, &executed, &jumps, profile, &params)
+    let plan = plan(&binary, &map, &aliases, &executed, &jumps, profile, &params)
         .with_context(|| format!("{bin_path}: cannot plan"))?;
 
     let list_path = args.output.join("bb-list.txt");

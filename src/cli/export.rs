@@ -2,9 +2,11 @@
 //! another tool's format, so a Sediment profile can feed BOLT (`llvm-bolt -data OUT`), lld's own
 //! C3 (`--call-graph-ordering-file OUT`) or Graphviz, and old users can move between them.
 //!
-//! - `fdata` (one profile): BOLT's `no_lbr` sample form, one line per function with its self
-//!   weight; a profile keeps no call-site offsets, and call lines without them are what BOLT
-//!   rejects as stale (see `sediment_import::fdata::write`).
+//! - `fdata` (one profile): BOLT's `no_lbr` sample form, one line per instruction offset the
+//!   profile's samples name (profiles recorded with instruction addresses: `record`, perf and
+//!   callgrind imports), so BOLT counts every block that ran; a function without samples gets
+//!   one line at its entry with its self weight. No call lines: BOLT's sample form has none
+//!   (see `sediment_import::fdata::write`).
 //! - `lld-call-graph` (one profile): `caller callee weight` lines, mangled names; edges of a
 //!   name several functions share (same-named statics) are left out and counted (see
 //!   `sediment_link::call_graph`).
@@ -22,7 +24,7 @@ use std::path::PathBuf;
 /// Formats `sediment export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// BOLT `.fdata`, `no_lbr` sample form: one line per function with its self weight (`llvm-bolt -data=FILE`).
+    /// BOLT `.fdata`, `no_lbr` sample form: the profile's per-instruction samples at their function offsets, or each function's self weight at its entry when the profile has none (`llvm-bolt -data=FILE`).
     Fdata,
     /// lld's `--call-graph-ordering-file`: one `caller callee weight` line per call edge, for lld's own C3.
     LldCallGraph,
@@ -86,10 +88,18 @@ pub fn run(args: Args) -> Result<()> {
             }
             fsio::write_atomic(&args.output, written.text.as_bytes())?;
             eprintln!(
-                "sediment: wrote {} (no_lbr samples: {} functions; call edges are not written)",
+                "sediment: wrote {} (no_lbr samples: {} functions, {} at {} instruction offsets; call edges are not written)",
                 args.output.display(),
-                written.functions
+                written.functions,
+                written.with_offsets,
+                written.offsets
             );
+            if written.with_offsets == 0 && written.functions > 0 {
+                eprintln!(
+                    "sediment: note: {} has no instruction addresses (recorded by an older version, or imported from a source without them): BOLT gets each function's weight at its entry only, so the block counts inside functions are unknown to it",
+                    args.profile[0].display()
+                );
+            }
         }
         Format::LldCallGraph => {
             let file = sediment_link::call_graph::write(&profiles[0]);

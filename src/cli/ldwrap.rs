@@ -434,7 +434,7 @@ fn plan(real: &Path, line: &[OsString]) -> Result<Option<Plan>> {
     // output, ordered or not (`-r`, `-T`, mold). It is opened once,
     // without blocking (a FIFO there never hangs the link): [`fsio::read_profile_slot`].
     let profile = match fsio::read_profile_slot(&profile_path)? {
-        fsio::ProfileSlot::Profile(p) => p,
+        fsio::ProfileSlot::Profile(p) => *p,
         fsio::ProfileSlot::Other(kind) => bail!(
             "{}: {} where the profile of {} should be; nothing linked",
             profile_path.display(),

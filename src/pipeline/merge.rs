@@ -309,7 +309,7 @@ fn identity(p: &Profile) -> String {
 pub fn merge_existing(path: &Path, new: &Profile) -> Result<Option<Profile>> {
     // Opened once, without blocking: a FIFO in the directory never hangs the recording.
     let old = match fsio::read_profile_slot(path)? {
-        fsio::ProfileSlot::Profile(p) => p,
+        fsio::ProfileSlot::Profile(p) => *p,
         fsio::ProfileSlot::Missing | fsio::ProfileSlot::Dangling => return Ok(Some(new.clone())),
         fsio::ProfileSlot::Other(kind) => {
             use std::os::unix::fs::FileTypeExt as _;

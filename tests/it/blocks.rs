@@ -568,3 +568,281 @@ fn plan_changes_nothing_when_an_output_is_in_the_way() {
         "keep"
     );
 }
+
+// C++ for the clang route: the sources of `clang_flow_on_cxx`, (file, text). `h.h` has an
+// inline function (`mix`) and a template (`Acc<T>::sum`) that every translation unit using
+// them defines in a COMDAT group, and classes with virtual destructors: `Circle`'s is inline
+// (D0 and D2 COMDAT), `Square`'s is defined in `a.cc`, where clang makes `D1` an alias of
+// `D2` (`-mconstructor-aliases`, its default on Linux). `a.cc` has exception handlers, one
+// that training runs (`trained_throw`) and one it never runs (`guarded`), and cold paths
+// (`__builtin_expect`, a `[[noreturn]]` error function).
+const CXX_APP: [(&str, &str); 4] = [
+    ("h.h", H_H),
+    ("a.cc", A_CC),
+    ("b.cc", B_CC),
+    ("main.cc", MAIN_CC),
+];
+const H_H: &str = r#"#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <vector>
+#include <string>
+[[noreturn]] void die(const char *m, long v);
+// Inline in the header: a COMDAT copy in every translation unit that calls it.
+inline __attribute__((noinline)) long mix(long x) {
+  if (__builtin_expect(x == 123456789, 0)) { std::printf("rare %ld\n", x); x ^= 0x55; }
+  return (x * 7 + 3) % 1000003;
+}
+// A template instantiated in several translation units (a COMDAT group in each).
+template <class T> struct Acc {
+  std::vector<T> v;
+  __attribute__((noinline)) T sum(int rounds) {
+    T s = 0;
+    for (int r = 0; r < rounds; r++)
+      for (auto x : v) {
+        if (__builtin_expect(x < 0, 0)) die("negative element", (long)x);
+        s += mix((long)x);
+      }
+    return s;
+  }
+};
+struct Shape {
+  virtual ~Shape() {}                        // inline virtual: D0/D1/D2 COMDAT in each TU
+  virtual long area(long x) const = 0;
+};
+struct Square : Shape {
+  std::vector<long> cache;
+  ~Square() override;                        // defined in a.cc: D1 an alias of D2
+  long area(long x) const override;
+};
+struct Circle : Shape {
+  std::string name;
+  ~Circle() override { if (__builtin_expect(name.size() > 1000, 0)) std::printf("big %s\n", name.c_str()); }
+  long area(long x) const override { return mix(x) * 3; }
+};
+long run_a(int n);
+long run_b(int n);
+long guarded(long x);
+"#;
+const A_CC: &str = r#"#include "h.h"
+Square::~Square() {
+  long t = 0;
+  for (long c : cache) t += mix(c);
+  if (__builtin_expect(t == -1, 0)) die("sum", t);
+  if (__builtin_expect(cache.size() > 100000, 0)) std::printf("large cache %zu\n", cache.size());
+}
+long Square::area(long x) const {
+  if (__builtin_expect(x < 0, 0)) die("negative side", x);
+  return mix(x) * mix(x + 1);
+}
+void die(const char *m, long v) { std::fprintf(stderr, "error: %s %ld\n", m, v); std::exit(3); }
+// Exception tables: a try/catch around a call that throws on a rare path.
+long guarded(long x) {
+  try {
+    if (__builtin_expect(x == -5, 0)) throw std::runtime_error("minus five");
+    return mix(x);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "caught %s\n", e.what());
+    return 0;
+  }
+}
+// Exceptions thrown in training: the catch runs now and then, the cleanup of `s` with it;
+// another handler never runs.
+long trained_throw(long x) {
+  long r = 0;
+  try {
+    std::string s(24, (char)('a' + x % 26));
+    if (x % 97 == 0) throw std::runtime_error("every 97th");
+    if (__builtin_expect(x == -7, 0)) throw std::logic_error("never");
+    r = mix(x) + (long)s.size();
+  } catch (const std::runtime_error &e) {
+    r = 1;
+  } catch (const std::logic_error &e) {
+    std::fprintf(stderr, "logic %s\n", e.what());
+    r = 2;
+  }
+  return r;
+}
+long run_a(int n) {
+  Acc<long> acc;
+  for (int i = 0; i < 64; i++) acc.v.push_back(i);
+  long s = acc.sum(n);
+  for (int i = 0; i < n; i++) {
+    Shape *p = (i & 1) ? static_cast<Shape *>(new Square) : static_cast<Shape *>(new Circle);
+    s += p->area(i) + guarded(i) + trained_throw(i);
+    delete p;
+  }
+  return s;
+}
+"#;
+const B_CC: &str = r#"#include "h.h"
+long run_b(int n) {
+  Acc<long> acc;
+  Acc<int> small;
+  for (int i = 0; i < 32; i++) { acc.v.push_back(i * 3); small.v.push_back(i); }
+  long s = acc.sum(n) + small.sum(n);
+  for (int i = 0; i < n; i++) {
+    Circle c;
+    Square q; q.cache.push_back(i);
+    s += c.area(i) + mix(i);
+  }
+  return s;
+}
+"#;
+const MAIN_CC: &str = r#"#include "h.h"
+int main(int argc, char **argv) {
+  int n = argc > 1 ? std::atoi(argv[1]) : 1000;
+  if (n <= 0) die("bad n", n);
+  Acc<long> acc;
+  acc.v.push_back(argc);
+  long s = run_b(n) + run_a(n) + acc.sum(n) + guarded(argc > 5 ? -5 : 1);
+  std::printf("%ld\n", s);
+  return 0;
+}
+"#;
+
+/// Every defined symbol of the objects `objs` in `dir`, as (object, symbol, section).
+fn object_symbols(dir: &Path, objs: &[&str]) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for o in objs {
+        let data = std::fs::read(dir.join(o)).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        for s in file.symbols() {
+            let Some(index) = s.section_index() else {
+                continue;
+            };
+            let section = file.section_by_index(index).unwrap();
+            out.push((
+                o.to_string(),
+                s.name().unwrap().to_string(),
+                section.name().unwrap().to_string(),
+            ));
+        }
+    }
+    out
+}
+
+// The clang route on C++ (`clang++-16`, lld): COMDAT copies of inline functions and template
+// instances, a destructor whose `D1` is an alias of `D2`, exception landing pads. The plan
+// names `D2` (the function clang compiles) with `D1` as its alias, every object defining a
+// COMDAT copy is rebuilt with the list (so every copy has the parts, named alike), `sediment
+// link` places those same-named locals (one copy survives the link), and `blocks check` finds
+// every part with every hot part before every cold part. Landing pads of one function stay in
+// one section (no `.text.eh.` section that no order names). The program's output, exceptions
+// included, is unchanged.
+#[test]
+fn clang_flow_on_cxx() {
+    require!("clang++-16", "valgrind", "ld.lld");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for (name, text) in CXX_APP {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let tus = ["main", "b", "a"];
+    let build = |flag: &str, out: &str| -> Vec<String> {
+        std::fs::create_dir_all(dir.join(out)).unwrap();
+        let objs: Vec<String> = tus.iter().map(|t| format!("{out}/{t}.o")).collect();
+        for (t, o) in tus.iter().zip(&objs) {
+            let src = format!("{t}.cc");
+            cc(dir, "clang++-16", &[flag, "-c", &src, "-o", o]);
+        }
+        objs
+    };
+    // Build 1: labels, in link order main, b, a (the kept COMDAT copies are main.o's).
+    let labels = build("-fbasic-block-sections=labels", "l1");
+    let mut link1: Vec<&str> = vec!["-fuse-ld=lld", "-o", "app1"];
+    link1.extend(labels.iter().map(String::as_str));
+    sh(dir, "clang++-16", &link1);
+    let expected = sh(dir, "./app1", &["2000"]);
+    let expected_throw = sh(dir, "./app1", &["2000", "a", "b", "c", "d", "e"]);
+    sh(
+        dir,
+        "valgrind",
+        &[
+            "--tool=callgrind",
+            "--dump-instr=yes",
+            "--collect-jumps=yes",
+            "--callgrind-out-file=cg.out",
+            "./app1",
+            "2000",
+        ],
+    );
+    let plan = ["blocks", "plan", "--binary", "app1", "cg.out"];
+    ok(
+        dir,
+        &[&plan[..], &["--hot-coverage", "0.9", "-o", "plan"]].concat(),
+    );
+    let list = std::fs::read_to_string(dir.join("plan/bb-list.txt")).unwrap();
+    // Square's destructor under the name clang compiles, its D1 alias after it.
+    assert!(
+        list.contains("\n!_ZN6SquareD2Ev/_ZN6SquareD1Ev\n"),
+        "{list}"
+    );
+    let order = std::fs::read_to_string(dir.join("plan/order.txt")).unwrap();
+    for part in [
+        "_ZN3AccIlE3sumEi.__part.1 -",
+        "_ZN6SquareD2Ev.cold -",
+        "_Z3mixl.cold -",
+    ] {
+        assert!(order.lines().any(|l| l == part), "{part} not in\n{order}");
+    }
+
+    // Build 2: every object rebuilt with the list (each defines a listed function).
+    let split = build("-fbasic-block-sections=list=plan/bb-list.txt", "l2");
+    let syms = object_symbols(dir, &split.iter().map(String::as_str).collect::<Vec<_>>());
+    // The COMDAT case is exercised: the template's hot part and the inline function's cold
+    // part are defined, alike, in several objects.
+    for part in ["_ZN3AccIlE3sumEi.__part.1", "_Z3mixl.cold"] {
+        let copies = syms.iter().filter(|s| s.1 == part).count();
+        assert!(copies >= 2, "{part}: {copies} copies in {split:?}");
+    }
+    assert!(
+        !syms.iter().any(|s| s.2.starts_with(".text.eh.")),
+        "landing pads split across sections: {:?}",
+        syms.iter()
+            .filter(|s| s.2.starts_with(".text.eh."))
+            .collect::<Vec<_>>()
+    );
+    let link = [
+        "link",
+        "--linker",
+        "lld",
+        "--order",
+        "plan/order.txt",
+        "-o",
+        "app.symorder",
+    ];
+    let mut args: Vec<&str> = link.to_vec();
+    args.extend(split.iter().map(String::as_str));
+    let out = sediment(dir, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("ambiguous"), "{err}");
+    let flags = ok(dir, &["link-flags", "--linker", "lld", "app.symorder"]);
+    let mut link2: Vec<&str> = vec!["-fuse-ld=lld", "-o", "app2"];
+    link2.extend(split.iter().map(String::as_str));
+    link2.extend(flags.split_whitespace());
+    sh(dir, "clang++-16", &link2);
+    assert_eq!(sh(dir, "./app2", &["2000"]), expected);
+    assert_eq!(
+        sh(dir, "./app2", &["2000", "a", "b", "c", "d", "e"]),
+        expected_throw
+    );
+
+    let report = ok(
+        dir,
+        &["blocks", "check", "--plan", "plan", "--binary", "app2"],
+    );
+    assert!(report.contains("ok: every hot part"), "{report}");
+    let found = |kind: &str| {
+        let line = report.lines().find(|l| l.starts_with(kind)).unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        (
+            words[2].to_string(),
+            words[5].trim_end_matches(',').to_string(),
+        )
+    };
+    let (hot, hot_of) = found("hot parts:");
+    let (cold, cold_of) = found("cold parts:");
+    assert_eq!((&hot, &cold), (&hot_of, &cold_of), "{report}");
+}

@@ -40,11 +40,12 @@ pub struct CheckReport {
 }
 
 /// The functions a cluster list (`-fbasic-block-sections=list=` file, [`crate::list_file`])
-/// splits: its `!name` lines.
+/// splits: the names of its `!name` lines, every alias of a `!name/alias` line too.
 pub fn listed_functions(list: &str) -> HashSet<String> {
     list.lines()
         .filter_map(|l| l.strip_prefix('!'))
         .filter(|l| !l.starts_with('!'))
+        .flat_map(|l| l.split('/'))
         .map(str::to_string)
         .collect()
 }
@@ -112,9 +113,9 @@ mod tests {
     // `!name` lines are the split functions; `!!` cluster lines are not.
     #[test]
     fn listed_functions_are_the_bang_lines() {
-        let l = listed_functions("!main\n!!0 1\n!work\n!!0\n!!2 3\n");
+        let l = listed_functions("!main\n!!0 1\n!work\n!!0\n!!2 3\n!_ZN1SD2Ev/_ZN1SD1Ev\n!!0\n");
         let mut v: Vec<&str> = l.iter().map(String::as_str).collect();
         v.sort_unstable();
-        assert_eq!(v, ["main", "work"]);
+        assert_eq!(v, ["_ZN1SD1Ev", "_ZN1SD2Ev", "main", "work"]);
     }
 }

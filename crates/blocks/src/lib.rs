@@ -54,6 +54,14 @@
 //! a stranger's profile never writes text into it, only names read from the binary, and only
 //! plain ones). Skipped functions are counted in [`Stats`].
 //!
+//! C++. A complete-object constructor or destructor (`C1`, `D1`) that is an alias of the
+//! base-object one (`C2`, `D2`) is listed under the name the compiler compiled, with the
+//! symbol's name as its alias (`!D2/D1`), and its parts are named after it ([`compiled_name`]).
+//! The landing pads of a function stay in one cluster: clang would otherwise move them all to a
+//! `.text.eh.` section of their own that no order names. COMDAT copies of a split function in
+//! several objects need nothing here: every copy is split by the same list, and `sediment link`
+//! places their same-named parts (docs/design/blocks.md, "C++").
+//!
 //! Without a block map (a GCC build with `-freorder-blocks-and-partition`, where GCC itself split
 //! `name` from `name.cold`), the plan has no clusters and the order is the function order with
 //! every `.cold` symbol moved after all others.
@@ -142,8 +150,14 @@ pub struct Cluster {
 /// The plan for one function that ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionPlan {
-    /// The function (name, and file for locals).
+    /// The function (name, and file for locals), as the binary's symbol table and the profile
+    /// name it.
     pub key: FuncKey,
+    /// The name the compiler gives the function, after which it names the parts (`.cold`,
+    /// `.__part.N`): the key's name, or, when the key is a C++ complete-object constructor or
+    /// destructor (`C1`, `D1`) that is an alias of the base-object one (`C2`, `D2`), that one
+    /// ([`compiled_name`]).
+    pub symbol: String,
     /// Its address in the labels build.
     pub address: u64,
     /// The listed clusters; the first holds the entry block and keeps the function's symbol,
@@ -188,11 +202,14 @@ pub struct Plan {
 }
 
 /// Computes the clusters and the order. `map` is the labels build's block map (empty for a
-/// GCC build), `executed` its (address, count) pairs sorted by address, `jumps` its (site,
-/// target, taken) triples sorted, `profile` its function-level profile (for the function order).
+/// GCC build), `aliases` the binary's function names that share an address
+/// ([`sediment_elf::aliases`]: (address, names), by address), `executed` its (address, count)
+/// pairs sorted by address, `jumps` its (site, target, taken) triples sorted, `profile` its
+/// function-level profile (for the function order).
 pub fn plan(
     binary: &Binary,
     map: &[BbFunction],
+    aliases: &[(u64, Vec<String>)],
     executed: &[(u64, u64)],
     jumps: &[(u64, u64, u64)],
     profile: &Profile,
@@ -233,13 +250,22 @@ pub fn plan(
             stats.ambiguous += 1;
             continue;
         }
-        candidates.push((f, symbol, counts));
+        let names = aliases
+            .binary_search_by_key(&f.address, |a| a.0)
+            .map_or(&[][..], |i| aliases[i].1.as_slice());
+        let compiled = compiled_name(name, names);
+        if !is_safe_symbol(compiled) {
+            stats.unsafe_names += 1;
+            continue;
+        }
+        let compiled = compiled.to_string();
+        candidates.push((f, symbol, compiled, counts));
     }
     // The very hot threshold, over the blocks of every listed function.
     let very_hot = (params.hot_coverage > 0).then(|| {
         let weights: Vec<(u64, u64)> = candidates
             .iter()
-            .flat_map(|(f, _, counts)| {
+            .flat_map(|(f, _, _, counts)| {
                 f.blocks
                     .iter()
                     .zip(counts)
@@ -251,8 +277,8 @@ pub fn plan(
     });
     stats.very_hot_min = very_hot;
     let mut functions = Vec::new();
-    for (f, symbol, counts) in candidates {
-        let tiers: Vec<Option<u8>> = counts
+    for (f, symbol, compiled, counts) in candidates {
+        let mut tiers: Vec<Option<u8>> = counts
             .iter()
             .enumerate()
             .map(|(i, &c)| match very_hot {
@@ -262,6 +288,7 @@ pub fn plan(
                 None => Some(0),
             })
             .collect();
+        same_section_for_landing_pads(f, &counts, &mut tiers);
         let (clusters, cold_blocks, cold_bytes) =
             plan_function(f, &counts, &tiers, jumps, params.keep_block_order)?;
         stats.listed += 1;
@@ -270,6 +297,7 @@ pub fn plan(
         }
         functions.push(FunctionPlan {
             key: symbol.key.clone(),
+            symbol: compiled,
             address: f.address,
             hot_bytes: clusters.iter().map(|c| c.bytes).sum(),
             clusters,
@@ -283,6 +311,32 @@ pub fn plan(
         order,
         stats,
     })
+}
+
+/// The name the compiler gave the function a symbol table names `name`, given the other names
+/// at its address (`aliases`, sorted; the name itself may be among them). C++ compilers define
+/// a complete-object constructor or destructor (`C1`, `D1` in the Itanium mangling) that does
+/// the same as the base-object one (`C2`, `D2`; a class without virtual bases) as an alias of
+/// it: clang's `-mconstructor-aliases` (its default on Linux) and GCC alike compile the
+/// base-object one and name its split parts after it (`_ZN1SD2Ev.cold`), while a symbol table
+/// that keeps one name per address may keep `D1`. So when `name` has a `C1` or `D1` whose
+/// `C2`/`D2` spelling is among the aliases, that spelling; otherwise `name`. Only names present
+/// at the address are returned, so a `D1` that is a function of its own (a class with virtual
+/// bases) keeps its name.
+pub fn compiled_name<'a>(name: &'a str, aliases: &'a [String]) -> &'a str {
+    if !name.starts_with("_Z") || aliases.is_empty() {
+        return name;
+    }
+    for (i, _) in name.match_indices(['C', 'D']) {
+        if name.as_bytes().get(i + 1) != Some(&b'1') {
+            continue;
+        }
+        let base = format!("{}{}2{}", &name[..i], &name[i..=i], &name[i + 2..]);
+        if let Ok(k) = aliases.binary_search(&base) {
+            return &aliases[k];
+        }
+    }
+    name
 }
 
 /// The smallest block count `t` such that the blocks run at least `t` times hold `coverage`
@@ -302,6 +356,32 @@ pub fn hot_threshold(weights: &[(u64, u64)], coverage: u32) -> u64 {
         }
     }
     w.last().map_or(0, |l| l.0)
+}
+
+/// Puts every exception landing pad of a function in the cluster of its most executed pad,
+/// when its pads would otherwise land in different sections. Clang needs a function's landing
+/// pads in one section (the call-site table is relative to one landing-pad base): when a list
+/// puts them in two (a pad that ran in training beside one that never ran), it moves them all
+/// to a section of their own (`.text.eh.name`, symbol `name.eh`), which no order names, so a
+/// pad that ran would end up after the cold parts. A function whose pads all stay cold, or
+/// all share one cluster, is left alone.
+fn same_section_for_landing_pads(f: &BbFunction, counts: &[u64], tiers: &mut [Option<u8>]) {
+    let pads: Vec<usize> = (0..f.blocks.len())
+        .filter(|&i| f.blocks[i].is_eh_pad())
+        .collect();
+    let Some(&first) = pads.first() else { return };
+    if pads.iter().all(|&i| tiers[i] == tiers[first]) {
+        return;
+    }
+    // The most executed pad (the first of equals): it ran, since the tiers differ.
+    let hottest = pads.iter().copied().fold(
+        first,
+        |best, i| if counts[i] > counts[best] { i } else { best },
+    );
+    let tier = tiers[hottest];
+    for &i in &pads {
+        tiers[i] = tier;
+    }
 }
 
 /// Execution count of the instruction at `address` (0 when it never ran).
@@ -500,8 +580,15 @@ fn function_order(
             };
             for (i, c) in plan.clusters.iter().enumerate() {
                 if c.tier == tier {
+                    // The first cluster keeps the function's symbol: the profile's name for
+                    // it (an alias of the compiled name finds the same section).
+                    let name = if i == 0 {
+                        k.name.clone()
+                    } else {
+                        part_name(&plan.symbol, i)
+                    };
                     out.push(FuncKey {
-                        name: part_name(&k.name, i),
+                        name,
                         file: k.file.clone(),
                     });
                 }
@@ -518,9 +605,9 @@ fn function_order(
     }
     let mut split_cold = Vec::new();
     for k in &first {
-        if split.get(k).is_some_and(|f| f.cold_blocks > 0) {
+        if let Some(f) = split.get(k).filter(|f| f.cold_blocks > 0) {
             split_cold.push(FuncKey {
-                name: format!("{}{COLD_SUFFIX}", k.name),
+                name: format!("{}{COLD_SUFFIX}", f.symbol),
                 file: k.file.clone(),
             });
         }
@@ -543,11 +630,17 @@ fn function_order(
 }
 
 /// The `-fbasic-block-sections=list=FILE` text (version 0 format, read by clang 14 to 17): per
-/// listed function, `!name` and one `!!` line of block ids per cluster, the entry's first.
+/// listed function, `!name` and one `!!` line of block ids per cluster, the entry's first. A
+/// function whose compiled name differs from its symbol's ([`FunctionPlan::symbol`]) is
+/// `!compiled/symbol`: clang takes the names after the first as aliases of it.
 pub fn list_file(plan: &Plan) -> String {
     let mut out = String::new();
     for f in &plan.functions {
-        let _ = writeln!(out, "!{}", f.key.name);
+        if f.symbol == f.key.name {
+            let _ = writeln!(out, "!{}", f.key.name);
+        } else {
+            let _ = writeln!(out, "!{}/{}", f.symbol, f.key.name);
+        }
         for c in &f.clusters {
             out.push_str("!!");
             for (i, id) in c.ids.iter().enumerate() {
@@ -660,7 +753,7 @@ mod tests {
     fn hot_loop_blocks_stay_cold_path_leaves() {
         let (b, map, executed, jumps) = looping();
         let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
-        let p = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        let p = plan(&b, &map, &[], &executed, &jumps, &prof, &Params::default()).unwrap();
         assert_eq!(p.functions.len(), 2);
         assert_eq!(p.functions[0].clusters[0].ids, vec![0, 1, 3, 4]);
         assert_eq!(p.functions[0].cold_blocks, 1);
@@ -689,14 +782,99 @@ mod tests {
         let executed = vec![(0x1100, 101), (0x1102, 101), (0x1104, 1), (0x110c, 100)];
         let jumps = vec![(0x1102, 0x110c, 100)];
         let prof = profile(&[("work", 400)], &[]);
-        let p = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        let p = plan(&b, &map, &[], &executed, &jumps, &prof, &Params::default()).unwrap();
         assert_eq!(list_file(&p), "!work\n!!0 2 1\n");
         let keep = Params {
             keep_block_order: true,
             ..Params::default()
         };
-        let p = plan(&b, &map, &executed, &jumps, &prof, &keep).unwrap();
+        let p = plan(&b, &map, &[], &executed, &jumps, &prof, &keep).unwrap();
         assert_eq!(list_file(&p), "!work\n!!0 1 2\n");
+    }
+
+    // A destructor whose symbol is the complete-object `D1`, an alias of the base-object `D2`
+    // the compiler compiled: the list names `D2` with `D1` as its alias, the order keeps the
+    // profile's `D1` for the first cluster and names the parts after `D2`.
+    #[test]
+    fn complete_object_destructor_alias_names_the_base_object_parts() {
+        let (mut b, map, executed, jumps) = looping();
+        b.functions[0].key.name = "_ZN1SD1Ev".into();
+        let aliases = vec![(
+            0x1100,
+            vec!["_ZN1SD1Ev".to_string(), "_ZN1SD2Ev".to_string()],
+        )];
+        let prof = profile(
+            &[("_ZN1SD1Ev", 400), ("main", 1)],
+            &[("main", "_ZN1SD1Ev", 1)],
+        );
+        let params = Params {
+            hot_coverage: 9_000,
+            ..Params::default()
+        };
+        let p = plan(&b, &map, &aliases, &executed, &jumps, &prof, &params).unwrap();
+        assert_eq!(p.functions[0].symbol, "_ZN1SD2Ev");
+        assert_eq!(
+            list_file(&p),
+            "!_ZN1SD2Ev/_ZN1SD1Ev\n!!0 4\n!!1 3\n!main\n!!0\n"
+        );
+        let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["_ZN1SD2Ev.__part.1", "main", "_ZN1SD1Ev", "_ZN1SD2Ev.cold"]
+        );
+        // Without the alias in the table the name stays.
+        let p = plan(&b, &map, &[], &executed, &jumps, &prof, &params).unwrap();
+        assert_eq!(p.functions[0].symbol, "_ZN1SD1Ev");
+    }
+
+    // Only a C1/D1 whose C2/D2 spelling is at the same address is renamed.
+    #[test]
+    fn compiled_name_needs_the_base_object_alias() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = names(&["_ZN3FooC1Ei", "_ZN3FooC2Ei"]);
+        assert_eq!(compiled_name("_ZN3FooC1Ei", &a), "_ZN3FooC2Ei");
+        let a = names(&["_ZN5ArD1D1Ev", "_ZN5ArD1D2Ev"]);
+        assert_eq!(compiled_name("_ZN5ArD1D1Ev", &a), "_ZN5ArD1D2Ev");
+        assert_eq!(
+            compiled_name("_ZN3FooD1Ev", &names(&["_ZN3FooD0Ev"])),
+            "_ZN3FooD1Ev"
+        );
+        assert_eq!(
+            compiled_name("malloc", &names(&["__libc_malloc", "malloc"])),
+            "malloc"
+        );
+        assert_eq!(compiled_name("_ZN3FooD1Ev", &[]), "_ZN3FooD1Ev");
+    }
+
+    // Landing pads stay in one section: a pad that ran takes the one that never ran into its
+    // cluster (clang would otherwise move both to a `.eh` section no order names); pads that
+    // all never ran stay cold together.
+    #[test]
+    fn landing_pads_share_a_cluster() {
+        let b = binary(&[("f", 0x1100, 0x20)]);
+        let pad = |id: u32, offset: u64| BbEntry {
+            id,
+            offset,
+            size: 8,
+            metadata: 4,
+        };
+        let map = vec![BbFunction {
+            address: 0x1100,
+            blocks: vec![
+                block(0, 0, 8, false),
+                pad(1, 8),
+                pad(2, 16),
+                block(3, 24, 8, false),
+            ],
+        }];
+        let prof = profile(&[("f", 10)], &[]);
+        let executed = vec![(0x1100, 10), (0x1108, 3)];
+        let p = plan(&b, &map, &[], &executed, &[], &prof, &Params::default()).unwrap();
+        assert_eq!(list_file(&p), "!f\n!!0 1 2\n");
+        assert_eq!(p.functions[0].cold_blocks, 1);
+        let executed = vec![(0x1100, 10), (0x1118, 3)];
+        let p = plan(&b, &map, &[], &executed, &[], &prof, &Params::default()).unwrap();
+        assert_eq!(list_file(&p), "!f\n!!0 3\n");
     }
 
     // A higher threshold makes a rarely run block cold too.
@@ -708,7 +886,7 @@ mod tests {
             min_count: 2,
             ..Params::default()
         };
-        let p = plan(&b, &map, &executed, &jumps, &prof, &params).unwrap();
+        let p = plan(&b, &map, &[], &executed, &jumps, &prof, &params).unwrap();
         // main ran once: below the threshold, not listed; block 4 ran once: cold.
         assert_eq!(list_file(&p), "!work\n!!0 1 3\n");
     }
@@ -724,7 +902,7 @@ mod tests {
             size: 4,
         });
         let prof = profile(&[("main", 1)], &[]);
-        let p = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        let p = plan(&b, &map, &[], &executed, &jumps, &prof, &Params::default()).unwrap();
         assert_eq!(list_file(&p), "");
         assert_eq!((p.stats.unsafe_names, p.stats.ambiguous), (1, 1));
     }
@@ -737,7 +915,7 @@ mod tests {
             &[("a", 10), ("a.cold", 5), ("b", 8)],
             &[("a", "a.cold", 5), ("a", "b", 8)],
         );
-        let p = plan(&b, &[], &[], &[], &prof, &Params::default()).unwrap();
+        let p = plan(&b, &[], &[], &[], &[], &prof, &Params::default()).unwrap();
         let names: Vec<&str> = p.order.functions.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names.last(), Some(&"a.cold"));
         assert_eq!(names.len(), 3);
@@ -753,7 +931,7 @@ mod tests {
             hot_coverage: 9_000,
             ..Params::default()
         };
-        let p = plan(&b, &map, &executed, &jumps, &prof, &params).unwrap();
+        let p = plan(&b, &map, &[], &executed, &jumps, &prof, &params).unwrap();
         assert_eq!(list_file(&p), "!work\n!!0 4\n!!1 3\n!main\n!!0\n");
         let tiers: Vec<u8> = p.functions[0].clusters.iter().map(|c| c.tier).collect();
         assert_eq!(tiers, vec![1, 0]);
@@ -809,8 +987,8 @@ mod tests {
                 .collect();
             let prof = profile(&[("f", 10)], &[]);
             let params = Params { min_count, hot_coverage: coverage, ..Params::default() };
-            let p = plan(&b, &map, &executed, &[], &prof, &params).unwrap();
-            proptest::prop_assert_eq!(&p, &plan(&b, &map, &executed, &[], &prof, &params).unwrap());
+            let p = plan(&b, &map, &[], &executed, &[], &prof, &params).unwrap();
+            proptest::prop_assert_eq!(&p, &plan(&b, &map, &[], &executed, &[], &prof, &params).unwrap());
             let Some(f) = p.functions.first() else {
                 proptest::prop_assert!(counts.iter().all(|&c| c < min_count));
                 return Ok(());
@@ -835,8 +1013,8 @@ mod tests {
     fn deterministic() {
         let (b, map, executed, jumps) = looping();
         let prof = profile(&[("work", 400), ("main", 1)], &[("main", "work", 1)]);
-        let a = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
-        let c = plan(&b, &map, &executed, &jumps, &prof, &Params::default()).unwrap();
+        let a = plan(&b, &map, &[], &executed, &jumps, &prof, &Params::default()).unwrap();
+        let c = plan(&b, &map, &[], &executed, &jumps, &prof, &Params::default()).unwrap();
         assert_eq!(a, c);
     }
 }

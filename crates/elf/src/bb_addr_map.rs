@@ -62,6 +62,11 @@ impl BbEntry {
     pub fn can_fall_through(&self) -> bool {
         self.metadata & 8 != 0
     }
+
+    /// True for an exception landing pad.
+    pub fn is_eh_pad(&self) -> bool {
+        self.metadata & 4 != 0
+    }
 }
 
 /// The block map of one function.

@@ -58,7 +58,9 @@
 
 use crate::Error;
 use object::read::archive::ArchiveFile;
-use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolSection};
+use object::{
+    Object, ObjectComdat, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolSection,
+};
 use std::collections::BTreeMap;
 
 /// Binding of a function symbol.
@@ -91,6 +93,11 @@ pub struct ObjectFunction {
     /// Base name of the source file (from the preceding `STT_FILE`) for local symbols; `None`
     /// for global and weak ones, as in [`sediment_profile::FuncKey`].
     pub file: Option<String>,
+    /// Signature of the COMDAT group its section belongs to (`None` outside a group): an
+    /// inline function or template instance, of which every object using it has a copy and
+    /// the linker keeps one. The locals of such a section (a split function's `.cold` and
+    /// `.__part.N` parts) have the same name in every copy.
+    pub group: Option<String>,
 }
 
 /// What a function's code refers to: another function of the same object (an index into
@@ -297,6 +304,20 @@ pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
                 .symbols()
                 .any(|s| s.name_bytes().is_ok_and(|n| n == GCC_LTO_SLIM_SYMBOL)),
         });
+    // Section index -> signature of its COMDAT group.
+    let mut groups: BTreeMap<usize, String> = BTreeMap::new();
+    for g in file.comdats() {
+        if g.kind() != object::ComdatKind::Any {
+            continue;
+        }
+        let Ok(signature) = g.name_bytes() else {
+            continue;
+        };
+        let signature = String::from_utf8_lossy(signature).into_owned();
+        for index in g.sections() {
+            groups.insert(index.0, signature.clone());
+        }
+    }
     let mut file_symbol = None;
     let mut current_file: Option<String> = None;
     let mut functions = Vec::new();
@@ -358,6 +379,7 @@ pub fn read_object(path: &str, data: &[u8]) -> Result<ObjectFile, Error> {
                 } else {
                     None
                 },
+                group: groups.get(&index.0).cloned(),
             },
         ));
     }

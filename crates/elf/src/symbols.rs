@@ -285,6 +285,41 @@ impl Binary {
     }
 }
 
+/// The names of the function symbols that share an address with another one (the aliases
+/// [`Binary::parse`] folds into one name), as (address, names sorted), by address. Read from the
+/// table [`Binary::parse`] uses (`.symtab`, else `.dynsym`). C++ compilers define the
+/// complete-object constructor or destructor (`C1`, `D1`) as an alias of the base-object one
+/// (`C2`, `D2`) when the two are the same code; which of them the compiler compiled as a
+/// function, and so named its split parts after, is known only from these names.
+pub fn aliases(path: &str, data: &[u8]) -> Result<Vec<(u64, Vec<String>)>, Error> {
+    let file = object::File::parse(data).map_err(|e| Error::Parse {
+        path: path.to_string(),
+        message: format!("not a readable ELF file: {e}"),
+    })?;
+    let collect = |t: object::SymbolTable<'_, '_>| -> Vec<(u64, String)> {
+        t.symbols()
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+            .filter_map(|s| Some((s.address(), s.name().ok()?.to_string())))
+            .filter(|(_, n)| !n.is_empty())
+            .collect()
+    };
+    let mut found = file.symbol_table().map(collect).unwrap_or_default();
+    if found.is_empty() {
+        found = file.dynamic_symbol_table().map(collect).unwrap_or_default();
+    }
+    found.sort();
+    found.dedup();
+    let mut out: Vec<(u64, Vec<String>)> = Vec::new();
+    for (address, name) in found {
+        match out.last_mut() {
+            Some((a, names)) if *a == address => names.push(name),
+            _ => out.push((address, vec![name])),
+        }
+    }
+    out.retain(|(_, names)| names.len() > 1);
+    Ok(out)
+}
+
 /// True when a symbol has a non-default ELF visibility (`st_other & 3`): in a linked file, a
 /// local of that kind was a hidden, internal or protected global of its object (a `static`
 /// function has default visibility).

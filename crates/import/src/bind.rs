@@ -96,6 +96,10 @@ pub fn bind(profile: &Profile, binary: &Binary) -> (Profile, BindReport) {
     for e in &profile.edges {
         b.add_call(&keys[e.caller as usize], &keys[e.callee as usize], e.weight);
     }
+    // Binding renames functions, never moves code: offsets stay valid.
+    for smp in &profile.samples {
+        b.add_sample(&keys[smp.func as usize], smp.offset, smp.weight);
+    }
     (b.build(), report)
 }
 

@@ -553,6 +553,8 @@ impl Acc {
                     Some(s) => {
                         add(&mut b, s);
                         b.add_self(&s.key, cost);
+                        // `symbol` found it, so the address is at or past base + s.address.
+                        b.add_sample(&s.key, address - base - s.address, cost);
                     }
                     None => stats.unattributed_cost = stats.unattributed_cost.saturating_add(cost),
                 }

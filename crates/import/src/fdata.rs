@@ -33,21 +33,36 @@
 //!   call and adds its count to the edge A -> B. A jump to offset 0 of *the same* function is
 //!   recursion (BOLT reads it as an entry too) and is kept as a self edge, as the perf importer
 //!   keeps recursion. Tail calls cannot be told from calls and count as calls, as in BOLT.
-//! - *no_lbr form:* each sample record adds its count to its function's self weight; there are
-//!   no edges.
+//! - *no_lbr form:* each sample record adds its count to its function's self weight and to the
+//!   profile's sample at that offset ([`sediment_profile::Sample`]); there are no edges.
 //! - Records whose locations are not symbols still count in [`Meta::total`].
 //!
-//! **Writing** ([`write()`]) produces the `no_lbr` form: a `no_lbr` header line (with the
-//! profile's event, when its name can be spelled) and one `1 function 0 self-weight` sample line
-//! per function with self weight. A Sediment profile keeps no call-site offsets, and BOLT reads an
-//! LBR record as a branch *from that offset* of the caller: a call written from offset 0 is a
-//! branch from an instruction that is not a call, which BOLT rejects as a stale profile. The
-//! sample form says only what the profile knows (how much each function ran), and BOLT places
-//! those samples in the function's entry block and estimates the rest of the flow itself. Call
-//! edges are not written; a round trip keeps every function's self weight. Keys that cannot be
-//! spelled in fdata (empty, or containing whitespace, control characters or `/`) are skipped
-//! and counted. Weights above `i64::MAX` are written as `i64::MAX`, since BOLT parses counts as
-//! signed 64-bit numbers.
+//! **Writing** ([`write()`]) produces the `no_lbr` form: a `no_lbr` header line, then for each
+//! function, in the profile's order, one `flag function offset weight` line per sample the
+//! profile holds for it (offsets in hex, ascending), or, for a function with self weight and no
+//! samples, one line at offset 0 with its self weight.
+//!
+//! What BOLT (16) does with it (`DataReader::readSampleData`): a block's count is the sum of
+//! the samples whose offsets fall between its start and the next block's start, times 1000,
+//! divided by the block's instruction count when an event name in the header contains
+//! `cycles` or `instructions`; edge counts are then inferred from block counts. A block without
+//! samples counts as never run, and `-split-functions` moves it to the cold part. Samples at
+//! instruction offsets (callgrind: every executed instruction with its count; perf: every
+//! sampled instruction pointer) therefore give every block that ran a count, while a function
+//! written at offset 0 alone has only its entry block hot. Callgrind's event `Ir` counts every
+//! instruction's executions, so the header names it `instructions` ([`INSTRUCTIONS_EVENT`]):
+//! BOLT's division then turns a block's summed instructions back into its execution count.
+//! Other events keep their own name (`cpu-clock`: BOLT does not divide, and a block's count is
+//! its sample count). A profile without samples writes its event as before.
+//!
+//! No call lines: in a file that starts with `no_lbr`, BOLT parses every record as a sample
+//! (location and count) and stops with an error at a branch record, so the two forms cannot be
+//! mixed; and a branch record needs the call instruction's offset, which a profile does not
+//! keep (a call written from offset 0 is a branch from an instruction that is not a call,
+//! which BOLT rejects as a stale profile). A round trip keeps every function's self weight and
+//! every sample. Keys that cannot be spelled in fdata (empty, or containing whitespace, control
+//! characters or `/`) are skipped and counted. Weights above `i64::MAX` are written as
+//! `i64::MAX`, since BOLT parses counts as signed 64-bit numbers.
 //!
 //! **Memory.** A stranger's file must not exhaust memory. Input files are already capped in
 //! size by the caller, but a record can introduce two new functions and a call in 20 bytes,
@@ -56,11 +71,12 @@
 //! every distinct function with its name and every distinct call once), and a file that would
 //! exceed it is refused with a one-line error naming the file and the line it had reached.
 //!
-//! Turned down: keeping the offsets to build a block-level profile. Sediment orders whole
-//! functions; BOLT itself is the tool for what happens inside them.
+//! Turned down: reading the LBR form's branch offsets into a block-level profile. Sediment
+//! orders whole functions; BOLT itself is the tool for what happens inside them.
 
 use crate::Error;
-use sediment_profile::{quote, FuncKey, Meta, Profile, ProfileBuilder};
+use sediment_profile::{quote, FuncId, FuncKey, Meta, Profile, ProfileBuilder};
+use std::fmt::Write as _;
 
 /// Value of `meta source` in profiles read from fdata.
 pub const SOURCE: &str = "fdata";
@@ -169,6 +185,7 @@ fn read_capped(path: &str, text: &str, binary: &str, budget: u64) -> Result<Prof
                 total = total.saturating_add(n);
                 if let Some(key) = at.key {
                     builder.add_self(&key, n);
+                    builder.add_sample(&key, at.offset, n);
                 }
             }
             _ => {
@@ -318,17 +335,33 @@ fn spell(key: &FuncKey) -> Option<(u8, String)> {
 pub struct Written {
     /// The fdata text (`no_lbr` form).
     pub text: String,
-    /// Sample lines written (functions with self weight).
+    /// Functions written (those with self weight or samples).
     pub functions: usize,
+    /// Of those, functions written at their instruction offsets (from the profile's samples);
+    /// the others are one sample at offset 0 with their self weight.
+    pub with_offsets: usize,
+    /// Sample lines written at instruction offsets.
+    pub offsets: usize,
     /// Functions with self weight left out because their key could not be spelled in fdata.
     pub skipped_functions: usize,
 }
 
-/// Writes `profile`'s self weights as `no_lbr` fdata (see the module docs). Lines follow the
-/// profile's canonical function order, so equal profiles give identical text.
+/// The event name BOLT is told for a profile's `meta event` when samples are written at
+/// instruction offsets: callgrind's `Ir` (instructions executed) is named `instructions`, the
+/// name that makes BOLT divide a block's samples by its instruction count, which turns
+/// per-instruction execution counts into the block's execution count. Other events keep
+/// their name.
+pub const INSTRUCTIONS_EVENT: &str = "instructions";
+
+/// Writes `profile` as `no_lbr` fdata (see the module docs). Lines follow the profile's
+/// canonical function order, then offset order, so equal profiles give identical text.
 pub fn write(profile: &Profile) -> Written {
     let mut text = String::from("no_lbr");
-    if let Some(event) = &profile.meta.event {
+    let ir = profile.meta.event.as_deref() == Some("Ir");
+    if ir && !profile.samples.is_empty() {
+        text.push(' ');
+        text.push_str(INSTRUCTIONS_EVENT);
+    } else if let Some(event) = &profile.meta.event {
         // `read` joins the header's event names with commas; split them back.
         if event.split(',').all(writable) {
             for name in event.split(',') {
@@ -338,19 +371,34 @@ pub fn write(profile: &Profile) -> Written {
         }
     }
     text.push('\n');
-    let (mut functions, mut skipped_functions) = (0, 0);
-    for f in profile.functions.iter().filter(|f| f.self_weight > 0) {
+    let (mut functions, mut skipped_functions, mut with_offsets, mut offsets) = (0, 0, 0, 0);
+    for (i, f) in profile.functions.iter().enumerate() {
+        let samples = profile.samples_of(i as FuncId);
+        if f.self_weight == 0 && samples.is_empty() {
+            continue;
+        }
         let Some((flag, name)) = spell(&f.key) else {
             skipped_functions += 1;
             continue;
         };
-        let w = f.self_weight.min(i64::MAX as u64);
-        text.push_str(&format!("{flag} {name} 0 {w}\n"));
         functions += 1;
+        if samples.is_empty() {
+            let w = f.self_weight.min(i64::MAX as u64);
+            let _ = writeln!(text, "{flag} {name} 0 {w}");
+            continue;
+        }
+        with_offsets += 1;
+        for s in samples {
+            let w = s.weight.min(i64::MAX as u64);
+            let _ = writeln!(text, "{flag} {name} {:x} {w}", s.offset);
+            offsets += 1;
+        }
     }
     Written {
         text,
         functions,
+        with_offsets,
+        offsets,
         skipped_functions,
     }
 }
@@ -463,6 +511,57 @@ mod tests {
         );
         assert!(q.edges.is_empty());
         assert_eq!(q.meta.event.as_deref(), Some("cpu-clock"));
+    }
+
+    #[test]
+    fn samples_are_written_at_their_offsets() {
+        // With samples, each is a line at its offset (hex) and callgrind's `Ir` is named
+        // `instructions`; a function without samples keeps its entry line. Reading the text
+        // back gives the same weights and samples.
+        let mut b = ProfileBuilder::new(Meta {
+            event: Some("Ir".into()),
+            ..Meta::default()
+        });
+        let (work, h, main) = (
+            FuncKey::global("work"),
+            FuncKey::local("h", "x.c"),
+            FuncKey::global("main"),
+        );
+        b.add_self(&work, 130);
+        b.add_sample(&work, 0, 10);
+        b.add_sample(&work, 0x1c, 120);
+        b.add_self(&h, 4);
+        b.add_sample(&h, 0x10, 4);
+        b.add_self(&main, 7);
+        let p = b.build();
+        let w = write(&p);
+        assert_eq!((w.functions, w.with_offsets, w.offsets), (3, 2, 3));
+        assert_eq!(
+            w.text,
+            "no_lbr instructions\n2 h/x.c/1 10 4\n1 main 0 7\n1 work 0 10\n1 work 1c 120\n"
+        );
+        let q = read("w.fdata", &w.text, "").unwrap();
+        assert_eq!(weights(&q), weights(&p));
+        let at = |p: &Profile| {
+            (p.samples.iter())
+                .map(|s| {
+                    (
+                        p.functions[s.func as usize].key.to_string(),
+                        s.offset,
+                        s.weight,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut want = at(&p);
+        want.push(("main".into(), 0, 7));
+        want.sort();
+        assert_eq!(at(&q), want);
+        // Without samples the header keeps the event's own name (profiles of older versions
+        // export as before).
+        let mut old = p.clone();
+        old.samples.clear();
+        assert!(write(&old).text.starts_with("no_lbr Ir\n2 h/x.c/1 0 4\n"));
     }
 
     #[test]

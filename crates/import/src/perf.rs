@@ -989,6 +989,11 @@ fn attribute(
                     let sym = &r.elf.functions[f];
                     r.builder.add_self(&sym.key, 1);
                     set_size(&mut r.builder, &sym.key, sym.size);
+                    // `lookup` found `f` at this address, so it maps and lies in the symbol.
+                    if let Some(at) = r.elf.offset_to_vaddr(s[0].1) {
+                        r.builder
+                            .add_sample(&sym.key, at.saturating_sub(sym.address), 1);
+                    }
                 }
                 None => {
                     let (_, off) = s[0];

@@ -8,7 +8,10 @@
 //! recorded from, while they are global in its objects. A key without a file
 //! matches the global and weak definitions of that name; if there is none, the single local of
 //! that name when it is unique. A file-less name that matches several locals and no global is
-//! *ambiguous* and skipped: placing an arbitrary one would be a guess.
+//! *ambiguous* and skipped: placing an arbitrary one would be a guess. Except when those locals
+//! are the copies of one COMDAT function's local, all in groups of one signature (the `.cold`
+//! and `.__part.N` parts clang splits off an inline function or template instance in every
+//! object that defines it): the linker keeps one copy, and all are placed.
 //!
 //! Matches of one key are listed in inventory order (objects in command-line order, symbols in
 //! symbol-table order), which makes the result deterministic.
@@ -100,6 +103,15 @@ pub fn resolve_lto(order: &FunctionOrder, objects: &[ObjectFile]) -> Resolution 
     match_entries(order, objects, true)
 }
 
+/// True when `refs` (several locals of one name) are the copies of one COMDAT function's
+/// local (the `.cold` or `.__part.N` part of an inline function or template instance split by
+/// the compiler in every object that defines it): all in sections of COMDAT groups with one
+/// signature. The linker keeps one copy, so placing them all places that one.
+fn one_comdat_function(refs: &[SymRef], objects: &[ObjectFile]) -> bool {
+    let group = |r: &SymRef| objects[r.object].functions[r.function].group.as_deref();
+    group(&refs[0]).is_some() && refs.iter().all(|r| group(r) == group(&refs[0]))
+}
+
 /// The matching behind [`resolve`] and [`resolve_lto`].
 fn match_entries(order: &FunctionOrder, objects: &[ObjectFile], lto: bool) -> Resolution {
     let mut by_name: HashMap<&str, Vec<SymRef>> = HashMap::new();
@@ -157,7 +169,7 @@ fn match_entries(order: &FunctionOrder, objects: &[ObjectFile], lto: bool) -> Re
                     .collect();
                 if !globals.is_empty() {
                     globals
-                } else if candidates.len() > 1 {
+                } else if candidates.len() > 1 && !one_comdat_function(candidates, objects) {
                     res.ambiguous.push(key.clone());
                     continue;
                 } else {
@@ -239,6 +251,7 @@ pub(crate) mod tests {
             section: section.into(),
             shared_section: false,
             file: file.map(str::to_string),
+            group: None,
         }
     }
 
@@ -360,6 +373,69 @@ pub(crate) mod tests {
             vec![
                 "2 of 6 order entries not found in the objects: nosuch, main (b.c)".to_string(),
                 "1 order entries skipped as ambiguous (no file given, several static functions of that name): helper".to_string(),
+            ]
+        );
+    }
+
+    // The `.cold` part of an inline function split in two objects: two locals of one name,
+    // each in a COMDAT group of the same signature, are the linker's one copy (both placed);
+    // two locals of one name in different groups, or outside any, stay ambiguous.
+    #[test]
+    fn comdat_copies_of_a_local_are_one_function() {
+        let in_group = |name: &str, group: Option<&str>, file: &str| ObjectFunction {
+            group: group.map(str::to_string),
+            ..func(
+                name,
+                Binding::Local,
+                &format!(".text.split.{name}"),
+                Some(file),
+            )
+        };
+        let objs = vec![
+            obj(
+                "a.o",
+                "a.cc",
+                vec![
+                    in_group("_Z3mixl.cold", Some("_Z3mixl"), "a.cc"),
+                    in_group("other.cold", Some("other"), "a.cc"),
+                    in_group("helper.cold", None, "a.cc"),
+                ],
+            ),
+            obj(
+                "b.o",
+                "b.cc",
+                vec![
+                    in_group("_Z3mixl.cold", Some("_Z3mixl"), "b.cc"),
+                    in_group("other.cold", Some("another"), "b.cc"),
+                    in_group("helper.cold", None, "b.cc"),
+                ],
+            ),
+        ];
+        let o = order(&[
+            FuncKey::global("_Z3mixl.cold"),
+            FuncKey::global("other.cold"),
+            FuncKey::global("helper.cold"),
+        ]);
+        let r = resolve(&o, &objs).unwrap();
+        let placed: Vec<(String, Vec<(usize, usize)>)> = r
+            .placed
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    v.iter().map(|s| (s.object, s.function)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            placed,
+            vec![("_Z3mixl.cold".to_string(), vec![(0, 0), (1, 0)])]
+        );
+        assert_eq!(
+            r.ambiguous,
+            vec![
+                FuncKey::global("other.cold"),
+                FuncKey::global("helper.cold")
             ]
         );
     }

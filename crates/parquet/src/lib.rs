@@ -2,8 +2,10 @@
 //! fleets (documented for users in `docs/design/parquet.md`).
 //!
 //! A fleet's profiles (many binaries, many submissions of each) are one *long table*: one row
-//! per profile (`kind = profile`, carrying its metadata), one per function (`kind = function`)
-//! and one per call (`kind = call`). Every row repeats its profile's identity (`profile`, the
+//! per profile (`kind = profile`, carrying its metadata), one per function (`kind = function`),
+//! one per call (`kind = call`) and one per per-instruction sample (`kind = sample`, with the
+//! columns `offset` and `sample_weight` of schema version 2, written only when a profile has
+//! samples, so that tables without them stay version 1). Every row repeats its profile's identity (`profile`, the
 //! submission id, and `binary_name`, `build_id`, `arch`, the submission's `submitter`,
 //! `recorded_at` and `weight`), so a query can filter any row by binary or host without a
 //! join, and several files of the table can simply be concatenated. The schema version is in
@@ -49,8 +51,15 @@ use std::sync::Arc;
 
 /// Key of the file's key-value metadata that holds the schema version.
 pub const SCHEMA_KEY: &str = "sediment.schema";
-/// The schema version this build writes and reads.
+/// The schema version this build writes for profiles without samples, and reads.
 pub const SCHEMA_VERSION: &str = "1";
+/// The schema version of tables holding per-instruction samples ([`SAMPLE_COLUMNS`] and
+/// `kind = sample` rows); this build writes it when a profile written has samples, and reads it.
+pub const SCHEMA_VERSION_SAMPLES: &str = "2";
+
+/// The columns schema version 2 adds after [`COLUMNS`]: a sample's offset in its function
+/// (the row's `name` and `file`) and its weight.
+pub const SAMPLE_COLUMNS: [&str; 2] = ["offset", "sample_weight"];
 
 /// The columns of schema version 1, in file order.
 pub const COLUMNS: [&str; 19] = [
@@ -149,6 +158,12 @@ message sediment_profile {
   optional int64 call_weight (INTEGER(64, false));
 }";
 
+/// The columns schema version 2 adds, spelled as in [`SCHEMA`].
+const SAMPLE_SCHEMA: &str = "
+  optional int64 offset (INTEGER(64, false));
+  optional int64 sample_weight (INTEGER(64, false));
+";
+
 /// A column's values for one row group, with definition levels for optional columns.
 enum Col {
     Str(Vec<Option<ByteArray>>),
@@ -205,14 +220,35 @@ pub fn write(profiles: &[(&str, f64, &str, &Profile)]) -> Result<Vec<u8>, Error>
         path: "parquet output".into(),
         message: e.to_string(),
     };
-    let schema = Arc::new(parquet::schema::parser::parse_message_type(SCHEMA).map_err(out_err)?);
+    // Version 1 unless a profile has samples, so that tables without them stay as they were.
+    let with_samples = profiles.iter().any(|p| !p.3.samples.is_empty());
+    let (schema_text, version) = if with_samples {
+        let close = SCHEMA.rfind('}').unwrap_or(SCHEMA.len());
+        (
+            format!("{}{SAMPLE_SCHEMA}}}", &SCHEMA[..close]),
+            SCHEMA_VERSION_SAMPLES,
+        )
+    } else {
+        (SCHEMA.to_string(), SCHEMA_VERSION)
+    };
+    let columns: Vec<&str> = if with_samples {
+        COLUMNS
+            .iter()
+            .chain(SAMPLE_COLUMNS.iter())
+            .copied()
+            .collect()
+    } else {
+        COLUMNS.to_vec()
+    };
+    let schema =
+        Arc::new(parquet::schema::parser::parse_message_type(&schema_text).map_err(out_err)?);
     let props = Arc::new(
         WriterProperties::builder()
             .set_compression(Compression::UNCOMPRESSED)
             .set_created_by("sediment".to_string())
             .set_key_value_metadata(Some(vec![KeyValue::new(
                 SCHEMA_KEY.to_string(),
-                SCHEMA_VERSION.to_string(),
+                version.to_string(),
             )]))
             .build(),
     );
@@ -237,10 +273,12 @@ pub fn write(profiles: &[(&str, f64, &str, &Profile)]) -> Result<Vec<u8>, Error>
         };
         let submitter = m.extra.get(META_SUBMITTER).map(String::as_str);
         let meta = meta_text(&m.extra);
-        let mut cols: Vec<Col> = COLUMNS
+        let mut cols: Vec<Col> = columns
             .iter()
             .map(|c| match *c {
-                "total" | "size" | "self_weight" | "call_weight" => Col::U64(Vec::new()),
+                "total" | "size" | "self_weight" | "call_weight" | "offset" | "sample_weight" => {
+                    Col::U64(Vec::new())
+                }
                 "recorded_at" => Col::I64(Vec::new()),
                 "weight" => Col::F64(Vec::new()),
                 _ => Col::Str(Vec::new()),
@@ -251,7 +289,8 @@ pub fn write(profiles: &[(&str, f64, &str, &Profile)]) -> Result<Vec<u8>, Error>
                        size: Option<u64>,
                        self_w: Option<u64>,
                        callee: Option<&FuncKey>,
-                       call_w: Option<u64>| {
+                       call_w: Option<u64>,
+                       at: Option<(u64, u64)>| {
             cols[0].push_str(Some(id));
             cols[1].push_str(Some(kind));
             cols[2].push_str(Some(&m.binary));
@@ -271,14 +310,19 @@ pub fn write(profiles: &[(&str, f64, &str, &Profile)]) -> Result<Vec<u8>, Error>
             cols[16].push_str(callee.map(|k| k.name.as_str()));
             cols[17].push_str(callee.and_then(|k| k.file.as_deref()));
             cols[18].push_u64(call_w);
+            if with_samples {
+                cols[19].push_u64(at.map(|a| a.0));
+                cols[20].push_u64(at.map(|a| a.1));
+            }
         };
-        row("profile", None, None, None, None, None);
+        row("profile", None, None, None, None, None, None);
         for f in &p.functions {
             row(
                 "function",
                 Some(&f.key),
                 f.size,
                 Some(f.self_weight),
+                None,
                 None,
                 None,
             );
@@ -297,12 +341,27 @@ pub fn write(profiles: &[(&str, f64, &str, &Profile)]) -> Result<Vec<u8>, Error>
                 None,
                 Some(&b.key),
                 Some(e.weight),
+                None,
+            );
+        }
+        for smp in &p.samples {
+            let Some(f) = p.functions.get(smp.func as usize) else {
+                continue;
+            };
+            row(
+                "sample",
+                Some(&f.key),
+                None,
+                None,
+                None,
+                None,
+                Some((smp.offset, smp.weight)),
             );
         }
         let mut group = writer.next_row_group().map_err(out_err)?;
         let mut i = 0;
         while let Some(mut col) = group.next_column().map_err(out_err)? {
-            let optional = col_is_optional(COLUMNS[i]);
+            let optional = col_is_optional(columns[i]);
             let levels = |l: Vec<i16>| if optional { Some(l) } else { None };
             match &cols[i] {
                 Col::Str(v) => {
@@ -363,10 +422,12 @@ struct Partial {
     meta: Option<(Meta, f64)>,
     functions: Vec<(FuncKey, u64, Option<u64>)>,
     calls: Vec<(FuncKey, FuncKey, u64, usize)>,
+    /// (function, offset, weight, row) of `sample` rows.
+    samples: Vec<(FuncKey, u64, u64, usize)>,
 }
 
-/// Reads a Parquet table of schema version 1 (see the module docs); `path` names the file in
-/// errors. Returns the submissions in the order of their `profile` rows.
+/// Reads a Parquet table of schema version 1 or 2 (see the module docs); `path` names the file
+/// in errors. Returns the submissions in the order of their `profile` rows.
 pub fn read(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
     // The `parquet` crate panics on some malformed pages (a level length past the page, found
     // by fuzzing); such a file is an error like any other damaged input, reported in one line:
@@ -399,9 +460,9 @@ fn read_table(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
     if let Some(kv) = meta.key_value_metadata() {
         if let Some(v) = kv.iter().find(|k| k.key == SCHEMA_KEY) {
             let v = v.value.as_deref().unwrap_or("");
-            if v != SCHEMA_VERSION {
+            if v != SCHEMA_VERSION && v != SCHEMA_VERSION_SAMPLES {
                 return Err(schema_err(format!(
-                    "unsupported sediment Parquet schema version `{}` (this build reads version {SCHEMA_VERSION})",
+                    "unsupported sediment Parquet schema version `{}` (this build reads versions {SCHEMA_VERSION} and {SCHEMA_VERSION_SAMPLES})",
                     quote(v)
                 )));
             }
@@ -435,6 +496,11 @@ fn read_table(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
             ))
         })?;
     }
+    // Version 2's columns, where the table has them (a version-1 table has no samples).
+    let sample_pos: Option<(usize, usize)> = match SAMPLE_COLUMNS.map(|c| index.get(c)) {
+        [Some(&o), Some(&w)] => Some((o, w)),
+        _ => None,
+    };
 
     let mut order: Vec<String> = Vec::new();
     let mut partials: HashMap<String, Partial> = HashMap::new();
@@ -520,9 +586,30 @@ fn read_table(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
                 }
                 part.calls.push((caller, callee, w, r));
             }
+            "sample" => {
+                let Some((o, w)) = sample_pos else {
+                    return Err(cx.err(format!(
+                        "a `sample` row in a table without the columns `offset` and `sample_weight` (schema version {SCHEMA_VERSION_SAMPLES})"
+                    )));
+                };
+                let key = FuncKey {
+                    name: cx.req_str(get(12), "name")?,
+                    file: cx.opt_str(get(13), "file")?,
+                };
+                let offset = cx
+                    .opt_u64(values[o], "offset")?
+                    .ok_or_else(|| cx.null("offset"))?;
+                let w = cx
+                    .opt_u64(values[w], "sample_weight")?
+                    .ok_or_else(|| cx.null("sample_weight"))?;
+                if w == 0 {
+                    return Err(cx.err("sample_weight 0 (samples have a weight > 0)".into()));
+                }
+                part.samples.push((key, offset, w, r));
+            }
             other => {
                 return Err(cx.err(format!(
-                    "kind `{}` is none of profile, function, call",
+                    "kind `{}` is none of profile, function, call, sample",
                     quote(other)
                 )))
             }
@@ -583,6 +670,28 @@ fn read_table(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
             }
             b.add_call(a, c, *w);
         }
+        let mut offsets: HashMap<(&FuncKey, u64), ()> = HashMap::new();
+        for (k, offset, w, r) in &part.samples {
+            let row_err = |message: String| Error::Row {
+                path: path.to_string(),
+                row: *r,
+                message,
+            };
+            if !seen.contains_key(k) {
+                return Err(row_err(format!(
+                    "sample names function `{}`, which profile `{}` does not list",
+                    quote(&k.to_string()),
+                    quote(&id)
+                )));
+            }
+            if offsets.insert((k, *offset), ()).is_some() {
+                return Err(row_err(format!(
+                    "a second sample at offset {offset} of `{}`",
+                    quote(&k.to_string())
+                )));
+            }
+            b.add_sample(k, *offset, *w);
+        }
         out.push(Submission {
             id,
             weight,
@@ -598,7 +707,8 @@ fn check_type(t: &Type, path: &str) -> Result<(), Error> {
     let physical = t.get_physical_type();
     let logical = t.get_basic_info().logical_type();
     let ok = match name {
-        "total" | "size" | "self_weight" | "call_weight" | "recorded_at" => match physical {
+        "total" | "size" | "self_weight" | "call_weight" | "recorded_at" | "offset"
+        | "sample_weight" => match physical {
             PhysicalType::INT64 | PhysicalType::INT32 => true,
             PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY => {
                 matches!(logical, Some(LogicalType::Decimal { scale: 0, .. }))
@@ -856,6 +966,34 @@ mod tests {
         assert_eq!(back[0].profile.to_text(), p.to_text());
         assert_eq!(back[1].profile.to_text(), empty.to_text());
         assert_eq!(back[1].weight, 2.5);
+    }
+
+    // Samples make a version-2 table (two more columns, `sample` rows) that reads back to the
+    // same text; a table whose profiles have none stays version 1.
+    #[test]
+    fn samples_round_trip_in_version_2() {
+        let mut b = ProfileBuilder::from(sample());
+        b.add_sample(&FuncKey::local("helper", "a.c"), 0, 7);
+        b.add_sample(&FuncKey::local("helper", "a.c"), 0x1c, u64::MAX);
+        let p = b.build();
+        let bytes = write(&[("a", 1.0, "a.sprof", &p)]).unwrap();
+        let version = |bytes: &[u8]| {
+            let r = SerializedFileReader::new(bytes::Bytes::from(bytes.to_vec())).unwrap();
+            let kv = r
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .unwrap()
+                .clone();
+            let v = kv.iter().find(|k| k.key == SCHEMA_KEY).unwrap();
+            let n = r.metadata().file_metadata().schema_descr().num_columns();
+            (v.value.clone().unwrap(), n)
+        };
+        assert_eq!(version(&bytes), ("2".to_string(), 21));
+        let back = read("t.parquet", bytes).unwrap();
+        assert_eq!(back[0].profile.to_text(), p.to_text());
+        let v1 = write(&[("a", 1.0, "a.sprof", &sample())]).unwrap();
+        assert_eq!(version(&v1), ("1".to_string(), 19));
     }
 
     // Several submissions of one binary become one merged profile; other binaries stay apart.

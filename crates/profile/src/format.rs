@@ -1,5 +1,5 @@
-//! The text form of a profile (format version 1), documented for users in
-//! `docs/design/profile-format.md`.
+//! The text form of a profile (format version 1, or 2 when it holds per-instruction samples),
+//! documented for users in `docs/design/profile-format.md`.
 //!
 //! ```text
 //! sediment-profile 1
@@ -15,14 +15,23 @@
 //! line. Every string field is escaped with [`escape`]: bytes outside printable ASCII, space,
 //! `%` and `#` become `%XX`, and a string that would read as the "absent" marker `-` is written
 //! `%2D`. So every field is one token and no name can break the line structure.
+//!
+//! Version 2 is version 1 plus `at FUNCTION OFFSET WEIGHT` lines after the `call` lines, the
+//! profile's [`Sample`]s. A profile without samples is written as version 1, byte for byte as
+//! before samples existed, so older readers still read every profile they could; one with
+//! samples says version 2, which an older reader refuses by its version rather than at the
+//! first `at` line.
 
-use crate::{Edge, Error, FuncKey, Function, Meta, Profile};
+use crate::{Edge, Error, FuncKey, Function, Meta, Profile, Sample};
 use std::fmt::Write as _;
 
 /// First token of the first line.
 pub const MAGIC: &str = "sediment-profile";
-/// The format version this build writes and reads.
+/// The format version of profiles without samples; this build reads it and
+/// [`FORMAT_VERSION_SAMPLES`].
 pub const FORMAT_VERSION: u32 = 1;
+/// The format version of profiles with per-instruction samples (`at` lines).
+pub const FORMAT_VERSION_SAMPLES: u32 = 2;
 
 /// Escapes a string into one whitespace-free token (see the module docs).
 pub fn escape(s: &str) -> String {
@@ -138,7 +147,12 @@ fn opt_field(v: &Option<String>) -> String {
 
 pub(crate) fn write(p: &Profile) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{MAGIC} {FORMAT_VERSION}");
+    let version = if p.samples.is_empty() {
+        FORMAT_VERSION
+    } else {
+        FORMAT_VERSION_SAMPLES
+    };
+    let _ = writeln!(out, "{MAGIC} {version}");
     let m = &p.meta;
     let _ = writeln!(out, "meta binary {}", escape(&m.binary));
     if let Some(b) = &m.build_id {
@@ -169,6 +183,12 @@ pub(crate) fn write(p: &Profile) -> String {
     let _ = writeln!(out, "# call CALLER CALLEE WEIGHT");
     for e in &p.edges {
         let _ = writeln!(out, "call {} {} {}", e.caller, e.callee, e.weight);
+    }
+    if !p.samples.is_empty() {
+        let _ = writeln!(out, "# at FUNCTION OFFSET WEIGHT");
+        for s in &p.samples {
+            let _ = writeln!(out, "at {} {} {}", s.func, s.offset, s.weight);
+        }
     }
     out
 }
@@ -238,11 +258,12 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
     if head.next() != Some(MAGIC) {
         return Err(Error::NotAProfile);
     }
-    match head.next() {
-        Some(v) if v == FORMAT_VERSION.to_string() && head.next().is_none() => {}
+    let with_samples = match head.next() {
+        Some(v) if v == FORMAT_VERSION.to_string() && head.next().is_none() => false,
+        Some(v) if v == FORMAT_VERSION_SAMPLES.to_string() && head.next().is_none() => true,
         Some(v) => return Err(Error::UnsupportedVersion(quote(v))),
         None => return Err(Error::NotAProfile),
-    }
+    };
 
     let mut meta = Meta::default();
     let mut saw_binary = false;
@@ -250,6 +271,7 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
     let mut seen_keys: Vec<&str> = Vec::new();
     let mut functions: Vec<Function> = Vec::new();
     let mut edges: Vec<Edge> = Vec::new();
+    let mut samples: Vec<Sample> = Vec::new();
     let mut last_line = 1;
     let ends_in_newline = text.ends_with('\n');
     let mut lines = lines.peekable();
@@ -311,8 +333,8 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
                 if toks.len() != 6 {
                     return Err(cx.err("`fn` takes INDEX SELF-WEIGHT SIZE NAME FILE"));
                 }
-                if !edges.is_empty() {
-                    return Err(cx.err("`fn` lines must come before `call` lines"));
+                if !edges.is_empty() || !samples.is_empty() {
+                    return Err(cx.err("`fn` lines must come before `call` and `at` lines"));
                 }
                 let idx: usize = cx.num(toks[1], "index")?;
                 if idx != functions.len() {
@@ -362,6 +384,9 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
                 if weight == 0 {
                     return Err(cx.err("call weight must be positive"));
                 }
+                if !samples.is_empty() {
+                    return Err(cx.err("`call` lines must come before `at` lines"));
+                }
                 if let Some(prev) = edges.last() {
                     if (prev.caller, prev.callee) >= (caller, callee) {
                         return Err(cx.err("call lines out of order or repeated"));
@@ -372,6 +397,35 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
                     callee,
                     weight,
                 });
+            }
+            "at" if with_samples => {
+                if toks.len() != 4 {
+                    return Err(cx.err("`at` takes FUNCTION OFFSET WEIGHT"));
+                }
+                let func: u32 = cx.num(toks[1], "function")?;
+                let offset: u64 = cx.num(toks[2], "offset")?;
+                let weight: u64 = cx.num(toks[3], "weight")?;
+                if func as usize >= functions.len() {
+                    return Err(cx.err(format!("`at` refers to unknown function {func}")));
+                }
+                if weight == 0 {
+                    return Err(cx.err("sample weight must be positive"));
+                }
+                if let Some(prev) = samples.last() {
+                    if (prev.func, prev.offset) >= (func, offset) {
+                        return Err(cx.err("`at` lines out of order or repeated"));
+                    }
+                }
+                samples.push(Sample {
+                    func,
+                    offset,
+                    weight,
+                });
+            }
+            "at" => {
+                return Err(cx.err(format!(
+                    "`at` lines need format version {FORMAT_VERSION_SAMPLES} (the file says {FORMAT_VERSION})"
+                )));
             }
             other => {
                 return Err(cx.err(format!("unknown record `{}`", quote(other))));
@@ -391,10 +445,19 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
             message: "no `meta binary` line".into(),
         });
     }
+    if with_samples && samples.is_empty() {
+        return Err(Error::Parse {
+            line: last_line,
+            message: format!(
+                "format version {FORMAT_VERSION_SAMPLES} without `at` lines (a profile without samples is version {FORMAT_VERSION})"
+            ),
+        });
+    }
     Ok(Profile {
         meta,
         functions,
         edges,
+        samples,
     })
 }
 
@@ -450,6 +513,74 @@ fn 1 10 - main -\n\
 call 1 0 7\n";
         assert_eq!(sample().to_text(), expect);
         assert_eq!(Profile::from_text(expect).unwrap(), sample());
+    }
+
+    #[test]
+    fn samples_make_version_2_and_round_trip() {
+        // Samples add `at` lines after the calls and say version 2; the rest of the text is
+        // what version 1 writes.
+        let mut b = ProfileBuilder::from(sample());
+        b.add_sample(&FuncKey::local("helper", "unit07.c"), 4, 30);
+        b.add_sample(&FuncKey::local("helper", "unit07.c"), 0, 20);
+        b.add_sample(&FuncKey::global("main"), 9, 10);
+        let p = b.build();
+        let text = p.to_text();
+        let v1 = sample().to_text();
+        assert_eq!(
+            text,
+            format!(
+                "sediment-profile 2\n{}# at FUNCTION OFFSET WEIGHT\nat 0 0 20\nat 0 4 30\nat 1 9 10\n",
+                &v1["sediment-profile 1\n".len()..]
+            )
+        );
+        assert_eq!(Profile::from_text(&text).unwrap(), p);
+        assert!(p.is_canonical());
+        assert_eq!(p.samples_of(0).len(), 2);
+        assert_eq!(p.samples_of(1)[0].offset, 9);
+        // Each rule of the `at` lines is checked, with the line named.
+        let cases = [
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 9 10\nat 1 9 10\n",
+                "out of order",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 5 9 10\n",
+                "unknown function 5",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 9 0\n",
+                "positive",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 9\n",
+                "FUNCTION OFFSET WEIGHT",
+            ),
+            (
+                "at 1 9 10\n",
+                "at 0 0 20\nat 0 4 30\nat 1 09 10\n",
+                "canonical",
+            ),
+            ("at 0 0 20\n", "at 0 0 20\ncall 1 0 7\n", "before `at`"),
+        ];
+        for (from, to, what) in cases {
+            let bad = text.replacen(&format!("at 0 0 20\nat 0 4 30\n{from}"), to, 1);
+            let bad = if bad == text {
+                text.replacen(from, to, 1)
+            } else {
+                bad
+            };
+            let e = Profile::from_text(&bad).unwrap_err().to_string();
+            assert!(e.starts_with("line ") && e.contains(what), "{what}: {e}");
+        }
+        // `at` lines in a version-1 file, and version 2 without them, are refused.
+        let e = Profile::from_text(&text.replacen("sediment-profile 2", "sediment-profile 1", 1));
+        assert!(e.unwrap_err().to_string().contains("need format version 2"));
+        let e = Profile::from_text(&v1.replacen("sediment-profile 1", "sediment-profile 2", 1));
+        assert!(e.unwrap_err().to_string().contains("without `at` lines"));
     }
 
     #[test]

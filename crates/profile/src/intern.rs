@@ -6,7 +6,7 @@
 //! length; [`Interner::into_sorted`] turns the ids into [`FuncId`]s at the end, where the order
 //! is needed.
 
-use crate::{Edge, FuncId, FuncKey, Function, Meta, Profile};
+use crate::{Edge, FuncId, FuncKey, Function, Meta, Profile, Sample};
 use std::collections::HashMap;
 
 /// Distinct keys and their ids (the order of first sight, `0..len`).
@@ -55,8 +55,9 @@ impl Interner {
     }
 
     /// The canonical profile of these keys: `function(id)` gives each key's self weight and
-    /// size, `edges` the calls by (caller, callee) id, each pair at most once; calls of weight
-    /// zero are dropped (their functions stay). The keys are moved, not copied.
+    /// size, `edges` the calls by (caller, callee) id, each pair at most once, `samples` the
+    /// per-offset weights by (function id, offset), each pair at most once; calls and samples
+    /// of weight zero are dropped (their functions stay). The keys are moved, not copied.
     ///
     /// The keys are sorted once; an id's rank in that order is its [`FuncId`], so sorting the
     /// edges by the pair of ranks sorts them by key pair. Keys and pairs are distinct, so the
@@ -66,6 +67,7 @@ impl Interner {
         meta: Meta,
         function: impl Fn(u32) -> (u64, Option<u64>),
         edges: impl Iterator<Item = ((u32, u32), u64)>,
+        samples: impl Iterator<Item = ((u32, u64), u64)>,
     ) -> Profile {
         let mut keys: Vec<(FuncKey, u32)> = self.ids.into_iter().collect();
         keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -93,10 +95,20 @@ impl Interner {
             })
             .collect();
         edges.sort_unstable_by_key(|e| (e.caller, e.callee));
+        let mut samples: Vec<Sample> = samples
+            .filter(|&(_, weight)| weight > 0)
+            .map(|((f, offset), weight)| Sample {
+                func: rank[f as usize],
+                offset,
+                weight,
+            })
+            .collect();
+        samples.sort_unstable_by_key(|s| (s.func, s.offset));
         Profile {
             meta,
             functions,
             edges,
+            samples,
         }
     }
 }

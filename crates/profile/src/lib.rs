@@ -1,5 +1,7 @@
 //! The Sediment profile model: functions, their self weight, and weighted call edges of one
-//! executable, plus the metadata that says where the numbers came from.
+//! executable, where known the weight at each instruction offset inside the functions
+//! ([`Sample`], for BOLT's sample profile), plus the metadata that says where the numbers came
+//! from.
 //!
 //! Every importer produces a [`Profile`], every ordering algorithm consumes one, and the text
 //! form written by [`Profile::to_text`] is the one file a user keeps per executable (documented
@@ -35,7 +37,9 @@ pub use fleet::{
     decay, parse_recorded_at, plan as fleet_plan, FleetOptions, FleetPlan, Submission,
     META_RECORDED_AT, META_SUBMITTER,
 };
-pub use format::{escape, quote, quote_whole, unescape, FORMAT_VERSION, MAGIC, QUOTE_MAX};
+pub use format::{
+    escape, quote, quote_whole, unescape, FORMAT_VERSION, FORMAT_VERSION_SAMPLES, MAGIC, QUOTE_MAX,
+};
 pub use key::{base_name, FuncKey};
 pub use merge::{merge, merge_with, sum, MergeOptions, Merger, FRACTION_BITS, MERGE_SCALE};
 pub use names::{
@@ -56,7 +60,7 @@ pub enum Error {
     #[error("not a sediment profile (first line must be `{MAGIC} {FORMAT_VERSION}`)")]
     NotAProfile,
     /// The file says it is a profile of a version this build cannot read.
-    #[error("unsupported profile format version {0} (this build reads version {FORMAT_VERSION})")]
+    #[error("unsupported profile format version {0} (this build reads versions {FORMAT_VERSION} and {FORMAT_VERSION_SAMPLES})")]
     UnsupportedVersion(String),
     /// A line could not be parsed.
     #[error("line {line}: {message}")]
@@ -161,6 +165,20 @@ pub struct Edge {
     pub weight: u64,
 }
 
+/// Weight observed at one instruction offset of a function: executions of that instruction
+/// (callgrind `Ir`) or samples whose instruction pointer was there (perf). Offsets count from
+/// the function symbol's address, so they stay valid wherever the binary is loaded, and only
+/// for the build they were recorded on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sample {
+    /// The function.
+    pub func: FuncId,
+    /// Bytes from the function's start.
+    pub offset: u64,
+    /// Instructions executed or samples taken there.
+    pub weight: u64,
+}
+
 /// The [`Meta::extra`] key counting the recordings merged into one profile-directory file
 /// (`sediment record --prof-dir`): its weight when the next recording is merged in
 /// (docs/design/profile-format.md).
@@ -198,6 +216,11 @@ pub struct Profile {
     pub functions: Vec<Function>,
     /// Edges sorted by (caller, callee), at most one per pair, weight > 0.
     pub edges: Vec<Edge>,
+    /// Per-instruction weights, sorted by (function, offset), at most one per pair, weight >
+    /// 0; empty when the importer had no instruction addresses (or they were not kept). They
+    /// describe where inside each function its self weight fell, which BOLT's sample profile
+    /// needs to count blocks (`sediment export --format fdata`).
+    pub samples: Vec<Sample>,
 }
 
 impl Profile {
@@ -246,8 +269,16 @@ impl Profile {
         self.functions.iter().map(|f| f.self_weight).sum()
     }
 
+    /// The samples of function `f`, by offset (a slice of [`Profile::samples`]).
+    pub fn samples_of(&self, f: FuncId) -> &[Sample] {
+        let start = self.samples.partition_point(|s| s.func < f);
+        let end = self.samples.partition_point(|s| s.func <= f);
+        &self.samples[start..end]
+    }
+
     /// True when functions are strictly sorted by key, edges strictly sorted by (caller,
-    /// callee), every edge index is in range and every edge weight is positive.
+    /// callee), every edge index is in range and every edge weight is positive, and likewise
+    /// samples by (function, offset).
     pub fn is_canonical(&self) -> bool {
         let n = self.functions.len() as u64;
         self.functions.windows(2).all(|w| w[0].key < w[1].key)
@@ -259,6 +290,14 @@ impl Profile {
                 .edges
                 .iter()
                 .all(|e| u64::from(e.caller) < n && u64::from(e.callee) < n && e.weight > 0)
+            && self
+                .samples
+                .windows(2)
+                .all(|w| (w[0].func, w[0].offset) < (w[1].func, w[1].offset))
+            && self
+                .samples
+                .iter()
+                .all(|s| u64::from(s.func) < n && s.weight > 0)
     }
 }
 
@@ -293,6 +332,8 @@ pub struct ProfileBuilder {
     /// Edge weights by (caller, callee) builder ids; never holds a zero weight added through
     /// [`ProfileBuilder::add_call`].
     edges: HashMap<(u32, u32), u64>,
+    /// Sample weights by (function builder id, offset).
+    samples: HashMap<(u32, u64), u64>,
 }
 
 /// Estimated bytes one distinct function costs a [`ProfileBuilder`] and the [`Profile`] it
@@ -309,6 +350,11 @@ pub const FUNCTION_COST: u64 = 320;
 /// (16 bytes). Measured at the peak of an fdata import of a million calls between a thousand
 /// functions: about 55 bytes each.
 pub const CALL_COST: u64 = 80;
+
+/// Estimated bytes one distinct sample (function, offset) costs a [`ProfileBuilder`] and the
+/// [`Profile`] it builds: its hash-table entry (25 bytes, up to 16/7 times over) and the
+/// [`Sample`] of the result (24 bytes).
+pub const SAMPLE_COST: u64 = 90;
 
 impl ProfileBuilder {
     /// A builder with the given metadata.
@@ -365,6 +411,18 @@ impl ProfileBuilder {
         *slot = slot.saturating_add(weight);
     }
 
+    /// Adds `weight` to the sample at `offset` bytes into the function, creating the function
+    /// if needed (its self weight is not changed: callers add that with
+    /// [`ProfileBuilder::add_self`]). Zero weights only create the function.
+    pub fn add_sample(&mut self, key: &FuncKey, offset: u64, weight: u64) {
+        let f = self.intern(key);
+        if weight == 0 {
+            return;
+        }
+        let slot = self.samples.entry((f, offset)).or_insert(0);
+        *slot = slot.saturating_add(weight);
+    }
+
     /// Number of distinct functions so far.
     pub fn len(&self) -> usize {
         self.functions.len()
@@ -389,6 +447,7 @@ impl ProfileBuilder {
             .saturating_mul(FUNCTION_COST)
             .saturating_add(self.ids.key_bytes())
             .saturating_add((self.edges.len() as u64).saturating_mul(CALL_COST))
+            .saturating_add((self.samples.len() as u64).saturating_mul(SAMPLE_COST))
     }
 
     /// The canonical profile.
@@ -398,6 +457,7 @@ impl ProfileBuilder {
             self.meta,
             |id| functions[id as usize],
             self.edges.into_iter(),
+            self.samples.into_iter(),
         )
     }
 }
@@ -420,6 +480,11 @@ impl From<Profile> for ProfileBuilder {
                 continue;
             };
             b.edges.insert((a, c), e.weight);
+        }
+        for s in &p.samples {
+            if let Some(&f) = ids.get(s.func as usize) {
+                b.samples.insert((f, s.offset), s.weight);
+            }
         }
         b
     }
@@ -512,6 +577,7 @@ mod tests {
                 meta,
                 functions,
                 edges,
+                samples: Vec::new(),
             }
         }
     }

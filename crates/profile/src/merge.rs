@@ -109,6 +109,8 @@ pub struct Merger {
     functions: Vec<(u128, Option<u64>)>,
     /// Fixed-point call weight sums by (caller, callee) id.
     edges: HashMap<(u32, u32), u128>,
+    /// Fixed-point sample weight sums by (function id, offset), scaled like self weights.
+    samples: HashMap<(u32, u64), u128>,
     total: u128,
 }
 
@@ -185,6 +187,11 @@ impl Merger {
             };
             self.add_edge(a, b, term(e.weight, factor));
         }
+        for s in &profile.samples {
+            if let Some(&f) = ids.get(s.func as usize) {
+                self.add_sample(f, s.offset, term(s.weight, factor));
+            }
+        }
         self.total = self.total.saturating_add(term(profile.meta.total, factor));
         self.meta.see(self.inputs, &profile.meta);
         self.inputs += 1;
@@ -209,6 +216,9 @@ impl Merger {
         for ((a, b), w) in other.edges {
             self.add_edge(ids[a as usize], ids[b as usize], w);
         }
+        for ((f, offset), w) in other.samples {
+            self.add_sample(ids[f as usize], offset, w);
+        }
         self.total = self.total.saturating_add(other.total);
         let mut meta = other.meta;
         meta.shift(self.inputs);
@@ -231,6 +241,12 @@ impl Merger {
         *slot = slot.saturating_add(w);
     }
 
+    /// Adds a fixed-point weight to the sample at `offset` of the function of id `f`.
+    fn add_sample(&mut self, f: u32, offset: u64, w: u128) {
+        let slot = self.samples.entry((f, offset)).or_insert(0);
+        *slot = slot.saturating_add(w);
+    }
+
     /// Checks the metadata and rounds the sums into a canonical profile.
     pub fn finish(self, options: MergeOptions) -> Result<Profile, Error> {
         let meta = merged_meta(self.inputs, &self.meta, options)?;
@@ -243,6 +259,7 @@ impl Merger {
                 (round_fixed(w), size)
             },
             self.edges.into_iter().map(|(ids, w)| (ids, round_fixed(w))),
+            self.samples.into_iter().map(|(at, w)| (at, round_fixed(w))),
         );
         // Rounding each function separately can make the self weights add up to slightly more
         // than the once-rounded total; keep the documented `total >= sum of self weights`.
@@ -484,6 +501,9 @@ pub fn sum(a: Profile, b: &Profile) -> Profile {
             &b.functions[e.callee as usize],
         );
         builder.add_call(&caller.key, &callee.key, e.weight);
+    }
+    for s in &b.samples {
+        builder.add_sample(&b.functions[s.func as usize].key, s.offset, s.weight);
     }
     builder.build()
 }
@@ -895,5 +915,34 @@ mod tests {
             let refs: Vec<(f64, &Profile)> = inputs.iter().map(|(w, p)| (*w, p)).collect();
             prop_assert_eq!(merge(&refs).unwrap().to_text(), merge(&refs).unwrap().to_text());
         }
+    }
+
+    #[test]
+    fn samples_are_scaled_and_summed_like_self_weights() {
+        // Each input is scaled to MERGE_SCALE per unit of weight, its samples by the factor of
+        // its self weights, and a sample both inputs have is their sum; `sum` adds unscaled.
+        let one = |offset: u64, w: u64| {
+            let mut b = ProfileBuilder::new(meta("app"));
+            b.add_self(&FuncKey::global("f"), 100);
+            b.add_sample(&FuncKey::global("f"), 0, 100 - w);
+            b.add_sample(&FuncKey::global("f"), offset, w);
+            b.build()
+        };
+        let (a, b) = (one(8, 40), one(16, 40));
+        let m = merge(&[(1.0, &a), (1.0, &b)]).unwrap();
+        let scale = MERGE_SCALE as u64;
+        let got: Vec<(u64, u64)> = m.samples.iter().map(|s| (s.offset, s.weight)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, scale * 120 / 100),
+                (8, scale * 40 / 100),
+                (16, scale * 40 / 100)
+            ]
+        );
+        assert!(m.is_canonical());
+        let s = sum(a, &b);
+        let got: Vec<(u64, u64)> = s.samples.iter().map(|s| (s.offset, s.weight)).collect();
+        assert_eq!(got, vec![(0, 120), (8, 40), (16, 40)]);
     }
 }
