@@ -340,6 +340,7 @@ fn select(
     let mut note = String::new();
     if args.capsules {
         let caps = crate::pipeline::align::capsules(
+            binary,
             &recorded,
             &args.objects,
             args.grow_after.as_deref(),
@@ -348,8 +349,8 @@ fn select(
         )?;
         let (before, after) = caps.choice.damage;
         note = format!(
-            "; growth at {}: hot code moved against the rest {:.4} as linked, {:.4} with them; padding {} bytes as linked",
-            caps.growth, before, after, caps.choice.padding
+            "; growth at {}: hot code moved against the rest {:.4} as linked, {:.4} with them; padding {} bytes in .text as linked, and .text starts {} bytes later",
+            caps.growth, before, after, caps.choice.padding, caps.section_shift
         );
         names = caps.names;
     } else {
@@ -419,49 +420,17 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
             .with_context(|| format!("{}: bad boundary {b:?}", list.display()))?,
         None => args.boundary,
     };
-    let wanted: std::collections::HashSet<&str> =
-        order.functions.iter().map(|k| k.name.as_str()).collect();
     let dir = args.output.as_deref().context("--apply needs -o DIR")?;
-    // Every copy is made in memory first, so that a bad object leaves no copy behind.
-    let mut copies: Vec<(PathBuf, Vec<u8>)> = Vec::with_capacity(args.objects.len());
-    let mut found = std::collections::HashSet::new();
-    let mut sections = 0usize;
-    for (i, path) in args.objects.iter().enumerate() {
-        let data = crate::fsio::read_bytes(path)?;
-        let shown = path.display().to_string();
-        let objects = sediment_elf::objects::read_objects(&shown, &data)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        // The sections holding a chosen function, when it has its section to itself.
-        let mut chosen = std::collections::HashSet::new();
-        for f in objects.iter().flat_map(|o| &o.functions) {
-            if wanted.contains(f.name.as_str()) {
-                found.insert(f.name.clone());
-                if !f.shared_section {
-                    chosen.insert(f.section.clone());
-                }
-            }
-        }
-        let (bytes, changed) = sediment_elf::realign::raise_alignment(&shown, &data, |s| {
-            chosen.contains(s).then_some(boundary)
-        })?;
-        sections += changed.len();
-        let name = path.file_name().map_or_else(
-            || format!("object-{i}"),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        copies.push((dir.join(format!("{i:04}-{name}")), bytes));
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    for (copy, bytes) in &copies {
-        crate::fsio::write_atomic(copy, bytes)?;
-    }
-    let missing = wanted.len() - found.len();
+    let names: Vec<&str> = order.functions.iter().map(|k| k.name.as_str()).collect();
+    let applied = crate::pipeline::align::apply(&args.objects, &names, boundary, dir)?;
     eprintln!(
-        "sediment align: {sections} sections aligned to {boundary} bytes in {} objects{}",
-        copies.len(),
-        if missing > 0 {
+        "sediment align: {} sections aligned to {boundary} bytes in {} objects{}",
+        applied.sections,
+        applied.copies.len(),
+        if applied.missing > 0 {
             format!(
-                "; {missing} functions of {} not in the objects",
+                "; {} functions of {} not in the objects",
+                applied.missing,
                 list.display()
             )
         } else {
@@ -469,7 +438,7 @@ fn apply(args: &Args, list: &std::path::Path) -> Result<()> {
         }
     );
     let mut out = std::io::stdout().lock();
-    for (c, _) in &copies {
+    for c in &applied.copies {
         writeln!(out, "{}", c.display())?;
     }
     out.flush()?;

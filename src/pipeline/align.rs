@@ -3,6 +3,9 @@
 //! weight outside the binary, where a capsule may start, where code may grow) and its choice
 //! by name.
 //!
+//! [`apply`] writes the copies of the objects with the chosen functions' sections aligned, for
+//! any linker (`sediment_elf::realign`).
+//!
 //! Where code grows: the function named by `--grow-after`; else, given the objects, the end of
 //! each object's code (weighted by its code bytes: a change is likelier in a larger object);
 //! else the end of every function (weighted by its size). A capsule may start at a function
@@ -14,8 +17,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use sediment_sim::align::{CapsuleChoice, CapsuleProblem};
+use std::path::Path;
 
 use super::measure::Recorded;
 
@@ -31,12 +35,17 @@ pub struct Capsules {
     pub choice: CapsuleChoice,
     /// Where the growth was taken to happen, for the user: a short description.
     pub growth: String,
+    /// Bytes the `.text` section moves to start on the boundary (between sections: not in
+    /// `size`'s text, but in the file and the memory image); 0 without capsules.
+    pub section_shift: u64,
 }
 
 /// Chooses capsule boundaries (`boundary` bytes, at most `budget` bytes of padding as linked)
-/// for the run `recorded`, against growth after `grow_after` or, without it, at every object's
-/// end (given `objects`) or every function's end.
+/// for the run `recorded` of `binary`, against growth after `grow_after` or, without it, at
+/// every object's end (given `objects`) or every function's end. The padding counts from the
+/// start of the binary's `.text` section (a capsule gives the section its alignment).
 pub fn capsules(
+    binary: &Path,
     recorded: &Recorded,
     objects: &[PathBuf],
     grow_after: Option<&str>,
@@ -104,8 +113,10 @@ pub fn capsules(
             .collect();
         described = "the end of every function".into();
     }
+    let origin = text_start(binary)?;
     let choice = sediment_sim::align::capsules(&CapsuleProblem {
         starts,
+        origin,
         hot: &hot,
         outside,
         candidate: &candidate,
@@ -115,7 +126,76 @@ pub fn capsules(
     });
     Ok(Capsules {
         names: choice.units.iter().map(|&u| names[u].clone()).collect(),
+        section_shift: if choice.units.is_empty() {
+            0
+        } else {
+            sediment_sim::align::align_up(origin, boundary) - origin
+        },
         choice,
         growth: described,
+    })
+}
+
+/// Link-time start of `binary`'s `.text` section (0 when it has none: the padding then counts
+/// from address 0).
+fn text_start(binary: &Path) -> Result<u64> {
+    let data = crate::fsio::read_bytes(binary)?;
+    let shown = binary.display().to_string();
+    Ok(sediment_elf::realign::section_address(&shown, &data, ".text")?.unwrap_or(0))
+}
+
+/// What [`apply`] wrote.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The copies, in the order of the objects given.
+    pub copies: Vec<PathBuf>,
+    /// Sections whose alignment was raised.
+    pub sections: usize,
+    /// Chosen names found in no object.
+    pub missing: usize,
+}
+
+/// Writes into `dir` a copy of every object (`NNNN-NAME`, in the order given) with the input
+/// section of every function named in `names` raised to `boundary`, when the function has its
+/// section to itself. Every copy is made in memory first, so that a bad object leaves no copy
+/// behind.
+pub fn apply(objects: &[PathBuf], names: &[&str], boundary: u64, dir: &Path) -> Result<Applied> {
+    let wanted: std::collections::HashSet<&str> = names.iter().copied().collect();
+    let mut copies: Vec<(PathBuf, Vec<u8>)> = Vec::with_capacity(objects.len());
+    let mut found = std::collections::HashSet::new();
+    let mut sections = 0usize;
+    for (i, path) in objects.iter().enumerate() {
+        let data = crate::fsio::read_bytes(path)?;
+        let shown = path.display().to_string();
+        let files = sediment_elf::objects::read_objects(&shown, &data)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // The sections holding a chosen function, when it has its section to itself.
+        let mut chosen = std::collections::HashSet::new();
+        for f in files.iter().flat_map(|o| &o.functions) {
+            if wanted.contains(f.name.as_str()) {
+                found.insert(f.name.clone());
+                if !f.shared_section {
+                    chosen.insert(f.section.clone());
+                }
+            }
+        }
+        let (bytes, changed) = sediment_elf::realign::raise_alignment(&shown, &data, |s| {
+            chosen.contains(s).then_some(boundary)
+        })?;
+        sections += changed.len();
+        let name = path.file_name().map_or_else(
+            || format!("object-{i}"),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        copies.push((dir.join(format!("{i:04}-{name}")), bytes));
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    for (copy, bytes) in &copies {
+        crate::fsio::write_atomic(copy, bytes)?;
+    }
+    Ok(Applied {
+        copies: copies.into_iter().map(|c| c.0).collect(),
+        sections,
+        missing: wanted.len() - found.len(),
     })
 }

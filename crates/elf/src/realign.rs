@@ -54,6 +54,17 @@ pub fn set_alignment(
     rewrite(path, data, wanted, true)
 }
 
+/// Link-time address of the section `name` of the ELF file `data` (named `path`), `None` when
+/// it has no such section: where a linked binary's `.text` starts, which a section aligned by
+/// [`raise_alignment`] makes the linker round up.
+pub fn section_address(path: &str, data: &[u8], name: &str) -> Result<Option<u64>, Error> {
+    let file = object::File::parse(data).map_err(|e| Error::Parse {
+        path: path.to_string(),
+        message: format!("malformed ELF: {e}"),
+    })?;
+    Ok(file.section_by_name(name).map(|s| s.address()))
+}
+
 /// Rewrites `sh_addralign` of the wanted executable sections; `lower`: also where it is larger.
 fn rewrite(
     path: &str,

@@ -187,6 +187,11 @@ pub const MAX_CAPSULES: usize = 64;
 pub struct CapsuleProblem<'a> {
     /// Start of every unit as linked, increasing.
     pub starts: &'a [u64],
+    /// Start of the output section holding the units (`.text`): a capsule gives that section
+    /// its alignment, so the linker starts it on a boundary and the capsules' padding counts
+    /// from it. Only its remainder modulo the boundary matters (a load bias that is a multiple
+    /// of the boundary changes nothing).
+    pub origin: u64,
     /// Executed weight of every unit (bytes fetched, count x length, or any measure of how
     /// much the unit's place matters to the cache).
     pub hot: &'a [f64],
@@ -301,7 +306,7 @@ pub fn capsules(p: &CapsuleProblem<'_>) -> CapsuleChoice {
     let worth = before * MIN_CAPSULE_GAIN;
     let starts = &p.starts[..n];
     let b = p.boundary;
-    let pad_at = |s: u64| align_up(s, b).saturating_sub(s);
+    let pad_at = |s: u64| pad_from(p.origin, s, b);
     let mut spent = 0u64;
     loop {
         // Padding of every chosen capsule, each with the ones before it in place.
@@ -355,7 +360,7 @@ pub fn capsules(p: &CapsuleProblem<'_>) -> CapsuleChoice {
         let at = chosen.partition_point(|&c| c < u);
         chosen.insert(at, u);
     }
-    let padding = capsule_padding(starts, &chosen, b);
+    let padding = capsule_padding(p.origin, starts, &chosen, b);
     CapsuleChoice {
         damage: (before, damage_of(&chosen)),
         units: chosen,
@@ -364,16 +369,26 @@ pub fn capsules(p: &CapsuleProblem<'_>) -> CapsuleChoice {
 }
 
 /// Bytes of padding that starting `units` (sorted) on `boundary` adds to code whose units
-/// start at `starts`: the end of the code moves by the sum of the capsules' paddings, each
-/// computed with the capsules before it in place.
-pub fn capsule_padding(starts: &[u64], units: &[usize], boundary: u64) -> u64 {
+/// start at `starts` in a section starting at `origin` (see [`CapsuleProblem::origin`]): the
+/// end of the code moves by the sum of the capsules' paddings, each computed with the
+/// capsules before it in place.
+pub fn capsule_padding(origin: u64, starts: &[u64], units: &[usize], boundary: u64) -> u64 {
     let mut shift = 0u64;
     for &u in units {
         let Some(&s) = starts.get(u) else { continue };
-        let at = s.saturating_add(shift);
-        shift = shift.saturating_add(align_up(at, boundary) - at);
+        shift = shift.saturating_add(pad_from(origin, s.saturating_add(shift), boundary));
     }
     shift
+}
+
+/// Padding before `at` to the next multiple of `boundary` counted from `origin` (0 for a
+/// boundary of 0 or 1).
+fn pad_from(origin: u64, at: u64, boundary: u64) -> u64 {
+    if boundary <= 1 {
+        return 0;
+    }
+    let r = at.wrapping_sub(origin) % boundary;
+    (boundary - r) % boundary
 }
 
 /// The damage [`capsules`] minimises for a set of capsule units (sorted): over the growth
@@ -645,6 +660,7 @@ mod tests {
             let starts: Vec<u64> = (0..10).map(|i| base + i * 0x100).collect();
             capsules(&CapsuleProblem {
                 starts: &starts,
+                origin: 0,
                 hot: &hot,
                 outside: 2.0,
                 candidate: &cand,
@@ -670,6 +686,7 @@ mod tests {
         let starts: Vec<u64> = (0..10).map(|i| 0xfd00 + i * 0x100).collect();
         let c = capsules(&CapsuleProblem {
             starts: &starts,
+            origin: 0,
             hot: &hot,
             outside: 2.0,
             candidate: &only,
@@ -696,6 +713,7 @@ mod tests {
         let growth: Vec<(usize, f64)> = (0..10).map(|i| (i, 1.0)).collect();
         let p = |budget| CapsuleProblem {
             starts: &starts,
+            origin: 0,
             hot: &hot,
             outside: 0.0,
             candidate: &[true; 10],
@@ -720,8 +738,10 @@ mod tests {
         assert!((c.damage.1 - 0.05).abs() < 1e-12);
         // Padding with the capsules before in place: unit 3 needs 48 bytes, then unit 5
         // (0x14fb0 + 48 = 0x14fe0) 32 more.
-        assert_eq!(capsule_padding(&starts, &[3, 5], 4096), 80);
-        assert_eq!(capsule_padding(&starts, &[], 4096), 0);
+        assert_eq!(capsule_padding(0, &starts, &[3, 5], 4096), 80);
+        assert_eq!(capsule_padding(0, &starts, &[], 4096), 0);
+        // Counted from a section at 0x10f00 instead: unit 3 (0x12fd0) needs 0xf30 bytes.
+        assert_eq!(capsule_padding(0x10f00, &starts, &[3], 4096), 0xf30);
     }
 
     // Functions of 10, 40 and 7 bytes from 0x1000: packed at alignment 1, rounded at 16
