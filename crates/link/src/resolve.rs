@@ -300,6 +300,19 @@ pub(crate) mod tests {
     // functions local in the profiled library, global in its objects; 78 of 277 entries of
     // libjq's profile were "not found in the objects". A key with a file takes the global of
     // that name defined by that file's object when no local matches, and only then.
+    /// Each placed key with its (object, function) slots, for comparing whole results.
+    fn placed_slots(r: &Resolution) -> Vec<(String, Vec<(usize, usize)>)> {
+        r.placed
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    v.iter().map(|s| (s.object, s.function)).collect(),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn regress_a_local_key_matches_the_global_its_file_defines() {
         let mut objs = two_objects();
@@ -312,16 +325,7 @@ pub(crate) mod tests {
             FuncKey::local("work", "a.c"),
         ]);
         let r = resolve(&o, &objs).unwrap();
-        let placed: Vec<(String, Vec<(usize, usize)>)> = r
-            .placed
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    v.iter().map(|s| (s.object, s.function)).collect(),
-                )
-            })
-            .collect();
+        let placed = placed_slots(&r);
         assert_eq!(
             placed,
             vec![
@@ -345,16 +349,7 @@ pub(crate) mod tests {
             FuncKey::local("main", "b.c"),
         ]);
         let r = resolve(&o, &objs).unwrap();
-        let placed: Vec<(String, Vec<(usize, usize)>)> = r
-            .placed
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    v.iter().map(|s| (s.object, s.function)).collect(),
-                )
-            })
-            .collect();
+        let placed = placed_slots(&r);
         assert_eq!(
             placed,
             vec![
@@ -417,16 +412,7 @@ pub(crate) mod tests {
             FuncKey::global("helper.cold"),
         ]);
         let r = resolve(&o, &objs).unwrap();
-        let placed: Vec<(String, Vec<(usize, usize)>)> = r
-            .placed
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    v.iter().map(|s| (s.object, s.function)).collect(),
-                )
-            })
-            .collect();
+        let placed = placed_slots(&r);
         assert_eq!(
             placed,
             vec![("_Z3mixl.cold".to_string(), vec![(0, 0), (1, 0)])]
