@@ -263,7 +263,8 @@ fn run_check(args: CheckArgs) -> Result<()> {
     let bin_path = args.binary.display().to_string();
     let bytes = fsio::read_bytes(&args.binary)?;
     let binary = Binary::parse(&bin_path, &bytes)?;
-    let report = check(&order, listed.as_ref(), &binary);
+    let aliases = sediment_elf::aliases(&bin_path, &bytes)?;
+    let report = check(&order, listed.as_ref(), &binary, &aliases);
     if report.hot_listed + report.cold_listed == 0 {
         bail!("{}: lists no parts to check", order_path.display());
     }
@@ -287,11 +288,21 @@ fn run_check(args: CheckArgs) -> Result<()> {
     } else {
         println!("cold parts: 0 found of {}", report.cold_listed);
     }
+    if let Some(first) = &report.first_dropped {
+        println!(
+            "dropped: {} parts of {} functions the split build did not emit (first: {first}); \
+             the compiler inlined or removed them there, nothing of them is left to place",
+            report.dropped_parts, report.dropped_functions
+        );
+    }
     // Every part of the plan is in the split build's objects (docs/design/blocks.md: check "finds
     // every part of the order"): one missing means another binary, or a build without the
     // plan's list file.
     if let Some(first) = &report.first_missing {
-        let missing = report.hot_listed + report.cold_listed - report.hot_found - report.cold_found;
+        let missing = report.hot_listed + report.cold_listed
+            - report.hot_found
+            - report.cold_found
+            - report.dropped_parts;
         bail!(
             "{bin_path}: {missing} of the {} parts in {} are not in the binary (first: {first}); \
              is it the split build of this plan?",
