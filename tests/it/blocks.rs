@@ -39,19 +39,18 @@ fn ok(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn callgrind(dir: &Path, binary: &str, out: &str) {
-    sh(
-        dir,
-        "valgrind",
-        &[
-            "--tool=callgrind",
-            "--dump-instr=yes",
-            "--collect-jumps=yes",
-            &format!("--callgrind-out-file={out}"),
-            binary,
-            "20000",
-        ],
-    );
+/// Runs `command` under callgrind with the instruction addresses and jumps a block plan reads,
+/// into `out`.
+fn callgrind(dir: &Path, out: &str, command: &[&str]) {
+    let file = format!("--callgrind-out-file={out}");
+    let mut args = vec![
+        "--tool=callgrind",
+        "--dump-instr=yes",
+        "--collect-jumps=yes",
+        &file,
+    ];
+    args.extend_from_slice(command);
+    sh(dir, "valgrind", &args);
 }
 
 /// A temporary directory holding `app.c` (APP_C), or `None` (the test is skipped) when
@@ -87,7 +86,7 @@ fn labels_trained(dir: &Path) -> String {
         ],
     );
     let expected = sh(dir, "./app1", &["20000"]);
-    callgrind(dir, "./app1", "cg.out");
+    callgrind(dir, "cg.out", &["./app1", "20000"]);
     expected
 }
 
@@ -389,7 +388,7 @@ fn gcc_flow_puts_cold_parts_last() {
         .filter(|n| n.ends_with(".cold"))
         .collect();
     assert!(!split.is_empty(), "GCC split nothing");
-    callgrind(dir, "./pgo", "cg.out");
+    callgrind(dir, "cg.out", &["./pgo", "20000"]);
     ok(
         dir,
         &["blocks", "plan", "--binary", "pgo", "cg.out", "-o", "plan"],
@@ -520,7 +519,7 @@ fn gcc_profiled() -> Option<tempfile::TempDir> {
     let dir = tmp.path();
     std::fs::write(dir.join("app.c"), APP_C).unwrap();
     cc(dir, "gcc", &["app.c", "-o", "app"]);
-    callgrind(dir, "./app", "cg.out");
+    callgrind(dir, "cg.out", &["./app", "20000"]);
     Some(tmp)
 }
 
@@ -750,18 +749,7 @@ fn clang_flow_on_cxx() {
     sh(dir, "clang++-16", &link1);
     let expected = sh(dir, "./app1", &["2000"]);
     let expected_throw = sh(dir, "./app1", &["2000", "a", "b", "c", "d", "e"]);
-    sh(
-        dir,
-        "valgrind",
-        &[
-            "--tool=callgrind",
-            "--dump-instr=yes",
-            "--collect-jumps=yes",
-            "--callgrind-out-file=cg.out",
-            "./app1",
-            "2000",
-        ],
-    );
+    callgrind(dir, "cg.out", &["./app1", "2000"]);
     let plan = ["blocks", "plan", "--binary", "app1", "cg.out"];
     ok(
         dir,
