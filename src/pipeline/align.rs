@@ -71,30 +71,24 @@ pub fn capsules(
     let mut described = String::new();
     if !objects.is_empty() {
         candidate = vec![false; names.len()];
-        for path in objects {
-            let data = crate::fsio::read_bytes(path)?;
-            let shown = path.display().to_string();
-            let files = sediment_elf::objects::read_objects(&shown, &data)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            for o in &files {
-                let mut last: Option<usize> = None;
-                let mut bytes = 0u64;
-                for f in &o.functions {
-                    if APART.iter().any(|p| f.section.starts_with(p)) {
-                        continue;
-                    }
-                    let Some(u) = unique(&f.name) else { continue };
-                    bytes = bytes.saturating_add(sizes[u]);
-                    if !f.shared_section {
-                        candidate[u] = true;
-                    }
-                    if last.map_or(true, |l| starts[u] > starts[l]) {
-                        last = Some(u);
-                    }
+        for o in &super::link::read_objects_of(objects)? {
+            let mut last: Option<usize> = None;
+            let mut bytes = 0u64;
+            for f in &o.functions {
+                if APART.iter().any(|p| f.section.starts_with(p)) {
+                    continue;
                 }
-                if let Some(u) = last {
-                    growth.push((u, bytes as f64));
+                let Some(u) = unique(&f.name) else { continue };
+                bytes = bytes.saturating_add(sizes[u]);
+                if !f.shared_section {
+                    candidate[u] = true;
                 }
+                if last.map_or(true, |l| starts[u] > starts[l]) {
+                    last = Some(u);
+                }
+            }
+            if let Some(u) = last {
+                growth.push((u, bytes as f64));
             }
         }
         described = format!("the end of each of {} objects' code", growth.len());
