@@ -2,6 +2,7 @@
 //! fdata), and `sediment export --format fdata`, through the CLI.
 
 use crate::common::{fixture, run, sediment};
+use std::path::Path;
 
 fn ok(out: &std::process::Output) {
     assert!(
@@ -151,24 +152,17 @@ fn fdata_export_is_accepted_by_bolt() {
         .collect();
     std::fs::write(d.join("own.fdata"), &own).unwrap();
     let bolt_run = |data: &str, out: &str| {
-        let o = std::process::Command::new(bolt)
-            .current_dir(d)
-            .args([
+        run_bolt(
+            bolt,
+            d,
+            &[
                 "p",
                 &format!("-data={data}"),
                 "-reorder-functions=hfsort",
                 "-o",
                 out,
-            ])
-            .output()
-            .unwrap();
-        let log = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert!(o.status.success(), "{log}");
-        log
+            ],
+        )
     };
     let log = bolt_run("own.fdata", "p.own");
     assert!(log.contains("BOLT-INFO: 3 out of "), "{log}\n{own}");
@@ -255,9 +249,10 @@ fn bolt_blocks(d: &std::path::Path, record: &[&str], arg: &str, old: bool) -> (f
         old,
         "{err}"
     );
-    let o = std::process::Command::new(bolt)
-        .current_dir(d)
-        .args([
+    let log = run_bolt(
+        bolt,
+        d,
+        &[
             "blocks",
             "-data=b.fdata",
             "-reorder-blocks=ext-tsp",
@@ -265,15 +260,8 @@ fn bolt_blocks(d: &std::path::Path, record: &[&str], arg: &str, old: bool) -> (f
             "-split-all-cold",
             "-o",
             "blocks.bolt",
-        ])
-        .output()
-        .unwrap();
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        ],
     );
-    assert!(o.status.success(), "{log}");
     assert_eq!(
         crate::common::sh(d, "./blocks.bolt", &[arg]),
         crate::common::sh(d, "./blocks", &[arg])
@@ -574,4 +562,21 @@ fn lld_call_graph_export_orders_a_real_lld_link() {
     assert!(contiguous(&after), "{after:?}");
     let want = crate::common::sh(d, "./p0", &[]);
     assert_eq!(crate::common::sh(d, "./p1", &[]), want);
+}
+
+/// Runs `llvm-bolt` (`bolt`) in `dir` with `args`, asserts it succeeded, and returns its
+/// stdout and stderr together.
+fn run_bolt(bolt: &str, dir: &Path, args: &[&str]) -> String {
+    let o = std::process::Command::new(bolt)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{log}");
+    log
 }
