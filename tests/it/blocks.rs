@@ -567,7 +567,9 @@ fn plan_changes_nothing_when_an_output_is_in_the_way() {
 // inline function (`mix`) and a template (`Acc<T>::sum`) that every translation unit using
 // them defines in a COMDAT group, and classes with virtual destructors: `Circle`'s is inline
 // (D0 and D2 COMDAT), `Square`'s is defined in `a.cc`, where clang makes `D1` an alias of
-// `D2` (`-mconstructor-aliases`, its default on Linux). `a.cc` has exception handlers, one
+// `D2` (`-mconstructor-aliases`, its default on Linux), and `Cm`'s, empty, is an alias of its
+// base class `Node`'s (all four names at one address; the symbol table's first, `_ZN2CmD1Ev`,
+// is not the function clang compiles: the DWARF says which). `a.cc` has exception handlers, one
 // that training runs (`trained_throw`) and one it never runs (`guarded`), and cold paths
 // (`__builtin_expect`, a `[[noreturn]]` error function).
 const CXX_APP: [(&str, &str); 4] = [
@@ -614,6 +616,13 @@ struct Circle : Shape {
   ~Circle() override { if (__builtin_expect(name.size() > 1000, 0)) std::printf("big %s\n", name.c_str()); }
   long area(long x) const override { return mix(x) * 3; }
 };
+struct Node {
+  std::vector<long> kids;
+  virtual ~Node();                           // defined in a.cc
+};
+struct Cm : Node {
+  ~Cm() override;                            // empty, in a.cc: an alias of Node's D2
+};
 long run_a(int n);
 long run_b(int n);
 long guarded(long x);
@@ -629,6 +638,13 @@ long Square::area(long x) const {
   if (__builtin_expect(x < 0, 0)) die("negative side", x);
   return mix(x) * mix(x + 1);
 }
+Node::~Node() {
+  long t = 0;
+  for (long k : kids) t += mix(k);
+  if (__builtin_expect(t == -3, 0)) die("node", t);
+  if (__builtin_expect(kids.size() > 100000, 0)) std::printf("large node %zu\n", kids.size());
+}
+Cm::~Cm() {}
 void die(const char *m, long v) { std::fprintf(stderr, "error: %s %ld\n", m, v); std::exit(3); }
 // Exception tables: a try/catch around a call that throws on a rare path.
 long guarded(long x) {
@@ -665,6 +681,9 @@ long run_a(int n) {
     Shape *p = (i & 1) ? static_cast<Shape *>(new Square) : static_cast<Shape *>(new Circle);
     s += p->area(i) + guarded(i) + trained_throw(i);
     delete p;
+    Node *nd = new Cm;
+    nd->kids.push_back(i);
+    delete nd;
   }
   return s;
 }
@@ -738,7 +757,11 @@ fn clang_flow_on_cxx() {
         let objs: Vec<String> = tus.iter().map(|t| format!("{out}/{t}.o")).collect();
         for (t, o) in tus.iter().zip(&objs) {
             let src = format!("{t}.cc");
-            cc(dir, "clang++-16", &[flag, "-c", &src, "-o", o]);
+            cc(
+                dir,
+                "clang++-16",
+                &[flag, "-g1", "-gdwarf-4", "-c", &src, "-o", o],
+            );
         }
         objs
     };
@@ -761,10 +784,13 @@ fn clang_flow_on_cxx() {
         list.contains("\n!_ZN6SquareD2Ev/_ZN6SquareD1Ev\n"),
         "{list}"
     );
+    // Cm's destructor under its base class's name, which clang compiles.
+    assert!(list.contains("\n!_ZN4NodeD2Ev/_ZN2CmD1Ev\n"), "{list}");
     let order = std::fs::read_to_string(dir.join("plan/order.txt")).unwrap();
     for part in [
         "_ZN3AccIlE3sumEi.__part.1 -",
         "_ZN6SquareD2Ev.cold -",
+        "_ZN4NodeD2Ev.cold -",
         "_Z3mixl.cold -",
     ] {
         assert!(order.lines().any(|l| l == part), "{part} not in\n{order}");

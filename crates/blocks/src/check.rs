@@ -16,7 +16,7 @@
 //! Pure: the caller reads the order, the list and the binary.
 
 use crate::{part_parent, COLD_SUFFIX};
-use sediment_elf::Binary;
+use sediment_elf::{AliasSet, Binary};
 use sediment_profile::{FunctionOrder, C_RUNTIME};
 use std::collections::HashSet;
 
@@ -78,7 +78,7 @@ pub fn check(
     order: &FunctionOrder,
     listed: Option<&HashSet<String>>,
     binary: &Binary,
-    aliases: &[(u64, Vec<String>)],
+    aliases: &[AliasSet],
 ) -> CheckReport {
     let mut r = CheckReport {
         hot_start: u64::MAX,
@@ -135,7 +135,7 @@ pub fn check(
         .chain(
             aliases
                 .iter()
-                .flat_map(|(_, names)| names.iter().map(String::as_str)),
+                .flat_map(|a| a.names.iter().map(String::as_str)),
         )
         .collect();
     let mut dropped: HashSet<&str> = HashSet::new();
@@ -229,7 +229,11 @@ mod tests {
             &o,
             Some(&listed),
             &b,
-            &[(0x100, vec!["f".into(), "g".into()])],
+            &[AliasSet {
+                address: 0x100,
+                names: vec!["f".into(), "g".into()],
+                compiled: None,
+            }],
         );
         assert_eq!(r.dropped_parts, 0);
         assert_eq!(r.first_missing.as_deref(), Some("g"));

@@ -79,7 +79,7 @@
 
 pub mod check;
 
-use sediment_elf::{BbFunction, Binary};
+use sediment_elf::{AliasSet, BbFunction, Binary};
 use sediment_link::safe::is_safe_symbol;
 use sediment_order::{ext_tsp_layout, order_profile, Algorithm, EdgeCount, ExtTspLayoutParams};
 use sediment_profile::{FuncKey, FunctionOrder, Profile};
@@ -203,13 +203,13 @@ pub struct Plan {
 
 /// Computes the clusters and the order. `map` is the labels build's block map (empty for a
 /// GCC build), `aliases` the binary's function names that share an address
-/// ([`sediment_elf::aliases`]: (address, names), by address), `executed` its (address, count)
+/// ([`sediment_elf::aliases`], by address), `executed` its (address, count)
 /// pairs sorted by address, `jumps` its (site, target, taken) triples sorted, `profile` its
 /// function-level profile (for the function order).
 pub fn plan(
     binary: &Binary,
     map: &[BbFunction],
-    aliases: &[(u64, Vec<String>)],
+    aliases: &[AliasSet],
     executed: &[(u64, u64)],
     jumps: &[(u64, u64, u64)],
     profile: &Profile,
@@ -250,10 +250,11 @@ pub fn plan(
             stats.ambiguous += 1;
             continue;
         }
-        let names = aliases
-            .binary_search_by_key(&f.address, |a| a.0)
-            .map_or(&[][..], |i| aliases[i].1.as_slice());
-        let compiled = compiled_name(name, names);
+        let set = aliases
+            .binary_search_by_key(&f.address, |a| a.address)
+            .ok()
+            .map(|i| &aliases[i]);
+        let compiled = compiled_name(name, set);
         if !is_safe_symbol(compiled) {
             stats.unsafe_names += 1;
             continue;
@@ -313,8 +314,11 @@ pub fn plan(
     })
 }
 
-/// The name the compiler gave the function a symbol table names `name`, given the other names
-/// at its address (`aliases`, sorted; the name itself may be among them). C++ compilers define
+/// The name the compiler gave the function a symbol table names `name`, given the names at
+/// its address (`aliases`; `None` when `name` is the only one). The binary's DWARF names it
+/// when it has DWARF ([`AliasSet::compiled`]): clang compiles a derived class's destructor
+/// whose body is empty as an alias of its base class's (`_ZN7DerivedD2Ev` at the address of
+/// `_ZN4BaseD2Ev`, the function compiled). Otherwise the names decide: C++ compilers define
 /// a complete-object constructor or destructor (`C1`, `D1` in the Itanium mangling) that does
 /// the same as the base-object one (`C2`, `D2`; a class without virtual bases) as an alias of
 /// it: clang's `-mconstructor-aliases` (its default on Linux) and GCC alike compile the
@@ -323,8 +327,14 @@ pub fn plan(
 /// `C2`/`D2` spelling is among the aliases, that spelling; otherwise `name`. Only names present
 /// at the address are returned, so a `D1` that is a function of its own (a class with virtual
 /// bases) keeps its name.
-pub fn compiled_name<'a>(name: &'a str, aliases: &'a [String]) -> &'a str {
-    if !name.starts_with("_Z") || aliases.is_empty() {
+pub fn compiled_name<'a>(name: &'a str, aliases: Option<&'a AliasSet>) -> &'a str {
+    let Some(set) = aliases else {
+        return name;
+    };
+    if let Some(compiled) = &set.compiled {
+        return compiled;
+    }
+    if !name.starts_with("_Z") {
         return name;
     }
     for (i, _) in name.match_indices(['C', 'D']) {
@@ -332,8 +342,8 @@ pub fn compiled_name<'a>(name: &'a str, aliases: &'a [String]) -> &'a str {
             continue;
         }
         let base = format!("{}{}2{}", &name[..i], &name[i..=i], &name[i + 2..]);
-        if let Ok(k) = aliases.binary_search(&base) {
-            return &aliases[k];
+        if let Ok(k) = set.names.binary_search(&base) {
+            return &set.names[k];
         }
     }
     name
@@ -799,10 +809,11 @@ mod tests {
     fn complete_object_destructor_alias_names_the_base_object_parts() {
         let (mut b, map, executed, jumps) = looping();
         b.functions[0].key.name = "_ZN1SD1Ev".into();
-        let aliases = vec![(
-            0x1100,
-            vec!["_ZN1SD1Ev".to_string(), "_ZN1SD2Ev".to_string()],
-        )];
+        let aliases = vec![AliasSet {
+            address: 0x1100,
+            names: vec!["_ZN1SD1Ev".to_string(), "_ZN1SD2Ev".to_string()],
+            compiled: None,
+        }];
         let prof = profile(
             &[("_ZN1SD1Ev", 400), ("main", 1)],
             &[("main", "_ZN1SD1Ev", 1)],
@@ -827,23 +838,33 @@ mod tests {
         assert_eq!(p.functions[0].symbol, "_ZN1SD1Ev");
     }
 
-    // Only a C1/D1 whose C2/D2 spelling is at the same address is renamed.
+    // Only a C1/D1 whose C2/D2 spelling is at the same address is renamed, unless the DWARF
+    // names the compiled function.
     #[test]
     fn compiled_name_needs_the_base_object_alias() {
-        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let a = names(&["_ZN3FooC1Ei", "_ZN3FooC2Ei"]);
-        assert_eq!(compiled_name("_ZN3FooC1Ei", &a), "_ZN3FooC2Ei");
-        let a = names(&["_ZN5ArD1D1Ev", "_ZN5ArD1D2Ev"]);
-        assert_eq!(compiled_name("_ZN5ArD1D1Ev", &a), "_ZN5ArD1D2Ev");
+        let set = |v: &[&str], compiled: Option<&str>| AliasSet {
+            address: 0x1000,
+            names: v.iter().map(|s| s.to_string()).collect(),
+            compiled: compiled.map(str::to_string),
+        };
+        let a = set(&["_ZN3FooC1Ei", "_ZN3FooC2Ei"], None);
+        assert_eq!(compiled_name("_ZN3FooC1Ei", Some(&a)), "_ZN3FooC2Ei");
+        let a = set(&["_ZN5ArD1D1Ev", "_ZN5ArD1D2Ev"], None);
+        assert_eq!(compiled_name("_ZN5ArD1D1Ev", Some(&a)), "_ZN5ArD1D2Ev");
+        let a = set(&["_ZN3FooD0Ev", "_ZN3FooD1Ev"], None);
+        assert_eq!(compiled_name("_ZN3FooD1Ev", Some(&a)), "_ZN3FooD1Ev");
+        let a = set(&["__libc_malloc", "malloc"], None);
+        assert_eq!(compiled_name("malloc", Some(&a)), "malloc");
+        assert_eq!(compiled_name("_ZN3FooD1Ev", None), "_ZN3FooD1Ev");
+        // A derived class's destructor that is an alias of its base class's: the names alone
+        // point at the derived D2, the DWARF at the base D2 clang compiled.
+        let names = ["_ZN2CmD1Ev", "_ZN2CmD2Ev", "_ZN4NodeD1Ev", "_ZN4NodeD2Ev"];
         assert_eq!(
-            compiled_name("_ZN3FooD1Ev", &names(&["_ZN3FooD0Ev"])),
-            "_ZN3FooD1Ev"
+            compiled_name("_ZN2CmD1Ev", Some(&set(&names, None))),
+            "_ZN2CmD2Ev"
         );
-        assert_eq!(
-            compiled_name("malloc", &names(&["__libc_malloc", "malloc"])),
-            "malloc"
-        );
-        assert_eq!(compiled_name("_ZN3FooD1Ev", &[]), "_ZN3FooD1Ev");
+        let a = set(&names, Some("_ZN4NodeD2Ev"));
+        assert_eq!(compiled_name("_ZN2CmD1Ev", Some(&a)), "_ZN4NodeD2Ev");
     }
 
     // Landing pads stay in one section: a pad that ran takes the one that never ran into its

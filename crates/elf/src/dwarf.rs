@@ -176,3 +176,68 @@ pub(crate) fn origin_files(
     }
     Ok(found)
 }
+
+/// For each address of `wanted` where a `DW_TAG_subprogram` starts (`DW_AT_low_pc`), the
+/// linkage name of the function compiled there: the entry's own `DW_AT_linkage_name`, or that
+/// of the declaration or abstract instance its `DW_AT_specification` or
+/// `DW_AT_abstract_origin` names in the same unit. Several symbols may share that address (a
+/// C++ destructor clang emits as an alias of its base class's); the compiler compiled, and
+/// named the section and split parts after, this one. Empty for a binary without DWARF.
+pub(crate) fn linkage_names(
+    file: &object::File<'_>,
+    wanted: &BTreeSet<u64>,
+) -> Result<BTreeMap<u64, String>, String> {
+    let mut found = BTreeMap::new();
+    if wanted.is_empty() {
+        return Ok(found);
+    }
+    let Some(sections) = Sections::read(file, &ORIGIN_SECTIONS)? else {
+        return Ok(found);
+    };
+    let dwarf = sections.dwarf()?;
+    let e = |e: gimli::Error| format!("DWARF: {e}");
+    let name_of = |unit: &gimli::Unit<R<'_>>,
+                   entry: &gimli::DebuggingInformationEntry<'_, '_, R<'_>>|
+     -> Result<Option<String>, String> {
+        for at in [gimli::DW_AT_linkage_name, gimli::DW_AT_MIPS_linkage_name] {
+            if let Some(v) = entry.attr_value(at).map_err(e)? {
+                let s = dwarf.attr_string(unit, v).map_err(e)?;
+                return Ok(Some(String::from_utf8_lossy(s.slice()).into_owned()));
+            }
+        }
+        Ok(None)
+    };
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next().map_err(e)? {
+        let unit = dwarf.unit(header).map_err(e)?;
+        let mut cursor = unit.entries();
+        while let Some((_, entry)) = cursor.next_dfs().map_err(e)? {
+            if entry.tag() != gimli::DW_TAG_subprogram {
+                continue;
+            }
+            let Some(low) = entry.attr_value(gimli::DW_AT_low_pc).map_err(e)? else {
+                continue;
+            };
+            let Some(address) = dwarf.attr_address(&unit, low).map_err(e)? else {
+                continue;
+            };
+            if !wanted.contains(&address) || found.contains_key(&address) {
+                continue;
+            }
+            let mut name = name_of(&unit, entry)?;
+            for at in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
+                if name.is_some() {
+                    break;
+                }
+                if let Some(AttributeValue::UnitRef(offset)) = entry.attr_value(at).map_err(e)? {
+                    let target = unit.entry(offset).map_err(e)?;
+                    name = name_of(&unit, &target)?;
+                }
+            }
+            if let Some(name) = name {
+                found.insert(address, name);
+            }
+        }
+    }
+    Ok(found)
+}

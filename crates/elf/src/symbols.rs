@@ -285,13 +285,27 @@ impl Binary {
     }
 }
 
-/// The names of the function symbols that share an address with another one (the aliases
-/// [`Binary::parse`] folds into one name), as (address, names sorted), by address. Read from the
-/// table [`Binary::parse`] uses (`.symtab`, else `.dynsym`). C++ compilers define the
-/// complete-object constructor or destructor (`C1`, `D1`) as an alias of the base-object one
-/// (`C2`, `D2`) when the two are the same code; which of them the compiler compiled as a
-/// function, and so named its split parts after, is known only from these names.
-pub fn aliases(path: &str, data: &[u8]) -> Result<Vec<(u64, Vec<String>)>, Error> {
+/// Function symbols that share an address (the aliases [`Binary::parse`] folds into one
+/// name), and which of them the compiler compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AliasSet {
+    /// The shared address.
+    pub address: u64,
+    /// The names, sorted.
+    pub names: Vec<String>,
+    /// The name the binary's DWARF gives the function compiled at the address (the linkage
+    /// name of its `DW_TAG_subprogram`), when it is one of `names`; `None` without DWARF.
+    pub compiled: Option<String>,
+}
+
+/// The function symbols that share an address with another one ([`AliasSet`]), by address.
+/// Read from the table [`Binary::parse`] uses (`.symtab`, else `.dynsym`). C++ compilers define
+/// the complete-object constructor or destructor (`C1`, `D1`) as an alias of the base-object one
+/// (`C2`, `D2`) when the two are the same code, and clang a derived class's destructor whose
+/// body is empty as an alias of its base class's; which name the compiler compiled as a
+/// function, and so named its split parts after, the DWARF tells ([`AliasSet::compiled`]), else
+/// only these names.
+pub fn aliases(path: &str, data: &[u8]) -> Result<Vec<AliasSet>, Error> {
     let file = object::File::parse(data).map_err(|e| Error::Parse {
         path: path.to_string(),
         message: format!("not a readable ELF file: {e}"),
@@ -309,14 +323,29 @@ pub fn aliases(path: &str, data: &[u8]) -> Result<Vec<(u64, Vec<String>)>, Error
     }
     found.sort();
     found.dedup();
-    let mut out: Vec<(u64, Vec<String>)> = Vec::new();
+    let mut out: Vec<AliasSet> = Vec::new();
     for (address, name) in found {
         match out.last_mut() {
-            Some((a, names)) if *a == address => names.push(name),
-            _ => out.push((address, vec![name])),
+            Some(a) if a.address == address => a.names.push(name),
+            _ => out.push(AliasSet {
+                address,
+                names: vec![name],
+                compiled: None,
+            }),
         }
     }
-    out.retain(|(_, names)| names.len() > 1);
+    out.retain(|a| a.names.len() > 1);
+    let addresses: BTreeSet<u64> = out.iter().map(|a| a.address).collect();
+    let mut compiled =
+        crate::dwarf::linkage_names(&file, &addresses).map_err(|message| Error::Parse {
+            path: path.to_string(),
+            message,
+        })?;
+    for a in &mut out {
+        a.compiled = compiled
+            .remove(&a.address)
+            .filter(|n| a.names.binary_search(n).is_ok());
+    }
     Ok(out)
 }
 
