@@ -448,7 +448,7 @@ struct Acc {
     addr_cost: HashMap<u32, HashMap<u64, u64>>,
     /// Per object: (call site, target) -> call count, for calls that stay in the object.
     addr_calls: HashMap<u32, HashMap<(u64, u64), u64>>,
-    /// Per object: (jump site, target) -> times taken (`jump=`, and `jcnd=`'s second count).
+    /// Per object: (jump site, target) -> times taken (`jump=`, and `jcnd=`'s first count).
     addr_jumps: HashMap<u32, HashMap<(u64, u64), u64>>,
     /// Objects with a cost line or call without an instruction position: name path only.
     no_instr: HashSet<u32>,
@@ -932,18 +932,21 @@ impl<'p> FileParser<'p> {
                 self.jump(target, count)?;
             }
             "jcnd" => {
-                // Callgrind writes `jcnd=EXE/JUMPS TARGET`; the spec's grammar has a space.
+                // Callgrind writes `jcnd=JUMPS/EXE TARGET`: times taken, then times the jump
+                // ran (`fprint_jcc` in callgrind/dump.c; on real output the first is the target
+                // block's count, the second the site's). The format description names them
+                // the other way round and puts a space there.
                 let (counts, mut target) = split_first(value);
-                let (exe, jumps) = match counts.split_once('/') {
+                let (jumps, exe) = match counts.split_once('/') {
                     Some(pair) => pair,
                     None => {
-                        let (jumps, t) = split_first(target);
+                        let (exe, t) = split_first(target);
                         target = t;
-                        (counts, jumps)
+                        (counts, exe)
                     }
                 };
-                self.number(exe, "jcnd execution count")?;
                 let jumps = self.number(jumps, "jcnd jump count")?;
+                self.number(exe, "jcnd execution count")?;
                 self.subpositions(target, "jcnd target")?;
                 self.jump(target, jumps)?;
             }
@@ -1286,7 +1289,7 @@ mod tests {
     #[test]
     fn instr_counts_decode_jumps() {
         let text = "events: Ir\npositions: instr line\nob=/bin/app\nfl=a.c\nfn=f\n\
-                    0x1000 1 10\n+4 1 10\njcnd=10/7 +12 1\n* 1\n+2 1 3\njump=3 -6 1\n+1 1\n\
+                    0x1000 1 10\n+4 1 10\njcnd=7/10 +12 1\n* 1\n+2 1 3\njump=3 -6 1\n+1 1\n\
                     0x1010 1 7\n";
         let mut header = vec![0u8; 64];
         header[..4].copy_from_slice(b"\x7fELF");
