@@ -490,8 +490,9 @@ fn block_edges(
 }
 
 /// ExtTSP's order of the blocks `members` (map indices, ascending) over the edges between
-/// them, as map indices. With `entry_first` the first member (the entry block) is moved to the
-/// front, the others keeping ExtTSP's relative order.
+/// them, as map indices. With `entry_first` the first member (the entry block) starts the
+/// order, and ExtTSP lays the others out around that ([`ExtTspLayoutParams::entry_first`]: no
+/// chain goes before the entry's, so the entry keeps the fall-through it was chosen for).
 fn layout_cluster(
     members: &[usize],
     f: &BbFunction,
@@ -512,18 +513,17 @@ fn layout_cluster(
         .collect();
     let sizes: Vec<u64> = members.iter().map(|&i| f.blocks[i].size.max(1)).collect();
     let node_counts: Vec<u64> = members.iter().map(|&i| counts[i]).collect();
-    let layout = ext_tsp_layout(&sizes, &node_counts, &edges, &ExtTspLayoutParams::default())?;
-    let mut out: Vec<usize> = Vec::with_capacity(members.len());
-    if entry_first {
-        out.push(members[0]);
+    let params = ExtTspLayoutParams {
+        entry_first,
+        ..ExtTspLayoutParams::default()
+    };
+    let mut layout = ext_tsp_layout(&sizes, &node_counts, &edges, &params)?;
+    if entry_first && layout.first() != Some(&0) {
+        // An entry block ExtTSP never saw (no count, no edge) is laid out last: move it up.
+        layout.retain(|&v| v != 0);
+        layout.insert(0, 0);
     }
-    out.extend(
-        layout
-            .iter()
-            .filter(|&&v| !entry_first || v != 0)
-            .map(|&v| members[v as usize]),
-    );
-    Ok(out)
+    Ok(layout.iter().map(|&v| members[v as usize]).collect())
 }
 
 /// The symbol clang 16 gives cluster `k` of function `name`: the function itself for the first

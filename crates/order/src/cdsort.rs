@@ -240,7 +240,7 @@ pub fn cdsort_layout(
         params.max_chain_size,
         Scan::All,
         |caller, caller_size, callee, count| model.jump_value(caller, caller_size, callee, count),
-        |x, y, xy, yx| model.gain(x, y, xy, yx),
+        |_, x, y, xy, yx| model.gain(x, y, xy, yx),
         |w, size| model.cost(w, size),
     );
     Ok(concat_chains(
@@ -371,7 +371,7 @@ fn gated_layout(
         params.max_chain_size,
         Scan::Boundary(LARGE_GRAPH_REACH),
         |caller, caller_size, callee, count| model.jump_value(caller, caller_size, callee, count),
-        |x, y, xy, yx| model.gain(x, y, xy, yx),
+        |_, x, y, xy, yx| model.gain(x, y, xy, yx),
         |w, size| model.cost(w, size),
     );
     let seen_by_name: Vec<bool> = order.iter().map(|&v| seen[v as usize]).collect();

@@ -73,6 +73,11 @@ pub struct ExtTspLayoutParams {
     pub max_chain_size: usize,
     /// The size gate: on graphs above it, merge along each function's heaviest calls only.
     pub large: LargeGraph,
+    /// Node 0 starts the layout: a merge never puts a chain before the one holding it, and
+    /// that chain comes first whatever its density (a function's entry block; LLVM's block
+    /// layout keeps the entry first the same way). Graphs above the large-graph gate are
+    /// pre-merged along paths that may not honour it. Off for functions.
+    pub entry_first: bool,
 }
 
 impl Default for ExtTspLayoutParams {
@@ -81,6 +86,7 @@ impl Default for ExtTspLayoutParams {
             score: ExtTspParams::default(),
             max_chain_size: EXT_TSP_MAX_CHAIN_SIZE,
             large: LargeGraph::default(),
+            entry_first: false,
         }
     }
 }
@@ -154,12 +160,22 @@ fn layout_with_scan(
         |caller, caller_size, callee, count| {
             edge_score(caller.saturating_add(caller_size), callee, count, sp)
         },
-        |_, _, xy, yx| better(xy, yx),
+        // Slot 0 is the chain holding node 0 (a merge keeps the smaller slot), and it is `X`.
+        |x, _, _, xy, yx| {
+            if params.entry_first && x == 0 {
+                (xy, MergeType::XY)
+            } else {
+                better(xy, yx)
+            }
+        },
         |_, _| 0.0,
     );
     // Density = self weight / size, compared exactly as cross products in u128; a zero-size
     // chain counts as one byte.
     let key = |c: u32| {
+        if params.entry_first && c == 0 {
+            return (u64::MAX, 1);
+        }
         let w = chains
             .members(c)
             .iter()
@@ -219,6 +235,21 @@ mod tests {
         assert!((s - 202.8).abs() < 1e-9, "{s}");
     }
 
+    // With `entry_first`, node 0 leads: the heavy jump 1 -> 0 would put 1 before it, so it
+    // becomes a backward jump and 0 falls through to 2 instead; without, 1 goes first.
+    #[test]
+    fn entry_first_keeps_node_0_first() {
+        let (sizes, counts) = ([64, 64, 64], [10, 10, 1]);
+        let edges = [e(1, 0, 100), e(0, 2, 10)];
+        assert_eq!(layout(&sizes, &counts, &edges), vec![1, 0, 2]);
+        let p = ExtTspLayoutParams {
+            entry_first: true,
+            ..Default::default()
+        };
+        let l = ext_tsp_layout(&sizes, &counts, &edges, &p).unwrap();
+        assert_eq!(l, vec![0, 2, 1]);
+    }
+
     // No chain grows past max_chain_size: 0 -> 1 -> 2 stops at [0, 1]; denser 2 goes first.
     #[test]
     fn respects_max_chain_size() {
@@ -260,6 +291,17 @@ mod tests {
             let best = edges.iter().filter(|e| e.src != e.dst).map(|e| e.count as f64)
                 .fold(0.0f64, f64::max);
             prop_assert!(s >= best * (1.0 - 1e-12), "score {} < heaviest call {}", s, best);
+        }
+
+        // With `entry_first` a seen node 0 leads every layout, still a permutation.
+        #[test]
+        fn entry_first_leads((sizes, counts, edges) in graph()) {
+            let p = ExtTspLayoutParams { entry_first: true, ..Default::default() };
+            let l = ext_tsp_layout(&sizes, &counts, &edges, &p).unwrap();
+            prop_assert!(is_permutation(&l, sizes.len()));
+            if !unseen(&counts, &edges).contains(&0) {
+                prop_assert_eq!(l[0], 0);
+            }
         }
 
         // Sweeping only the ends of chains loses nothing: the same layout as sweeping every

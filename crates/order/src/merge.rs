@@ -794,8 +794,9 @@ impl Scratch {
 ///
 /// `value(caller_start, caller_size, callee_start, count)` is what one jump is worth when, in
 /// the concatenation being evaluated, its caller starts at `caller_start` and its callee at
-/// `callee_start`; `gain(chains, x, y, sum_xy, sum_yx)` turns the summed values of all jumps
-/// between chains `x < y` into the merge gain and the concatenation to use; `cost(weight,
+/// `callee_start`; `gain(x, stat_x, stat_y, sum_xy, sum_yx)` turns the summed values of all jumps
+/// between chains `x < y` (`x` the slot, so slot 0 is the chain holding node 0) into the merge
+/// gain and the concatenation to use; `cost(weight,
 /// size)` is the per-chain term it may read from [`Stat::cost`] (zero when unused).
 pub(crate) fn greedy_merge<V, G, C>(
     chains: &mut Chains,
@@ -806,7 +807,7 @@ pub(crate) fn greedy_merge<V, G, C>(
     cost: C,
 ) where
     V: Fn(u64, u64, u64, u64) -> f64,
-    G: Fn(&Stat, &Stat, f64, f64) -> (f64, MergeType),
+    G: Fn(u32, &Stat, &Stat, f64, f64) -> (f64, MergeType),
     C: Fn(f64, u64) -> f64,
 {
     if chains.slots() <= Packed::MAX_SLOTS {
@@ -827,7 +828,7 @@ fn merge_loop<E, V, G, C>(
 ) where
     E: Entry,
     V: Fn(u64, u64, u64, u64) -> f64,
-    G: Fn(&Stat, &Stat, f64, f64) -> (f64, MergeType),
+    G: Fn(u32, &Stat, &Stat, f64, f64) -> (f64, MergeType),
     C: Fn(f64, u64) -> f64,
 {
     let n = chains.slots();
@@ -942,7 +943,7 @@ fn merge_loop<E, V, G, C>(
             } else {
                 (other, &this)
             };
-            let (g, merge) = gain(sa, sb, slot.xy, slot.yx);
+            let (g, merge) = gain(a, sa, sb, slot.xy, slot.yx);
             if g > EPS {
                 queue.push(E::new(g, a, b, now, merge));
             }
@@ -1314,7 +1315,7 @@ mod tests {
                 let value = |s: u64, size: u64, t: u64, count: u64| {
                     count as f64 / (1.0 + (s + size / 2).abs_diff(t) as f64)
                 };
-                let gain = |x: &Stat, y: &Stat, xy: f64, yx: f64| {
+                let gain = |_: u32, x: &Stat, y: &Stat, xy: f64, yx: f64| {
                     let g = if yx > xy + EPS { (yx, MergeType::YX) } else { (xy, MergeType::XY) };
                     (g.0 / (x.size.min(y.size) as f64 + 1.0), g.1)
                 };
