@@ -177,9 +177,12 @@ def main():
     times = dict(line.split("\t") for line in open(os.path.join(w, "steps", "times.tsv"), encoding="utf-8").read().splitlines())
     shifts = int(a.shifts)
     out = ["<!-- BEGIN cxx -->", "## `cxx`: cppcheck 2.10 (C++, Debian's source package)", "",
-           f"Command: `bench/cxx/run` (this run {a.elapsed}; the two clang builds took "
-           f"{times.get('build-labels', '?')} s and {times.get('build-list', '?')} s when last built in full, "
-           "reused when their flags and list file are unchanged"
+           f"Command: `bench/cxx/run` (this run {a.elapsed}; "
+           + ("the two clang builds took " + " and ".join(f"{times[k]} s" for k in ("build-labels", "build-list") if k in times)
+              + " when last built in full" if "build-list" in times
+              else f"build 1 took {times.get('build-labels', 'an untimed')} s when last built in full, build 2 was "
+              "never built in one run")
+           + "; both are reused when their flags and list file are unchanged"
            + (f"; build 2 last brought up to a new list file in {times['build-list-update']} s"
               if "build-list-update" in times else "") + "). "
            + (f"Rows measured in this run: {', '.join(f'`{x}`' for x in new)}; kept from an earlier run "
