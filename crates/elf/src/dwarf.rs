@@ -109,6 +109,18 @@ const ORIGIN_SECTIONS: [gimli::SectionId; 7] = [
     gimli::SectionId::DebugLine,
 ];
 
+/// The sections the address lookups read ([`ORIGIN_SECTIONS`]); `None` when nothing is wanted
+/// or `file` has no DWARF.
+fn sections_for(
+    file: &object::File<'_>,
+    wanted: &BTreeSet<u64>,
+) -> Result<Option<Sections>, String> {
+    if wanted.is_empty() {
+        return Ok(None);
+    }
+    Sections::read(file, &ORIGIN_SECTIONS)
+}
+
 /// For each address of `wanted` where a `DW_TAG_subprogram` starts (`DW_AT_low_pc`), the base
 /// name of the compilation unit holding its origin: the unit its `DW_AT_abstract_origin` (or
 /// else `DW_AT_specification`) points into, or its own unit without either. Units named
@@ -119,10 +131,7 @@ pub(crate) fn origin_files(
     wanted: &BTreeSet<u64>,
 ) -> Result<BTreeMap<u64, String>, String> {
     let mut found = BTreeMap::new();
-    if wanted.is_empty() {
-        return Ok(found);
-    }
-    let Some(sections) = Sections::read(file, &ORIGIN_SECTIONS)? else {
+    let Some(sections) = sections_for(file, wanted)? else {
         return Ok(found);
     };
     let dwarf = sections.dwarf()?;
@@ -147,34 +156,52 @@ pub(crate) fn origin_files(
         units[..i].last().and_then(|(_, _, name)| name.as_ref())
     };
     for (_, unit, own) in &units {
-        let mut cursor = unit.entries();
-        while let Some((_, entry)) = cursor.next_dfs().map_err(e)? {
-            if entry.tag() != gimli::DW_TAG_subprogram {
-                continue;
-            }
-            let Some(low) = entry.attr_value(gimli::DW_AT_low_pc).map_err(e)? else {
-                continue;
-            };
-            let Some(address) = dwarf.attr_address(unit, low).map_err(e)? else {
-                continue;
-            };
-            if !wanted.contains(&address) || found.contains_key(&address) {
-                continue;
-            }
+        subprograms_at(&dwarf, unit, wanted, &mut found, |entry| {
             let mut origin = entry.attr_value(gimli::DW_AT_abstract_origin).map_err(e)?;
             if origin.is_none() {
                 origin = entry.attr_value(gimli::DW_AT_specification).map_err(e)?;
             }
-            let name = match origin {
+            Ok(match origin {
                 Some(AttributeValue::DebugInfoRef(offset)) => unit_at(offset.0),
                 _ => own.as_ref(),
-            };
-            if let Some(name) = name {
-                found.insert(address, name.clone());
             }
-        }
+            .cloned())
+        })?;
     }
     Ok(found)
+}
+
+/// Calls `name` for every `DW_TAG_subprogram` of `unit` whose `DW_AT_low_pc` is in `wanted` and
+/// not yet in `found`, and records what it returns there.
+fn subprograms_at<'a>(
+    dwarf: &gimli::Dwarf<R<'a>>,
+    unit: &gimli::Unit<R<'a>>,
+    wanted: &BTreeSet<u64>,
+    found: &mut BTreeMap<u64, String>,
+    mut name: impl FnMut(
+        &gimli::DebuggingInformationEntry<'_, '_, R<'a>>,
+    ) -> Result<Option<String>, String>,
+) -> Result<(), String> {
+    let e = |e: gimli::Error| format!("DWARF: {e}");
+    let mut cursor = unit.entries();
+    while let Some((_, entry)) = cursor.next_dfs().map_err(e)? {
+        if entry.tag() != gimli::DW_TAG_subprogram {
+            continue;
+        }
+        let Some(low) = entry.attr_value(gimli::DW_AT_low_pc).map_err(e)? else {
+            continue;
+        };
+        let Some(address) = dwarf.attr_address(unit, low).map_err(e)? else {
+            continue;
+        };
+        if !wanted.contains(&address) || found.contains_key(&address) {
+            continue;
+        }
+        if let Some(n) = name(entry)? {
+            found.insert(address, n);
+        }
+    }
+    Ok(())
 }
 
 /// For each address of `wanted` where a `DW_TAG_subprogram` starts (`DW_AT_low_pc`), the
@@ -188,10 +215,7 @@ pub(crate) fn linkage_names(
     wanted: &BTreeSet<u64>,
 ) -> Result<BTreeMap<u64, String>, String> {
     let mut found = BTreeMap::new();
-    if wanted.is_empty() {
-        return Ok(found);
-    }
-    let Some(sections) = Sections::read(file, &ORIGIN_SECTIONS)? else {
+    let Some(sections) = sections_for(file, wanted)? else {
         return Ok(found);
     };
     let dwarf = sections.dwarf()?;
@@ -210,20 +234,7 @@ pub(crate) fn linkage_names(
     let mut headers = dwarf.units();
     while let Some(header) = headers.next().map_err(e)? {
         let unit = dwarf.unit(header).map_err(e)?;
-        let mut cursor = unit.entries();
-        while let Some((_, entry)) = cursor.next_dfs().map_err(e)? {
-            if entry.tag() != gimli::DW_TAG_subprogram {
-                continue;
-            }
-            let Some(low) = entry.attr_value(gimli::DW_AT_low_pc).map_err(e)? else {
-                continue;
-            };
-            let Some(address) = dwarf.attr_address(&unit, low).map_err(e)? else {
-                continue;
-            };
-            if !wanted.contains(&address) || found.contains_key(&address) {
-                continue;
-            }
+        subprograms_at(&dwarf, &unit, wanted, &mut found, |entry| {
             let mut name = name_of(&unit, entry)?;
             for at in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
                 if name.is_some() {
@@ -234,10 +245,8 @@ pub(crate) fn linkage_names(
                     name = name_of(&unit, &target)?;
                 }
             }
-            if let Some(name) = name {
-                found.insert(address, name);
-            }
-        }
+            Ok(name)
+        })?;
     }
     Ok(found)
 }
