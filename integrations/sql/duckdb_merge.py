@@ -24,12 +24,18 @@ def main():
     # The ascending, one-by-one sum of merge.sql: list_reduce adds from the first element.
     con.execute("CREATE MACRO sorted_sum(l) AS list_reduce(list_sort(l), lambda a, b: a + b)")
     files = ", ".join("'" + p.replace("'", "''") + "'" for p in args.inputs)
-    con.execute(f"CREATE VIEW profiles AS SELECT * FROM read_parquet([{files}])")
+    # Tables of schema versions 1 and 2 side by side: columns matched by name, and a version-1
+    # only input given the two sample columns, null.
+    con.execute(f"CREATE VIEW tables AS SELECT * FROM read_parquet([{files}], union_by_name = true)")
+    columns = {d[0] for d in con.execute("SELECT * FROM tables LIMIT 0").description}
+    extra = "".join(f", CAST(NULL AS UBIGINT) AS {c}" for c in merge_query.SAMPLE_COLUMNS
+                    if c not in columns)
+    con.execute(f"CREATE VIEW profiles AS SELECT *{extra} FROM tables")
     tmp = args.output + ".tmp"
     target = "'" + tmp.replace("'", "''") + "'"
     try:
         con.execute(f"COPY ({merge_query.query(args)}) TO {target} (FORMAT parquet, "
-                    "KV_METADATA {'sediment.schema': '1'})")
+                    "KV_METADATA {'sediment.schema': '2'})")
     except duckdb.Error as e:
         if os.path.exists(tmp):
             os.remove(tmp)

@@ -2,8 +2,9 @@
 -- docs/design/parquet.md), for DuckDB and Apache Spark (runners: duckdb_merge.py,
 -- spark_merge.py; guide: docs/guide/fleet.md).
 --
--- Input: a table or view named `profiles` with the columns of the schema (any number of
--- binaries and submissions). Output: rows of the same schema, one merged profile per binary
+-- Input: a table or view named `profiles` with the columns of schema version 2 (the runners
+-- add null `offset` and `sample_weight` columns to version-1 tables; any number of binaries and
+-- submissions). Output: rows of schema version 2, one merged profile per binary
 -- (its build-id, else the base name of its path), so `sediment import --format parquet` of
 -- the result gives, per binary, the profile `sediment merge` makes of that binary's
 -- submissions with the same options (see docs/design/merging.md):
@@ -16,11 +17,12 @@
 --      (sums over a submitter add the values in ascending order: sorted_sum below)
 --   2. each submission normalised: factor = e * 1e9 / (its total self weight, else its total
 --      call weight; factor 0 when both are 0), in f64;
---   3. each value v (self weight, call weight, meta total) becomes the fixed-point term
+--   3. each value v (self weight, call weight, sample weight, meta total) becomes the fixed-point term
 --      round(v * factor * 2^32), half away from zero (32 fraction bits), summed exactly;
 --   4. each sum rounded once, half up, to an integer: (s + 2^31) >> 32, saturating at 2^64-1.
---      Calls that round to 0 are dropped; functions stay with weight 0; size is the largest;
---      total is at least the sum of the self weights.
+--      Calls and samples that round to 0 are dropped; functions stay with weight 0; size is the
+--      largest; total is at least the sum of the self weights. Samples (schema version 2) are
+--      summed per function and offset.
 --
 -- Exactness without 128-bit integers: DECIMAL(38,0) holds the fixed-point sums in both
 -- engines; every conversion between DOUBLE and DECIMAL goes through BIGINTs of at most 2^53
@@ -39,8 +41,7 @@
 -- Not checked here (sediment merge refuses them unless --force): different architectures
 -- within one build-id (the result has no arch, as with --force).
 --
--- Not merged here: the per-instruction `sample` rows of schema version 2 (they are left out
--- of the result, whose profiles therefore have none); `sediment merge` keeps them.
+-- `offset` is a keyword of both engines: it is always written qualified (`r.offset`).
 WITH
 subs AS (
   SELECT profile AS id, binary_name, build_id, arch, event, submitter, recorded_at,
@@ -101,13 +102,15 @@ factors AS (
 --    saturates anyway), rounded half away from zero, as an exact DECIMAL
 terms AS (
   SELECT f.g, r.kind, r.name, r.file, r.callee_name, r.callee_file, r.size,
+         CASE WHEN r.kind = 'sample' THEN CAST(r.offset AS DECIMAL(20,0)) END AS sample_offset,
          LEAST(CAST(CASE r.kind WHEN 'function' THEN r.self_weight
                                 WHEN 'call' THEN r.call_weight
+                                WHEN 'sample' THEN r.sample_weight
                                 ELSE r.total END AS DOUBLE)
                * f.factor * CAST(4294967296 AS DOUBLE),
                POWER(CAST(2 AS DOUBLE), 96)) AS x
   FROM profiles r JOIN factors f ON f.id = r.profile
-  WHERE r.kind IN ('profile', 'function', 'call')
+  WHERE r.kind IN ('profile', 'function', 'call', 'sample')
 ),
 rounded_terms AS (
   SELECT terms.*,
@@ -118,7 +121,7 @@ rounded_terms AS (
   FROM terms
 ),
 fixed AS (
-  SELECT g, kind, name, file, callee_name, callee_file, size,
+  SELECT g, kind, name, file, callee_name, callee_file, size, sample_offset,
          CAST(FLOOR(r / CAST(281474976710656 AS DOUBLE)) AS DECIMAL(38,0))
            * CAST(281474976710656 AS DECIMAL(38,0))
          + CAST(CAST(r - CAST(FLOOR(r / CAST(281474976710656 AS DOUBLE)) AS DOUBLE)
@@ -127,10 +130,10 @@ fixed AS (
 ),
 -- exact sums, plus the half of step 4
 summed AS (
-  SELECT g, kind, name, file, callee_name, callee_file, MAX(size) AS size,
+  SELECT g, kind, name, file, callee_name, callee_file, sample_offset, MAX(size) AS size,
          SUM(v) + CAST(2147483648 AS DECIMAL(38,0)) AS s
   FROM fixed
-  GROUP BY g, kind, name, file, callee_name, callee_file
+  GROUP BY g, kind, name, file, callee_name, callee_file, sample_offset
 ),
 -- 4. s >> 32: an approximate quotient qd in DOUBLE, made exact (qa), then corrected by the
 --    remainder s - qa * 2^32, which is small enough to be exact in DOUBLE
@@ -149,7 +152,7 @@ exact_q AS (
   FROM approx
 ),
 rounded AS (
-  SELECT g, kind, name, file, callee_name, callee_file, size,
+  SELECT g, kind, name, file, callee_name, callee_file, sample_offset, size,
          CASE WHEN s >= CAST('79228162514264337593543950336' AS DECIMAL(38,0))
                 THEN CAST('18446744073709551615' AS DECIMAL(38,0))
               ELSE qa + CAST(FLOOR(CAST(s - qa * CAST(4294967296 AS DECIMAL(38,0)) AS DOUBLE)
@@ -200,24 +203,36 @@ out_rows AS (
          CAST(NULL AS STRING) AS name, CAST(NULL AS STRING) AS file,
          CAST(NULL AS DECIMAL(20,0)) AS size, CAST(NULL AS DECIMAL(20,0)) AS self_weight,
          CAST(NULL AS STRING) AS callee_name, CAST(NULL AS STRING) AS callee_file,
-         CAST(NULL AS DECIMAL(20,0)) AS call_weight
+         CAST(NULL AS DECIMAL(20,0)) AS call_weight,
+         CAST(NULL AS DECIMAL(20,0)) AS sample_offset, CAST(NULL AS DECIMAL(20,0)) AS sample_weight
   FROM head h
   UNION ALL
   SELECT h.profile, 'function', 1, h.binary_name, h.build_id, h.arch, 'merge', h.event, h.total,
          h.meta, h.submitter, h.recorded_at, CAST(1 AS DOUBLE), r.name, r.file,
          CAST(r.size AS DECIMAL(20,0)), CAST(r.w AS DECIMAL(20,0)),
-         CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS DECIMAL(20,0))
+         CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS DECIMAL(20,0)),
+         CAST(NULL AS DECIMAL(20,0)), CAST(NULL AS DECIMAL(20,0))
   FROM rounded r JOIN head h ON h.g = r.g
   WHERE r.kind = 'function'
   UNION ALL
   SELECT h.profile, 'call', 2, h.binary_name, h.build_id, h.arch, 'merge', h.event, h.total,
          h.meta, h.submitter, h.recorded_at, CAST(1 AS DOUBLE), r.name, r.file,
          CAST(NULL AS DECIMAL(20,0)), CAST(NULL AS DECIMAL(20,0)),
-         r.callee_name, r.callee_file, CAST(r.w AS DECIMAL(20,0))
+         r.callee_name, r.callee_file, CAST(r.w AS DECIMAL(20,0)),
+         CAST(NULL AS DECIMAL(20,0)), CAST(NULL AS DECIMAL(20,0))
   FROM rounded r JOIN head h ON h.g = r.g
   WHERE r.kind = 'call' AND r.w > 0
+  UNION ALL
+  SELECT h.profile, 'sample', 3, h.binary_name, h.build_id, h.arch, 'merge', h.event, h.total,
+         h.meta, h.submitter, h.recorded_at, CAST(1 AS DOUBLE), r.name, r.file,
+         CAST(NULL AS DECIMAL(20,0)), CAST(NULL AS DECIMAL(20,0)),
+         CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS DECIMAL(20,0)),
+         r.sample_offset, CAST(r.w AS DECIMAL(20,0))
+  FROM rounded r JOIN head h ON h.g = r.g
+  WHERE r.kind = 'sample' AND r.w > 0
 )
-SELECT profile, kind, binary_name, build_id, arch, source, event, total, meta, submitter,
-       recorded_at, weight, name, file, size, self_weight, callee_name, callee_file, call_weight
-FROM out_rows
-ORDER BY profile, row_rank, name, file, callee_name, callee_file
+SELECT o.profile, o.kind, o.binary_name, o.build_id, o.arch, o.source, o.event, o.total, o.meta,
+       o.submitter, o.recorded_at, o.weight, o.name, o.file, o.size, o.self_weight, o.callee_name,
+       o.callee_file, o.call_weight, o.sample_offset AS offset, o.sample_weight
+FROM out_rows o
+ORDER BY o.profile, o.row_rank, o.name, o.file, o.callee_name, o.callee_file, o.sample_offset

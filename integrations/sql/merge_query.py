@@ -12,6 +12,9 @@ from decimal import Decimal
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# The columns schema version 2 adds (per-instruction samples); absent from version-1 tables.
+SAMPLE_COLUMNS = ("offset", "sample_weight")
+
 
 def parse_args(engine):
     p = argparse.ArgumentParser(
@@ -30,7 +33,7 @@ def parse_args(engine):
     p.add_argument("--cap-per-submitter", type=float, metavar="C",
                    help="scale a submitter whose effective weights sum to more than C down to C")
     p.add_argument("inputs", nargs="+", metavar="INPUT.parquet",
-                   help="Parquet tables of schema version 1 (sediment export --format parquet)")
+                   help="Parquet tables of schema version 1 or 2 (sediment export --format parquet)")
     a = p.parse_args()
     for name, v in (("--half-life", a.half_life), ("--cap-per-submitter", a.cap_per_submitter)):
         if v is not None and not (math.isfinite(v) and v > 0):

@@ -30,6 +30,7 @@ def main():
         if not os.path.isfile(path):
             merge_query.fail(f"{path}: no such file")
     from pyspark.sql import SparkSession
+    from pyspark.sql.functions import lit
 
     spark = (SparkSession.builder.master(master).appName("sediment-merge")
              .config("spark.ui.enabled", "false")
@@ -40,7 +41,14 @@ def main():
     # The ascending, one-by-one sum of merge.sql (a SQL function, Spark 4).
     spark.sql("CREATE TEMPORARY FUNCTION sorted_sum(l ARRAY<DOUBLE>) RETURNS DOUBLE "
               "RETURN aggregate(array_sort(l), CAST(0 AS DOUBLE), (acc, x) -> acc + x)")
-    spark.read.parquet(*[os.path.abspath(p) for p in args.inputs]).createOrReplaceTempView("profiles")
+    # Tables of schema versions 1 and 2 side by side: columns matched by name, and a version-1
+    # only input given the two sample columns, null.
+    tables = (spark.read.option("mergeSchema", "true")
+              .parquet(*[os.path.abspath(p) for p in args.inputs]))
+    for c in merge_query.SAMPLE_COLUMNS:
+        if c not in tables.columns:
+            tables = tables.withColumn(c, lit(None).cast("decimal(20,0)"))
+    tables.createOrReplaceTempView("profiles")
     out_dir = tempfile.mkdtemp(prefix=".spark-merge-", dir=os.path.dirname(os.path.abspath(args.output)))
     try:
         spark.sql(merge_query.query(args)).coalesce(1).write.mode("overwrite").parquet(out_dir)

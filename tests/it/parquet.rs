@@ -263,8 +263,9 @@ fn bad_table_is_one_line_error() {
     assert!(!d.join("s.parquet").exists());
 }
 
-// A table whose page claims a level length past its end (found by fuzzing) makes the `parquet`
-// crate panic; the import reports it as damaged, naming the file, and writes nothing.
+// A table whose page claims a level length past its end (found by fuzzing; the `parquet` crate
+// panics on it, and its page header lacks its sizes): the import reports the pages as damaged,
+// naming the file, and writes nothing.
 #[test]
 fn regress_level_length_past_the_page() {
     let dir = tempfile::tempdir().unwrap();
@@ -487,6 +488,17 @@ fn fleet(d: &Path) -> Vec<Input> {
                         let a = &keys[rng.below(keys.len() as u64) as usize];
                         let c = &keys[rng.below(keys.len() as u64) as usize];
                         b.add_call(a, c, 1 + rng.below(50_000));
+                    }
+                    // Per-instruction samples in some inputs of two binaries (their tables are
+                    // schema version 2, the others version 1): one offset shared by every such
+                    // input, one of each (that of the input of weight 0 merges to nothing, and is
+                    // dropped), and a light one.
+                    if g != 1 && k % 2 == 0 {
+                        b.add_sample(&keys[0], 0x10, 1 + (k as u64 * 7919) % 5000);
+                        b.add_sample(&keys[1], 0x20 + k as u64, 300 + k as u64);
+                        if k == 0 {
+                            b.add_sample(&keys[0], 0x40, 1);
+                        }
                     }
                     let self_total: u64 = 3_000_000;
                     b.meta_mut().total = self_total + rng.below(10_000_000);

@@ -29,8 +29,10 @@
 //! line each, escaped as in the text format.
 //!
 //! Hostile input: errors name the file and, where known, the row; no value is trusted as a
-//! size. Bounds on memory are those of the input (at most the caller's input limit) and of the
-//! profiles it describes.
+//! size. Before the `parquet` crate decodes the footer and the pages, their Thrift structures are
+//! walked and any count, length or page size the file's bytes cannot hold is refused (the crate
+//! would reserve memory for it first). Bounds on memory are those of the input (at most the
+//! caller's input limit) and of the profiles it describes.
 //!
 //! Turned down: two files (functions, calls) per dataset. Joins would be simpler to write, but
 //! a fleet's table would then be two datasets to keep in step; one long table with nullable
@@ -44,10 +46,14 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::format::KeyValue;
 use parquet::record::Field;
 use parquet::schema::types::Type;
-use sediment_profile::{escape, quote, unescape, FuncKey, MergeOptions, Merger, Meta, Profile};
+use sediment_profile::{
+    escape, quote, quote_whole, unescape, FuncKey, MergeOptions, Merger, Meta, Profile,
+};
 use sediment_profile::{ProfileBuilder, META_RECORDED_AT, META_SUBMITTER};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+
+mod guard;
 
 /// Key of the file's key-value metadata that holds the schema version.
 pub const SCHEMA_KEY: &str = "sediment.schema";
@@ -445,17 +451,29 @@ pub fn read(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
     })
 }
 
+/// The `parquet` crate's message, which quotes the file's own names (a column name of any bytes):
+/// its control characters escaped and its length bounded, so the error stays one line.
+fn decoder_message(e: &parquet::errors::ParquetError) -> String {
+    quote_whole(&e.to_string().chars().take(300).collect::<String>())
+}
+
 /// [`read`] without the guard against the decoder's panics.
 fn read_table(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
     let perr = |e: parquet::errors::ParquetError| Error::Parquet {
         path: path.to_string(),
-        message: format!("not a readable Parquet file: {e}"),
+        message: format!("not a readable Parquet file: {}", decoder_message(&e)),
     };
     let schema_err = |message: String| Error::Schema {
         path: path.to_string(),
         message,
     };
-    let reader = SerializedFileReader::new(bytes::Bytes::from(data)).map_err(perr)?;
+    let damaged = |message: String| Error::Parquet {
+        path: path.to_string(),
+        message,
+    };
+    guard::check_footer(&data).map_err(damaged)?;
+    let data = bytes::Bytes::from(data);
+    let reader = SerializedFileReader::new(data.clone()).map_err(perr)?;
     let meta = reader.metadata().file_metadata();
     if let Some(kv) = meta.key_value_metadata() {
         if let Some(v) = kv.iter().find(|k| k.key == SCHEMA_KEY) {
@@ -504,12 +522,13 @@ fn read_table(path: &str, data: Vec<u8>) -> Result<Vec<Submission>, Error> {
 
     let mut order: Vec<String> = Vec::new();
     let mut partials: HashMap<String, Partial> = HashMap::new();
+    guard::check_pages(&data, reader.metadata()).map_err(damaged)?;
     let rows = reader.get_row_iter(None).map_err(perr)?;
     for (r, row) in rows.enumerate() {
         let row = row.map_err(|e| Error::Row {
             path: path.to_string(),
             row: r,
-            message: format!("unreadable: {e}"),
+            message: format!("unreadable: {}", decoder_message(&e)),
         })?;
         let values: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
         if values.len() != fields.len() {
@@ -1031,6 +1050,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("bad.parquet: "), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+
+    // A table whose footer claims a list of hundreds of millions of schema elements (found by
+    // fuzzing: the `parquet` crate reserved ~140 GB for it and the process aborted) is an error.
+    #[test]
+    fn a_footer_claiming_a_huge_list_is_an_error() {
+        let data = include_bytes!("../../../fuzz/corpus/parquet/footer-list-count-oom");
+        let e = read("big.parquet", data.to_vec()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("big.parquet: damaged Parquet footer: a list of "),
+            "{e}"
+        );
+    }
+
+    // The decoder's messages quote the file's column names: a name holding a newline (found by
+    // fuzzing) stays escaped in the one line of the error.
+    #[test]
+    fn a_column_name_with_a_newline_stays_one_line() {
+        let data = include_bytes!("../../../fuzz/corpus/parquet/column-name-newline");
+        let e = read("nl.parquet", data.to_vec()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("nl.parquet: not a readable Parquet file: "),
+            "{e}"
+        );
+        assert!(e.contains("%0A"), "{e}");
         assert!(!e.contains('\n'), "{e}");
     }
 }

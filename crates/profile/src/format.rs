@@ -251,7 +251,17 @@ impl LineCtx {
     }
 }
 
-pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
+/// How much of a profile's text [`parse`] is given.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Extent {
+    /// The whole file.
+    Whole,
+    /// The lines before its first `fn` or `call` line: the records that must follow the header
+    /// (the `at` lines of version 2) are not required.
+    Header,
+}
+
+pub(crate) fn parse(text: &str, extent: Extent) -> Result<Profile, Error> {
     let mut lines = text.split('\n').enumerate();
     let first = lines.next().map(|(_, l)| l).unwrap_or("");
     let mut head = first.trim_end_matches('\r').split(' ');
@@ -445,7 +455,7 @@ pub(crate) fn parse(text: &str) -> Result<Profile, Error> {
             message: "no `meta binary` line".into(),
         });
     }
-    if with_samples && samples.is_empty() {
+    if with_samples && samples.is_empty() && extent == Extent::Whole {
         return Err(Error::Parse {
             line: last_line,
             message: format!(

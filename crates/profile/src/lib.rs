@@ -226,14 +226,14 @@ pub struct Profile {
 impl Profile {
     /// Parses the text form (see `docs/design/profile-format.md`).
     pub fn from_text(text: &str) -> Result<Profile, Error> {
-        format::parse(text)
+        format::parse(text, format::Extent::Whole)
     }
 
     /// Parses only the metadata of a profile's text: `text` is the file's beginning up to its
     /// first `fn` or `call` line ([`header_end`] finds it), or more (what follows that line is
     /// not read). Errors are those [`Profile::from_text`] gives for the same lines.
     pub fn meta_from_text(text: &str) -> Result<Meta, Error> {
-        format::parse(&text[..header_end(text)]).map(|p| p.meta)
+        format::parse(&text[..header_end(text)], format::Extent::Header).map(|p| p.meta)
     }
 
     /// Writes the canonical text form. Equal profiles give identical bytes.
@@ -709,6 +709,13 @@ mod tests {
             Profile::from_text(bad).unwrap_err()
         );
         assert_eq!(header_end("sediment-profile 1\nmeta binary d\n"), 33);
+        // A version-2 header: its `at` lines come after the header, and are not required of it
+        // (`merge` with a fleet option reads the headers first).
+        let text = "sediment-profile 2\nmeta binary demo\nfn 0 1 - f -\nat 0 4 1\n";
+        let end = header_end(text);
+        let whole = Profile::from_text(text).unwrap().meta;
+        assert_eq!(Profile::meta_from_text(&text[..end]).unwrap(), whole);
+        assert_eq!(Profile::meta_from_text(text).unwrap(), whole);
     }
 
     #[test]
