@@ -148,7 +148,7 @@ fn run_plan(args: PlanArgs) -> Result<()> {
     let bytes = fsio::read_bytes(&args.binary)?;
     let binary = Binary::parse(&bin_path, &bytes)?;
     let map = read_bb_addr_map(&bin_path, &bytes)?;
-    let aliases = sediment_elf::aliases(&bin_path, &bytes)?;
+    let aliases = sediment_elf::compiled_aliases(&bin_path, &bytes)?;
 
     // Function level: the profile of the main binary, attributed by address.
     let options = import::Options {

@@ -203,7 +203,7 @@ pub struct Plan {
 
 /// Computes the clusters and the order. `map` is the labels build's block map (empty for a
 /// GCC build), `aliases` the binary's function names that share an address
-/// ([`sediment_elf::aliases`], by address), `executed` its (address, count)
+/// ([`sediment_elf::compiled_aliases`], by address), `executed` its (address, count)
 /// pairs sorted by address, `jumps` its (site, target, taken) triples sorted, `profile` its
 /// function-level profile (for the function order).
 pub fn plan(

@@ -30,7 +30,7 @@ pub mod symbols;
 pub mod types;
 
 pub use bb_addr_map::{read_bb_addr_map, BbEntry, BbFunction};
-pub use symbols::{aliases, AliasSet, Binary, Segment, Symbol};
+pub use symbols::{aliases, compiled_aliases, AliasSet, Binary, Segment, Symbol};
 
 /// True for the name of a part of a function as clang 16 writes it for
 /// `-fbasic-block-sections=list=`: the cold part `f.cold` (in `.text.split.f`) and the extra

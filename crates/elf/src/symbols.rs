@@ -294,22 +294,50 @@ pub struct AliasSet {
     /// The names, sorted.
     pub names: Vec<String>,
     /// The name the binary's DWARF gives the function compiled at the address (the linkage
-    /// name of its `DW_TAG_subprogram`), when it is one of `names`; `None` without DWARF.
+    /// name of its `DW_TAG_subprogram`), when it is one of `names`; `None` without DWARF, and
+    /// from [`aliases`], which does not read the DWARF.
     pub compiled: Option<String>,
 }
 
-/// The function symbols that share an address with another one ([`AliasSet`]), by address.
-/// Read from the table [`Binary::parse`] uses (`.symtab`, else `.dynsym`). C++ compilers define
-/// the complete-object constructor or destructor (`C1`, `D1`) as an alias of the base-object one
-/// (`C2`, `D2`) when the two are the same code, and clang a derived class's destructor whose
-/// body is empty as an alias of its base class's; which name the compiler compiled as a
-/// function, and so named its split parts after, the DWARF tells ([`AliasSet::compiled`]), else
-/// only these names.
+/// The function symbols that share an address with another one ([`AliasSet`]), by address,
+/// without [`AliasSet::compiled`] (see [`compiled_aliases`]). Read from the table
+/// [`Binary::parse`] uses (`.symtab`, else `.dynsym`). C++ compilers define the complete-object
+/// constructor or destructor (`C1`, `D1`) as an alias of the base-object one (`C2`, `D2`) when
+/// the two are the same code, and clang a derived class's destructor whose body is empty as an
+/// alias of its base class's.
 pub fn aliases(path: &str, data: &[u8]) -> Result<Vec<AliasSet>, Error> {
-    let file = object::File::parse(data).map_err(|e| Error::Parse {
+    Ok(alias_sets(&parse_file(path, data)?))
+}
+
+/// [`aliases`] with [`AliasSet::compiled`]: which name of each set the compiler compiled as a
+/// function, and so named its split parts after, as the binary's DWARF tells (a walk of its
+/// subprograms, the cost of which [`aliases`] saves).
+pub fn compiled_aliases(path: &str, data: &[u8]) -> Result<Vec<AliasSet>, Error> {
+    let file = parse_file(path, data)?;
+    let mut out = alias_sets(&file);
+    let addresses: BTreeSet<u64> = out.iter().map(|a| a.address).collect();
+    let mut compiled =
+        crate::dwarf::linkage_names(&file, &addresses).map_err(|message| Error::Parse {
+            path: path.to_string(),
+            message,
+        })?;
+    for a in &mut out {
+        a.compiled = compiled
+            .remove(&a.address)
+            .filter(|n| a.names.binary_search(n).is_ok());
+    }
+    Ok(out)
+}
+
+fn parse_file<'d>(path: &str, data: &'d [u8]) -> Result<object::File<'d>, Error> {
+    object::File::parse(data).map_err(|e| Error::Parse {
         path: path.to_string(),
         message: format!("not a readable ELF file: {e}"),
-    })?;
+    })
+}
+
+/// The sets of [`aliases`], `compiled` left empty.
+fn alias_sets(file: &object::File<'_>) -> Vec<AliasSet> {
     let collect = |t: object::SymbolTable<'_, '_>| -> Vec<(u64, String)> {
         t.symbols()
             .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
@@ -335,18 +363,7 @@ pub fn aliases(path: &str, data: &[u8]) -> Result<Vec<AliasSet>, Error> {
         }
     }
     out.retain(|a| a.names.len() > 1);
-    let addresses: BTreeSet<u64> = out.iter().map(|a| a.address).collect();
-    let mut compiled =
-        crate::dwarf::linkage_names(&file, &addresses).map_err(|message| Error::Parse {
-            path: path.to_string(),
-            message,
-        })?;
-    for a in &mut out {
-        a.compiled = compiled
-            .remove(&a.address)
-            .filter(|n| a.names.binary_search(n).is_ok());
-    }
-    Ok(out)
+    out
 }
 
 /// True when a symbol has a non-default ELF visibility (`st_other & 3`): in a linked file, a
