@@ -94,8 +94,14 @@ pub fn capsules(
         described = format!("the end of each of {} objects' code", growth.len());
     }
     if let Some(f) = grow_after {
-        let Some(u) = names.iter().position(|n| n == f) else {
-            bail!("--grow-after {f}: no such function in the binary");
+        let u = match by_name.get(f).map(Vec::as_slice) {
+            Some(&[u]) => u,
+            Some(many) => bail!(
+                "--grow-after {f}: {} functions of the binary have that name (statics of \
+                 different files); name a function whose name is unique",
+                many.len()
+            ),
+            None => bail!("--grow-after {f}: no such function in the binary"),
         };
         growth = vec![(u, 1.0)];
         described = format!("the end of {f}");

@@ -411,6 +411,73 @@ h2:
 .section .note.GNU-stack,\"\",@progbits
 ";
 
+// `--grow-after NAME` where two statics of different objects have that name: which one grows
+// is not the user's choice, so both the sweep and the capsule choice refuse it in one line.
+#[test]
+fn align_grow_after_a_shared_static_name_is_refused() {
+    require!("gcc", "valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assemble(d);
+    // A local `f1` beside tiny.o's global one.
+    let dup = TINY_S
+        .split(".section .text.f1")
+        .nth(1)
+        .and_then(|t| t.split(".section .text.f2").next())
+        .unwrap()
+        .replace(".globl f1\n", "");
+    std::fs::write(d.join("dup.s"), format!(".section .text.f1{dup}")).unwrap();
+    run(d, "gcc", &["-c", "dup.s", "-o", "dup.o"]);
+    link(d, None, &["tiny.o", "dup.o"], "two");
+    let want = ["--grow-after f1: 2 functions of the binary have that name"];
+    fails_one_line(
+        d,
+        &[
+            "align",
+            "--binary",
+            "two",
+            "--shifts",
+            "2",
+            "--grow-after",
+            "f1",
+            "--",
+            "./two",
+        ],
+        &want,
+    );
+    fails_one_line(
+        d,
+        &[
+            "align",
+            "--binary",
+            "two",
+            "--select",
+            "c",
+            "--capsules",
+            "--grow-after",
+            "f1",
+            "--",
+            "./two",
+        ],
+        &want,
+    );
+    // A unique name is taken.
+    sediment_ok(
+        d,
+        &[
+            "align",
+            "--binary",
+            "two",
+            "--shifts",
+            "2",
+            "--grow-after",
+            "f2",
+            "--",
+            "./two",
+        ],
+    );
+}
+
 #[test]
 fn align_capsules_at_the_cheapest_protecting_boundary() {
     // Growth at the end of a.o's code (`g`) moves `h1` and `h2` against `_start`. A capsule
