@@ -430,52 +430,16 @@ fn align_grow_after_a_shared_static_name_is_refused() {
     run(d, "gcc", &["-c", "dup.s", "-o", "dup.o"]);
     link(d, None, &["tiny.o", "dup.o"], "two");
     let want = ["--grow-after f1: 2 functions of the binary have that name"];
-    fails_one_line(
-        d,
-        &[
-            "align",
-            "--binary",
-            "two",
-            "--shifts",
-            "2",
-            "--grow-after",
-            "f1",
-            "--",
-            "./two",
-        ],
-        &want,
-    );
-    fails_one_line(
-        d,
-        &[
-            "align",
-            "--binary",
-            "two",
-            "--select",
-            "c",
-            "--capsules",
-            "--grow-after",
-            "f1",
-            "--",
-            "./two",
-        ],
-        &want,
-    );
+    let align = |mode: &[&'static str], grow: &'static str| {
+        let mut a = vec!["align", "--binary", "two"];
+        a.extend_from_slice(mode);
+        a.extend_from_slice(&["--grow-after", grow, "--", "./two"]);
+        a
+    };
+    fails_one_line(d, &align(&["--shifts", "2"], "f1"), &want);
+    fails_one_line(d, &align(&["--select", "c", "--capsules"], "f1"), &want);
     // A unique name is taken.
-    sediment_ok(
-        d,
-        &[
-            "align",
-            "--binary",
-            "two",
-            "--shifts",
-            "2",
-            "--grow-after",
-            "f2",
-            "--",
-            "./two",
-        ],
-    );
+    sediment_ok(d, &align(&["--shifts", "2"], "f2"));
 }
 
 #[test]
