@@ -3,6 +3,7 @@
 
 use crate::common::{fixture, run, sediment};
 use std::path::Path;
+use std::process::Command;
 
 fn ok(out: &std::process::Output) {
     assert!(
@@ -214,9 +215,50 @@ fn bolt_blocks(d: &std::path::Path, record: &[&str], arg: &str, old: bool) -> (f
         "gcc",
         &["-O2", "-Wl,--emit-relocs", "blocks.c", "-o", "blocks"],
     );
-    let mut args = record.to_vec();
-    args.extend(["-o", "b.sprof", "--", "./blocks", arg]);
-    ok(&sediment(d, &args));
+    if record == ["perf-script"] {
+        // perf's own recording, printed by `perf script` with its default fields.
+        let perf = |args: &[&str]| {
+            let out = Command::new("perf")
+                .args(args)
+                .current_dir(d)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "perf {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        perf(&[
+            "record",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "perf.data",
+            "--",
+            "./blocks",
+            arg,
+        ]);
+        std::fs::write(d.join("p.txt"), perf(&["script", "-i", "perf.data"])).unwrap();
+        ok(&sediment(
+            d,
+            &[
+                "import",
+                "--format",
+                "perf-script",
+                "--binary",
+                "blocks",
+                "p.txt",
+                "-o",
+                "b.sprof",
+            ],
+        ));
+    } else {
+        let mut args = record.to_vec();
+        args.extend(["-o", "b.sprof", "--", "./blocks", arg]);
+        ok(&sediment(d, &args));
+    }
     let read = |f: &str| {
         sediment_profile::Profile::from_text(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap()
     };
@@ -322,6 +364,19 @@ fn fdata_export_keeps_hot_blocks_hot_perf() {
     require!("gcc", "perf", "valgrind", "/usr/lib/llvm-16/bin/llvm-bolt");
     let dir = tempfile::tempdir().unwrap();
     let (hot, log) = bolt_blocks(dir.path(), &["record"], "20000", false);
+    assert!(!log.contains("stale") && !log.contains("invalid"), "{log}");
+    assert!(
+        hot > 0.95,
+        "work's hot part runs {hot:.3} of its instructions\n{log}"
+    );
+}
+
+// The same from `perf script` text: the leaf frames' `sym+0xoff` are the samples.
+#[test]
+fn fdata_export_keeps_hot_blocks_hot_perf_script() {
+    require!("gcc", "perf", "valgrind", "/usr/lib/llvm-16/bin/llvm-bolt");
+    let dir = tempfile::tempdir().unwrap();
+    let (hot, log) = bolt_blocks(dir.path(), &["perf-script"], "20000", false);
     assert!(!log.contains("stale") && !log.contains("invalid"), "{log}");
     assert!(
         hot > 0.95,

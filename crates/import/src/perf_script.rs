@@ -28,7 +28,9 @@
 //! one unit of self weight to the leaf function per sample (the period is ignored), plus one on
 //! the edge from its first caller ([`Mode::Leaf`]) or on every adjacent pair of the chain
 //! ([`Mode::Chain`]); only pairs within one dso count, recursion is kept as a self edge, and a
-//! sample whose leaf is in the kernel is not attributed (see the perf importer for why).
+//! sample whose leaf is in the kernel is not attributed (see the perf importer for why). The
+//! leaf's `+0xoff`, where perf prints it, is also a per-instruction sample of weight 1
+//! (`Profile::samples`, for `export --format fdata`), as the perf importer records the IP.
 //! Branch entries follow the [`fdata`](crate::fdata) rule: one unit of self weight to the
 //! target's function, and a branch to offset 0 of a function is a call edge.
 //!
@@ -82,6 +84,8 @@ pub struct PerfScriptImport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Frame {
     sym: Option<String>,
+    /// The frame's offset in its symbol (`sym+0xoff`), when printed.
+    offset: Option<u64>,
     dso: String,
 }
 
@@ -128,7 +132,15 @@ impl State<'_> {
             let acc = self.acc(&leaf.dso);
             acc.total += 1;
             match &leaf.sym {
-                Some(s) => acc.builder.add_self(&FuncKey::global(s.as_str()), 1),
+                Some(s) => {
+                    let key = FuncKey::global(s.as_str());
+                    acc.builder.add_self(&key, 1);
+                    // The leaf's `+0xoff` is where the sample hit, as the perf.data importer
+                    // records it (`Profile::samples`).
+                    if let Some(offset) = leaf.offset {
+                        acc.builder.add_sample(&key, offset, 1);
+                    }
+                }
                 None => self.stats.unsymbolized_samples += 1,
             }
         } else {
@@ -351,10 +363,11 @@ fn parse_frame(s: &str) -> Option<Frame> {
     if sym.is_empty() {
         return None;
     }
-    let (name, _) = split_offset(sym);
+    let (name, offset) = split_offset(sym);
     let sym = (name != "[unknown]" && !name.is_empty()).then(|| name.to_string());
     Some(Frame {
         sym,
+        offset,
         dso: dso.to_string(),
     })
 }
@@ -579,6 +592,17 @@ mod tests {
         assert_eq!(prog.meta.total, 197);
         assert_eq!(prog.meta.event.as_deref(), Some("cpu-clock"));
         assert_eq!(prog.meta.source, "perf-script");
+        // Each leaf's `+0xoff`, a sample of weight 1 (as the perf.data importer keeps them).
+        let helper = prog.find(&FuncKey::global("helper")).unwrap();
+        let hits: Vec<(u32, u64, u64)> = prog
+            .samples
+            .iter()
+            .map(|s| (s.func, s.offset, s.weight))
+            .collect();
+        assert_eq!(
+            hits,
+            [(helper, 0x20, 1), (helper, 0x24, 192), (helper, 0x27, 4)]
+        );
         assert_eq!(
             summary(&r.profiles[1]),
             (
