@@ -178,8 +178,8 @@ pub fn record_callgrind(dir: &Path, out: &str, program: &str) -> sediment_profil
     sediment_profile::Profile::from_text(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
 }
 
-/// Runs a tool in `dir` and panics with its stderr if it fails.
-pub fn run(dir: &Path, tool: &str, args: &[&str]) {
+/// Runs a tool in `dir`, panics with its stderr if it fails, and returns its stdout.
+pub fn run(dir: &Path, tool: &str, args: &[&str]) -> Vec<u8> {
     let out = Command::new(tool)
         .args(args)
         .current_dir(dir)
@@ -190,6 +190,7 @@ pub fn run(dir: &Path, tool: &str, args: &[&str]) {
         "{tool} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
 }
 
 /// The processes descended from `pid` (children, their children, ...), from `/proc`.

@@ -3,7 +3,6 @@
 
 use crate::common::{fixture, run, sediment};
 use std::path::Path;
-use std::process::Command;
 
 fn ok(out: &std::process::Output) {
     assert!(
@@ -217,19 +216,7 @@ fn bolt_blocks(d: &std::path::Path, record: &[&str], arg: &str, old: bool) -> (f
     );
     if record == ["perf-script"] {
         // perf's own recording, printed by `perf script` with its default fields.
-        let perf = |args: &[&str]| {
-            let out = Command::new("perf")
-                .args(args)
-                .current_dir(d)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "perf {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            out.stdout
-        };
+        let perf = |args: &[&str]| run(d, "perf", args);
         perf(&[
             "record",
             "-e",
@@ -357,31 +344,24 @@ fn fdata_export_keeps_hot_blocks_hot_callgrind() {
     );
 }
 
-// The same with a perf recording (cpu-clock samples at instruction pointers): every block of
-// the loop is sampled, so it stays in the hot part.
+// The same with a perf recording (cpu-clock samples at instruction pointers), through `record`
+// and through `perf script` text (the leaf frames' `sym+0xoff`): every block of the loop is
+// sampled, so it stays in the hot part.
 #[test]
 fn fdata_export_keeps_hot_blocks_hot_perf() {
     require!("gcc", "perf", "valgrind", "/usr/lib/llvm-16/bin/llvm-bolt");
-    let dir = tempfile::tempdir().unwrap();
-    let (hot, log) = bolt_blocks(dir.path(), &["record"], "20000", false);
-    assert!(!log.contains("stale") && !log.contains("invalid"), "{log}");
-    assert!(
-        hot > 0.95,
-        "work's hot part runs {hot:.3} of its instructions\n{log}"
-    );
-}
-
-// The same from `perf script` text: the leaf frames' `sym+0xoff` are the samples.
-#[test]
-fn fdata_export_keeps_hot_blocks_hot_perf_script() {
-    require!("gcc", "perf", "valgrind", "/usr/lib/llvm-16/bin/llvm-bolt");
-    let dir = tempfile::tempdir().unwrap();
-    let (hot, log) = bolt_blocks(dir.path(), &["perf-script"], "20000", false);
-    assert!(!log.contains("stale") && !log.contains("invalid"), "{log}");
-    assert!(
-        hot > 0.95,
-        "work's hot part runs {hot:.3} of its instructions\n{log}"
-    );
+    for route in [&["record"][..], &["perf-script"]] {
+        let dir = tempfile::tempdir().unwrap();
+        let (hot, log) = bolt_blocks(dir.path(), route, "20000", false);
+        assert!(
+            !log.contains("stale") && !log.contains("invalid"),
+            "{route:?}: {log}"
+        );
+        assert!(
+            hot > 0.95,
+            "{route:?}: work's hot part runs {hot:.3} of its instructions\n{log}"
+        );
+    }
 }
 
 #[test]
