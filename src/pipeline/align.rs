@@ -94,15 +94,7 @@ pub fn capsules(
         described = format!("the end of each of {} objects' code", growth.len());
     }
     if let Some(f) = grow_after {
-        let u = match by_name.get(f).map(Vec::as_slice) {
-            Some(&[u]) => u,
-            Some(many) => bail!(
-                "--grow-after {f}: {} functions of the binary have that name (statics of \
-                 different files); name a function whose name is unique",
-                many.len()
-            ),
-            None => bail!("--grow-after {f}: no such function in the binary"),
-        };
+        let u = grow_after_index(names.iter().map(String::as_str), f)?;
         growth = vec![(u, 1.0)];
         described = format!("the end of {f}");
     } else if objects.is_empty() {
@@ -134,6 +126,28 @@ pub fn capsules(
         choice,
         growth: described,
     })
+}
+
+/// The position among `names` (a binary's functions) of the one function named `name`, which
+/// `--grow-after` names: refused when no function or several (statics of different files) have
+/// that name, since which one grows would not be the user's choice.
+pub(crate) fn grow_after_index<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    name: &str,
+) -> Result<usize> {
+    let mut found = names.into_iter().enumerate().filter(|(_, n)| *n == name);
+    let Some((u, _)) = found.next() else {
+        bail!("--grow-after {name}: no such function in the binary");
+    };
+    let more = found.count();
+    if more > 0 {
+        bail!(
+            "--grow-after {name}: {} functions of the binary have that name (statics of \
+             different files); name a function whose name is unique",
+            more + 1
+        );
+    }
+    Ok(u)
 }
 
 /// Link-time start of `binary`'s `.text` section (0 when it has none: the padding then counts

@@ -577,18 +577,7 @@ fn aligned_placements(
     let grown = match &plan.grow_after {
         None => None,
         Some(name) => {
-            let mut of_name = names.iter().enumerate().filter(|(_, n)| *n == name);
-            let (f, _) = of_name
-                .next()
-                .with_context(|| format!("--grow-after {name}: no such function in the binary"))?;
-            let more = of_name.count();
-            if more > 0 {
-                bail!(
-                    "--grow-after {name}: {} functions of the binary have that name (statics of \
-                     different files); name a function whose name is unique",
-                    more + 1
-                );
-            }
+            let f = super::align::grow_after_index(names.iter().map(String::as_str), name)?;
             is_fn
                 .iter()
                 .enumerate()
