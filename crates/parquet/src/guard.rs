@@ -103,9 +103,6 @@ fn walk_struct(
     path: &mut Vec<i16>,
     on_int: &mut OnInt,
 ) -> Result<(), String> {
-    if depth > MAX_DEPTH {
-        return Err(format!("structures nested deeper than {MAX_DEPTH} levels"));
-    }
     let mut last = 0i16;
     loop {
         let header = c.byte()?;
@@ -125,8 +122,9 @@ fn walk_struct(
     }
 }
 
-/// Walks one value of type `t`; `on_int` is given for a struct's field, not for an element of a
-/// collection (a boolean field carries its value in its type; a boolean element takes a byte).
+/// Walks one value of type `t`, `depth` structures and collections deep; `on_int` is given for a
+/// struct's field, not for an element of a collection (a boolean field carries its value in its
+/// type; a boolean element takes a byte), whose structs are walked without reporting.
 fn walk_value(
     c: &mut Cursor,
     t: u8,
@@ -134,6 +132,9 @@ fn walk_value(
     path: &mut Vec<i16>,
     on_int: Option<&mut OnInt>,
 ) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("structures nested deeper than {MAX_DEPTH} levels"));
+    }
     let field = on_int.is_some();
     match t {
         ty::TRUE | ty::FALSE => {
@@ -164,9 +165,8 @@ fn walk_value(
             let element = header & 0x0f;
             let min = if element == ty::DOUBLE { 8 } else { 1 };
             c.fits(count, min, "list")?;
-            let mut skip_ints = |_: &[i16], _: i64| {};
             for _ in 0..count {
-                walk_element(c, element, depth + 1, path, &mut skip_ints)?;
+                walk_value(c, element, depth + 1, path, None)?;
             }
         }
         ty::MAP => {
@@ -174,10 +174,9 @@ fn walk_value(
             if count > 0 {
                 let kinds = c.byte()?;
                 c.fits(count, 2, "map")?;
-                let mut skip_ints = |_: &[i16], _: i64| {};
                 for _ in 0..count {
-                    walk_element(c, kinds >> 4, depth + 1, path, &mut skip_ints)?;
-                    walk_element(c, kinds & 0x0f, depth + 1, path, &mut skip_ints)?;
+                    walk_value(c, kinds >> 4, depth + 1, path, None)?;
+                    walk_value(c, kinds & 0x0f, depth + 1, path, None)?;
                 }
             }
         }
@@ -188,24 +187,6 @@ fn walk_value(
         other => return Err(format!("unknown Thrift type {other}")),
     }
     Ok(())
-}
-
-/// One element of a collection: structs inside are walked whole, their integers not reported.
-fn walk_element(
-    c: &mut Cursor,
-    t: u8,
-    depth: usize,
-    path: &mut Vec<i16>,
-    skip_ints: &mut OnInt,
-) -> Result<(), String> {
-    if depth > MAX_DEPTH {
-        return Err(format!("structures nested deeper than {MAX_DEPTH} levels"));
-    }
-    if t == ty::STRUCT {
-        walk_struct(c, depth, path, skip_ints)
-    } else {
-        walk_value(c, t, depth, path, None)
-    }
 }
 
 /// Checks the footer (the file metadata) of `data`, a whole Parquet file. A file without a
@@ -350,6 +331,11 @@ mod tests {
         // Structs in structs, 40 deep.
         let mut footer = vec![0x1c; 40];
         footer.extend_from_slice(&[0; 41]);
+        let err = check_footer(&framed(&footer)).unwrap_err();
+        assert!(err.contains("nested deeper"), "{err}");
+        // Lists of lists, 40 deep (no struct between them).
+        let mut footer = vec![0x19; 41];
+        footer.push(0);
         let err = check_footer(&framed(&footer)).unwrap_err();
         assert!(err.contains("nested deeper"), "{err}");
     }
